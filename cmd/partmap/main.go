@@ -1,0 +1,153 @@
+// Command partmap runs the partmap server and talks to it.
+//
+//	partmap serve [--addr 127.0.0.1:8080] [--data ./partmap-data]
+//	partmap start | put | get | partition ...
+//
+// Run `partmap help` for every subcommand.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/partmap/partmap"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// env is what a subcommand may touch of the outside world, so that tests can
+// run Main in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+var commands = map[string]command{
+	"serve":     {"run the server (embedded Pebble store)", runServe},
+	"start":     {"start the directory (idempotent)", runStart},
+	"put":       {"create or replace a profile", runPut},
+	"get":       {"show a profile", runGet},
+	"partition": {"show the canonical email, hash and partition of emails", runPartition},
+}
+
+// Main runs the partmap command line and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "partmap: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	err := cmd.run(ctx, e, args[1:])
+	var uerr usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsageReported):
+		return exitUsage
+	case errors.Is(err, errAlreadyReported):
+		return exitError
+	case errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "partmap %s: %s\n", args[0], uerr)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "partmap %s: %s\n", args[0], describe(err))
+	return exitError
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: partmap COMMAND [flags] [args]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun `partmap COMMAND --help` for a command's flags.")
+}
+
+// usageError is a mistake in the command line itself.
+type usageError string
+
+func (u usageError) Error() string { return string(u) }
+
+// errUsageReported is a usage error the flag package has already printed.
+var errUsageReported = errors.New("usage error reported")
+
+// errAlreadyReported is a failure the subcommand has already explained.
+var errAlreadyReported = errors.New("failure reported")
+
+func usagef(format string, args ...any) error { return usageError(fmt.Sprintf(format, args...)) }
+
+// describe renders an error for a person: partmap errors by code and message,
+// anything else (a refused connection, say) as it is.
+func describe(err error) string {
+	var perr *partmap.Error
+	if errors.As(err, &perr) {
+		return fmt.Sprintf("%s (%s)", partmap.ErrorMessage(perr), perr.Code)
+	}
+	return err.Error()
+}
+
+// parseFlags parses flags that may come before, between or after the
+// positional arguments, and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsageReported
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func newFlagSet(e *env, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: partmap %s [flags] %s\n\nflags:\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}

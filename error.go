@@ -1,0 +1,129 @@
+package partmap
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies an error. Each code is also the stable name of an RFC 9457
+// problem type (urn:partmap:problem:CODE), and Codes maps it to an HTTP status.
+type Code string
+
+const (
+	EINVALID       Code = "invalid"             // a request parameter is wrong
+	EINVALIDEMAIL  Code = "invalid-email"       // email is empty, blank or not ASCII
+	EMALFORMEDJSON Code = "malformed-json"      // the body is not the JSON it should be
+	ENONSTRING     Code = "non-string-value"    // a profile field is not a JSON string
+	EINVALIDUTF8   Code = "invalid-utf8"        // a field name or value is not valid UTF-8
+	ETOOMANYFIELDS Code = "too-many-fields"     // a profile has more fields than allowed
+	ETOOLARGE      Code = "too-large"           // over a byte limit (body, field, profile)
+	ENOTFOUND      Code = "not-found"           // no such profile
+	ENOTSTARTED    Code = "not-started"         // the directory has not been started
+	ELOCKCONFLICT  Code = "lock-conflict"       // another writer holds the partition; retry
+	EPRECONDITION  Code = "precondition-failed" // If-Match / If-None-Match did not hold
+	ENOTINTEGER    Code = "not-an-integer"      // increment of a value that is not an int64
+	EOVERFLOW      Code = "overflow"            // increment result outside int64
+	EKEYFIELD      Code = "key-field"           // the email field cannot be changed or deleted
+	EUNAVAILABLE   Code = "unavailable"         // the store cannot serve now; retry
+	EINTERNAL      Code = "internal"            // anything else; details are never shown
+)
+
+// CodeInfo is what the HTTP layer needs to know about a code.
+type CodeInfo struct {
+	Status int    // HTTP status
+	Title  string // RFC 9457 title: short, the same for every occurrence
+}
+
+// Codes is the one table from codes to HTTP statuses. The HTTP client reads
+// it in reverse, so a status never has to be interpreted on its own.
+var Codes = map[Code]CodeInfo{
+	EINVALID:       {400, "Invalid request"},
+	EINVALIDEMAIL:  {400, "Invalid email address"},
+	EMALFORMEDJSON: {400, "Malformed JSON"},
+	ENONSTRING:     {400, "Field value is not a string"},
+	EINVALIDUTF8:   {400, "Invalid UTF-8"},
+	EKEYFIELD:      {400, "The email field cannot be changed"},
+	ETOOMANYFIELDS: {413, "Too many fields"},
+	ETOOLARGE:      {413, "Over a size limit"},
+	ENOTFOUND:      {404, "Profile not found"},
+	ENOTSTARTED:    {409, "Directory not started"},
+	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
+	EPRECONDITION:  {412, "Precondition failed"},
+	ENOTINTEGER:    {409, "Field is not an integer"},
+	EOVERFLOW:      {409, "Integer overflow"},
+	EUNAVAILABLE:   {503, "Service unavailable"},
+	EINTERNAL:      {500, "Internal error"},
+}
+
+// Error is partmap's one error type. Message is safe to show to a user; Err,
+// the underlying cause, is for logs only.
+type Error struct {
+	Code    Code
+	Message string
+	Field   string // the profile field concerned, if any
+
+	// Limit names the limit that was exceeded ("body", "fieldValue", ...) and
+	// LimitBytes gives its size. Set only with ETOOLARGE and ETOOMANYFIELDS.
+	Limit      string
+	LimitBytes int
+
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = Codes[e.Code].Title
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, msg, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, partmap.ErrNotFound) and friends compare codes.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Code == e.Code
+}
+
+// Sentinels for errors.Is. Each matches any *Error with the same code.
+var (
+	ErrNotFound     = &Error{Code: ENOTFOUND}
+	ErrNotStarted   = &Error{Code: ENOTSTARTED}
+	ErrLockConflict = &Error{Code: ELOCKCONFLICT}
+	ErrPrecondition = &Error{Code: EPRECONDITION}
+)
+
+// Errorf returns an *Error with a formatted, user-safe message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, EINTERNAL for any error partmap did not
+// classify, and "" for nil.
+func ErrorCode(err error) Code {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the user-safe message of err. The text of an
+// unclassified error never leaks: it may carry paths or internal state.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Code != EINTERNAL {
+		if e.Message != "" {
+			return e.Message
+		}
+		return Codes[e.Code].Title
+	}
+	return "internal error"
+}

@@ -1,0 +1,190 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/partmap/partmap"
+)
+
+// Client is a partmap.Store backed by a partmap server. It retries lock
+// conflicts, which by contract wrote nothing, with bounded exponential
+// backoff and full jitter, until RetryFor has passed or the context ends.
+type Client struct {
+	base string
+	http *http.Client
+	opts ClientOptions
+}
+
+var _ partmap.Store = (*Client)(nil)
+
+// ClientOptions configure NewClient. A nil *ClientOptions means defaults.
+type ClientOptions struct {
+	HTTPClient *http.Client  // nil means a client with keep-alive and no overall timeout
+	RetryFor   time.Duration // how long to keep retrying lock conflicts; 0 means 30s, <0 never retries
+	RetryBase  time.Duration // first backoff; 0 means 2ms
+	RetryMax   time.Duration // backoff cap; 0 means 500ms
+}
+
+// NewClient returns a client for the server at baseURL, such as
+// http://127.0.0.1:8080.
+func NewClient(baseURL string, opts *ClientOptions) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server address %q is not an http:// or https:// URL", baseURL)
+	}
+	c := &Client{base: strings.TrimRight(baseURL, "/") + BasePath}
+	if opts != nil {
+		c.opts = *opts
+	}
+	if c.opts.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256 // many goroutines share one client
+		c.opts.HTTPClient = &http.Client{Transport: t}
+	}
+	c.http = c.opts.HTTPClient
+	if c.opts.RetryFor == 0 {
+		c.opts.RetryFor = 30 * time.Second
+	}
+	if c.opts.RetryBase == 0 {
+		c.opts.RetryBase = 2 * time.Millisecond
+	}
+	if c.opts.RetryMax == 0 {
+		c.opts.RetryMax = 500 * time.Millisecond
+	}
+	return c, nil
+}
+
+func (c *Client) Start(ctx context.Context) (bool, error) {
+	var out struct {
+		AlreadyStarted bool `json:"alreadyStarted"`
+	}
+	_, err := c.do(ctx, request{method: "POST", path: "/start"}, &out)
+	return !out.AlreadyStarted && err == nil, err
+}
+
+func (c *Client) FindProfile(ctx context.Context, email string) (partmap.Record, error) {
+	var rec partmap.Record
+	resp, err := c.do(ctx, request{method: "GET", path: "/customer-profile", query: emailQuery(email)}, &rec.Profile)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	rec.Version, err = etagOf(resp)
+	return rec, err
+}
+
+func (c *Client) UpsertProfile(ctx context.Context, p partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return partmap.Record{}, false, err
+	}
+	var rec partmap.Record
+	resp, err := c.do(ctx, request{method: "PUT", path: "/customer-profile", body: body, cond: cond}, &rec.Profile)
+	if err != nil {
+		return partmap.Record{}, false, err
+	}
+	rec.Version, err = etagOf(resp)
+	return rec, resp.StatusCode == http.StatusCreated, err
+}
+
+func emailQuery(email string) url.Values { return url.Values{"emailAddress": {email}} }
+
+func etagOf(resp *http.Response) (partmap.Version, error) {
+	v, err := partmap.ParseETag(resp.Header.Get("ETag"))
+	if err != nil {
+		return 0, fmt.Errorf("server sent a bad ETag: %w", err)
+	}
+	return v, nil
+}
+
+type request struct {
+	method, path string
+	query        url.Values
+	body         []byte
+	contentType  string
+	cond         partmap.Condition
+}
+
+// do sends req, retrying lock conflicts, and decodes a 2xx JSON body into
+// out. Any other answer becomes the *partmap.Error the server described.
+func (c *Client) do(ctx context.Context, req request, out any) (*http.Response, error) {
+	target := c.base + req.path
+	if len(req.query) > 0 {
+		target += "?" + req.query.Encode()
+	}
+	deadline := time.Now().Add(c.opts.RetryFor)
+	for attempt := 0; ; attempt++ {
+		resp, err := c.once(ctx, req, target, out)
+		if !errors.Is(err, partmap.ErrLockConflict) || c.opts.RetryFor < 0 {
+			return resp, err
+		}
+		backoff := min(c.opts.RetryMax, c.opts.RetryBase<<min(attempt, 20))
+		sleep := rand.N(backoff + 1)
+		if time.Now().Add(sleep).After(deadline) {
+			return resp, err
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return resp, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, req request, target string, out any) (*http.Response, error) {
+	var body io.Reader
+	if req.body != nil {
+		body = bytes.NewReader(req.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
+	if err != nil {
+		return nil, err
+	}
+	if req.body != nil {
+		ct := req.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		hr.Header.Set("Content-Type", ct)
+	}
+	if req.cond.IfMatch != 0 {
+		hr.Header.Set("If-Match", req.cond.IfMatch.ETag())
+	}
+	if req.cond.IfNoneMatch {
+		hr.Header.Set("If-None-Match", "*")
+	}
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp, fmt.Errorf("%s %s: reading the response: %w", req.method, req.path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var p problem
+		if json.Unmarshal(data, &p) != nil || p.Type == "" {
+			return resp, &partmap.Error{Code: codeForStatus(resp.StatusCode),
+				Message: fmt.Sprintf("server answered %s", resp.Status)}
+		}
+		return resp, errorOf(p, resp.StatusCode)
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp, fmt.Errorf("%s %s: decoding the response: %w", req.method, req.path, err)
+		}
+	}
+	return resp, nil
+}

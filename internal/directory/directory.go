@@ -1,0 +1,180 @@
+// Package directory implements partmap.Store on top of the invocation engine:
+// the customer-profile semantics are written once here, and every backend
+// (Pebble, and later others) supplies only storage, locks and metadata.
+package directory
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// DefaultLockWait is how long a write waits for its partition lock before it
+// fails with a lock conflict. See DESIGN.md for why it is not zero.
+const DefaultLockWait = 50 * time.Millisecond
+
+// Backend is what a storage technology provides.
+type Backend interface {
+	engine.Backend
+	// Meta reads the persisted directory metadata.
+	Meta(ctx context.Context) (engine.Meta, error)
+	// Start persists started=true; startedNow is false if it already was.
+	Start(ctx context.Context) (startedNow bool, err error)
+}
+
+// Options tune a Directory. The zero value means the defaults.
+type Options struct {
+	LockWait time.Duration   // 0 means fail fast; use DefaultLockWait for the default
+	Limits   *partmap.Limits // nil means partmap.DefaultLimits
+}
+
+// Directory is the customer directory over one backend.
+type Directory struct {
+	backend Backend
+	engine  *engine.Engine
+	limits  partmap.Limits
+	n       int
+
+	// started only ever goes from false to true, so a cached true is safe.
+	started atomic.Bool
+}
+
+var _ partmap.Store = (*Directory)(nil)
+
+// New returns a directory of n partitions over backend.
+func New(backend Backend, n int, opts Options) *Directory {
+	d := &Directory{
+		backend: backend,
+		engine:  engine.New(backend, n, opts.LockWait),
+		limits:  partmap.DefaultLimits,
+		n:       n,
+	}
+	if opts.Limits != nil {
+		d.limits = *opts.Limits
+	}
+	return d
+}
+
+// Engine exposes the invocation engine, for maintenance and for tests.
+func (d *Directory) Engine() *engine.Engine { return d.engine }
+
+// Limits returns the limits the directory enforces.
+func (d *Directory) Limits() partmap.Limits { return d.limits }
+
+func (d *Directory) Start(ctx context.Context) (bool, error) {
+	now, err := d.backend.Start(ctx)
+	if err == nil {
+		d.started.Store(true)
+	}
+	return now, err
+}
+
+func (d *Directory) checkStarted(ctx context.Context) error {
+	if d.started.Load() {
+		return nil
+	}
+	meta, err := d.backend.Meta(ctx)
+	if err != nil {
+		return err
+	}
+	if !meta.Started {
+		return partmap.Errorf(partmap.ENOTSTARTED,
+			"the directory is not started; POST /patterns/hash-partitioned-attribute-map/start (or run `partmap start`) once first")
+	}
+	d.started.Store(true)
+	return nil
+}
+
+// locate canonicalises email and checks that the directory is started.
+func (d *Directory) locate(ctx context.Context, email string) (string, partmap.Partition, error) {
+	canonical, p, err := partmap.Locate(email, d.n)
+	if err != nil {
+		return "", 0, err
+	}
+	return canonical, p, d.checkStarted(ctx)
+}
+
+func notFound(email string) error {
+	return partmap.Errorf(partmap.ENOTFOUND, "no profile for %s", email)
+}
+
+func (d *Directory) FindProfile(ctx context.Context, email string) (partmap.Record, error) {
+	email, p, err := d.locate(ctx, email)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	var rec partmap.Record
+	err = d.engine.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+		var ok bool
+		rec, ok, err = tx.Get(p, email)
+		if err == nil && !ok {
+			err = notFound(email)
+		}
+		return err
+	})
+	return rec, err
+}
+
+func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
+	raw, ok := profile[partmap.FieldEmail]
+	if !ok {
+		return partmap.Record{}, false, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
+			Message: "emailAddress is required"}
+	}
+	email, p, err := partmap.Locate(raw, d.n)
+	if err != nil {
+		return partmap.Record{}, false, err
+	}
+	profile = profile.Clone()
+	profile[partmap.FieldEmail] = email
+	if err := d.limits.CheckProfile(profile); err != nil {
+		return partmap.Record{}, false, err
+	}
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.Record{}, false, err
+	}
+	var rec partmap.Record
+	var created bool
+	err = d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
+		cur, exists, err := tx.Get(p, email)
+		if err != nil {
+			return err
+		}
+		if err := cond.Check(current(cur, exists)); err != nil {
+			return err
+		}
+		rec = partmap.Record{Profile: profile, Version: nextVersion(cur.Version)}
+		created = !exists
+		return tx.Put(p, email, rec)
+	})
+	return rec, created, err
+}
+
+// lockOne is the invocation of every single-profile write: it loads and
+// locks exactly the profile's partition.
+func lockOne(p partmap.Partition) engine.Invocation {
+	ps := []partmap.Partition{p}
+	return engine.Invocation{Load: ps, Lock: ps}
+}
+
+func current(rec partmap.Record, exists bool) *partmap.Record {
+	if !exists {
+		return nil
+	}
+	return &rec
+}
+
+// nextVersion draws a random non-zero version that differs from the last.
+// Random versions need no persisted counter and never repeat in practice,
+// even across deletion and re-creation of a profile.
+func nextVersion(prev partmap.Version) partmap.Version {
+	for {
+		if v := partmap.Version(rand.Uint64()); v != 0 && v != prev {
+			return v
+		}
+	}
+}

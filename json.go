@@ -1,0 +1,226 @@
+package partmap
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ParseProfileJSON decodes a profile from a flat JSON object of strings.
+//
+// encoding/json would silently turn invalid UTF-8 and escaped lone surrogates
+// into U+FFFD; partmap stores exactly what was sent or nothing, so strings are
+// decoded here, strictly. Errors name the offending field. Limits and the
+// email are checked by the store, which every write path goes through.
+func ParseProfileJSON(data []byte) (Profile, error) {
+	fields, err := parseFlatObject(data, false)
+	if err != nil {
+		return nil, err
+	}
+	p := make(Profile, len(fields))
+	for _, f := range fields {
+		p[f.name] = *f.value
+	}
+	return p, nil
+}
+
+// Patch is an RFC 7396 merge patch of a flat profile: a non-nil value sets the
+// field, a nil value deletes it, and unnamed fields stay as they are.
+type Patch map[string]*string
+
+// ParsePatchJSON decodes a merge patch with the same strictness as
+// ParseProfileJSON; null is allowed and means delete.
+func ParsePatchJSON(data []byte) (Patch, error) {
+	fields, err := parseFlatObject(data, true)
+	if err != nil {
+		return nil, err
+	}
+	p := make(Patch, len(fields))
+	for _, f := range fields {
+		p[f.name] = f.value
+	}
+	return p, nil
+}
+
+type jsonField struct {
+	name  string
+	value *string // nil for null
+}
+
+// parseFlatObject reads {"name": "value", ...}. Syntax is checked first by
+// encoding/json's scanner, so the walk below only has to handle valid JSON.
+func parseFlatObject(data []byte, allowNull bool) ([]jsonField, error) {
+	if err := checkJSONSyntax(data); err != nil {
+		return nil, err
+	}
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return nil, Errorf(EMALFORMEDJSON, "expected a JSON object, found %s", jsonKind(data[i]))
+	}
+	i = skipSpace(data, i+1)
+	var fields []jsonField
+	seen := make(map[string]struct{})
+	for data[i] != '}' {
+		name, n, err := unquoteJSON(data[i:], "")
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := seen[name]; dup {
+			return nil, &Error{Code: EMALFORMEDJSON, Field: name, Message: fmt.Sprintf("field %q appears more than once", name)}
+		}
+		seen[name] = struct{}{}
+		i = skipSpace(data, i+n)
+		i = skipSpace(data, i+1) // the colon
+		f := jsonField{name: name}
+		switch c := data[i]; {
+		case c == '"':
+			v, n, err := unquoteJSON(data[i:], name)
+			if err != nil {
+				return nil, err
+			}
+			f.value = &v
+			i += n
+		case c == 'n' && allowNull:
+			i += len("null")
+		default:
+			want := "a string"
+			if allowNull {
+				want = "a string, or null to delete it"
+			}
+			return nil, &Error{Code: ENONSTRING, Field: name,
+				Message: fmt.Sprintf("field %q is %s; it must be %s", name, jsonKind(c), want)}
+		}
+		fields = append(fields, f)
+		i = skipSpace(data, i)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return fields, nil
+}
+
+func checkJSONSyntax(data []byte) error {
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return Errorf(EMALFORMEDJSON, "the body is empty; expected a JSON object")
+	}
+	if json.Valid(data) {
+		return nil
+	}
+	var raw json.RawMessage // only to learn where the syntax breaks
+	err := json.Unmarshal(data, &raw)
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return Errorf(EMALFORMEDJSON, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	}
+	return Errorf(EMALFORMEDJSON, "malformed JSON")
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func jsonKind(c byte) string {
+	switch {
+	case c == '"':
+		return "a string"
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// unquoteJSON decodes the JSON string at the start of data (which the scanner
+// has already checked) and returns it with the number of bytes it took. It
+// rejects invalid UTF-8 and escaped surrogates that do not form a pair.
+// field names the value's field; it is empty when data is a field name.
+func unquoteJSON(data []byte, field string) (string, int, error) {
+	end := 1
+	escaped := false
+	for ; data[end] != '"'; end++ {
+		if data[end] == '\\' {
+			escaped = true
+			end++ // the escaped byte is never the closing quote
+		}
+	}
+	raw := data[1:end]
+	if !utf8.Valid(raw) {
+		return "", 0, invalidUTF8(field, string(raw), "contains bytes that are not valid UTF-8")
+	}
+	if !escaped {
+		return string(raw), end + 1, nil
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(raw[i+1 : i+5])
+			i += 4
+			if utf16.IsSurrogate(r) {
+				if r < 0xDC00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+					if lo := hex4(raw[i+3 : i+7]); 0xDC00 <= lo && lo <= 0xDFFF {
+						out = utf8.AppendRune(out, utf16.DecodeRune(r, lo))
+						i += 6
+						continue
+					}
+				}
+				return "", 0, invalidUTF8(field, string(out), fmt.Sprintf("contains the escaped lone surrogate \\u%04x", r))
+			}
+			out = utf8.AppendRune(out, r)
+		default: // '"', '\\', '/'
+			out = append(out, raw[i])
+		}
+	}
+	return string(out), end + 1, nil
+}
+
+func invalidUTF8(field, text, why string) *Error {
+	if field == "" {
+		return &Error{Code: EINVALIDUTF8, Field: strings.ToValidUTF8(text, "\uFFFD"),
+			Message: fmt.Sprintf("field name %s %s", quoteBytes(text), why)}
+	}
+	return &Error{Code: EINVALIDUTF8, Field: field, Message: fmt.Sprintf("field %q %s", field, why)}
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
+}

@@ -1,0 +1,272 @@
+// Package pebble is partmap's embedded, durable default store, on
+// github.com/cockroachdb/pebble/v2. Every acknowledged write has been
+// fsync'd; concurrent commits share fsyncs through Pebble's commit pipeline.
+package pebble
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// SchemaVersion is the on-disk layout this code reads and writes.
+const SchemaVersion = 1
+
+// Options configure Open. A nil *Options means the defaults.
+type Options struct {
+	// Partitions is the partition count the caller expects. A new directory
+	// is created with it; an existing one with another count is refused.
+	// 0 means partmap.DefaultPartitions.
+	Partitions int
+	// LockWait is how long a write waits for its partition lock; a negative
+	// value fails at once. 0 means directory.DefaultLockWait.
+	LockWait time.Duration
+	// Limits bounds profiles; nil means partmap.DefaultLimits.
+	Limits *partmap.Limits
+}
+
+// Store is a customer directory in a Pebble database on local disk.
+type Store struct {
+	*directory.Directory
+	db        *pebble.DB
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ partmap.Store = (*Store)(nil)
+
+// Open opens or creates the directory stored at path.
+func Open(path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Partitions == 0 {
+		o.Partitions = partmap.DefaultPartitions
+	}
+	switch {
+	case o.LockWait == 0:
+		o.LockWait = directory.DefaultLockWait
+	case o.LockWait < 0:
+		o.LockWait = 0
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) || isLockHeld(err) {
+			return nil, fmt.Errorf("data directory %s is in use by another partmap process: %w", path, err)
+		}
+		return nil, fmt.Errorf("open data directory %s: %w", path, err)
+	}
+	b := &backend{db: db}
+	meta, err := b.openMeta(o.Partitions)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("data directory %s: %w", path, err)
+	}
+	b.locks = engine.NewLocalLocks(meta.Partitions)
+	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits})
+	return &Store{Directory: d, db: db}, nil
+}
+
+// Close releases the data directory. Every acknowledged write is already
+// durable, so Close has nothing to save. Calling it again does nothing.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	return s.closeErr
+}
+
+func isLockHeld(err error) bool {
+	var errno interface{ Temporary() bool }
+	return errors.As(err, &errno) && errno.Temporary()
+}
+
+type backend struct {
+	db      *pebble.DB
+	locks   *engine.LocalLocks
+	startMu sync.Mutex
+}
+
+func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Duration) (engine.Lease, error) {
+	return b.locks.Lock(ctx, ps, wait)
+}
+
+// openMeta creates the metadata of a new directory, or checks an existing
+// one against what this code and the caller expect.
+func (b *backend) openMeta(partitions int) (engine.Meta, error) {
+	meta, ok, err := b.readMeta()
+	if err != nil {
+		return meta, err
+	}
+	if !ok {
+		meta = engine.Meta{Schema: SchemaVersion, Partitions: partitions}
+		return meta, b.writeMeta(meta)
+	}
+	switch {
+	case meta.Schema > SchemaVersion:
+		return meta, fmt.Errorf("written by a newer partmap (schema %d; this one reads %d); refusing to open it", meta.Schema, SchemaVersion)
+	case meta.Schema < 1 || meta.Partitions < 1:
+		return meta, fmt.Errorf("metadata is not partmap's (%+v); refusing to open it", meta)
+	case meta.Partitions != partitions:
+		return meta, fmt.Errorf("it holds %d partitions but %d were expected; the partition count is part of the data, "+
+			"and changing it needs a full rehash (partmap resize)", meta.Partitions, partitions)
+	}
+	return meta, nil
+}
+
+func (b *backend) readMeta() (engine.Meta, bool, error) {
+	var meta engine.Meta
+	v, closer, err := b.db.Get(metaKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return meta, false, nil
+	}
+	if err != nil {
+		return meta, false, err
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(v, &meta); err != nil {
+		return meta, false, fmt.Errorf("metadata is corrupt: %w", err)
+	}
+	return meta, true, nil
+}
+
+func (b *backend) writeMeta(meta engine.Meta) error {
+	v, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	return b.db.Set(metaKey, v, pebble.Sync)
+}
+
+func (b *backend) Meta(context.Context) (engine.Meta, error) {
+	meta, _, err := b.readMeta()
+	return meta, err
+}
+
+func (b *backend) Start(context.Context) (bool, error) {
+	b.startMu.Lock()
+	defer b.startMu.Unlock()
+	meta, _, err := b.readMeta()
+	if err != nil || meta.Started {
+		return false, err
+	}
+	meta.Started = true
+	return true, b.writeMeta(meta)
+}
+
+func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
+	v, closer, err := b.db.Get(recordKey(p, email))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return partmap.Record{}, false, nil
+	}
+	if err != nil {
+		return partmap.Record{}, false, err
+	}
+	defer closer.Close()
+	rec, err := decodeRecord(v)
+	if err != nil {
+		return partmap.Record{}, false, fmt.Errorf("%s %s: %w", p, email, err)
+	}
+	return rec, true, nil
+}
+
+// Commit writes the records and keeps each partition's profile count in the
+// same batch. The count is read without a snapshot: the caller holds the
+// partition's lock, so nobody else changes it.
+func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Write) (func() error, error) {
+	batch := b.db.NewBatch()
+	delta := make(map[partmap.Partition]int, 1)
+	for _, w := range writes {
+		k := recordKey(w.Partition, w.Email)
+		var err error
+		switch {
+		case w.Record != nil:
+			err = batch.Set(k, encodeRecord(*w.Record), nil)
+			if !w.Existed {
+				delta[w.Partition]++
+			}
+		case w.Existed:
+			err = batch.Delete(k, nil)
+			delta[w.Partition]--
+		}
+		if err != nil {
+			batch.Close()
+			return nil, err
+		}
+	}
+	for p, d := range delta {
+		if d == 0 {
+			continue
+		}
+		n, err := b.count(p)
+		if err != nil {
+			batch.Close()
+			return nil, err
+		}
+		if n += int64(d); n > 0 {
+			err = batch.Set(countKey(p), binary.AppendUvarint(nil, uint64(n)), nil)
+		} else {
+			err = batch.Delete(countKey(p), nil) // a partition exists only while it holds a profile
+		}
+		if err != nil {
+			batch.Close()
+			return nil, err
+		}
+	}
+	// ApplyNoSyncWait makes the batch visible and queues its WAL fsync; the
+	// engine releases the partition lock before calling wait, so the next
+	// writer to the partition can join the same fsync.
+	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		batch.Close()
+		return nil, err
+	}
+	return func() error {
+		defer batch.Close()
+		return batch.SyncWait()
+	}, nil
+}
+
+func (b *backend) count(p partmap.Partition) (int64, error) {
+	v, closer, err := b.db.Get(countKey(p))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	n, w := binary.Uvarint(v)
+	if w <= 0 {
+		return 0, fmt.Errorf("%s: corrupt profile count", p)
+	}
+	return int64(n), nil
+}
+
+// quietLogger keeps Pebble's routine chatter out of partmap's output while
+// still surfacing errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: fatal: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+var _ io.Closer = (*Store)(nil)

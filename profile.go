@@ -1,0 +1,238 @@
+package partmap
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The documented fields of a customer profile. Only FieldEmail is required;
+// any other field name is allowed within Limits.
+const (
+	FieldEmail        = "emailAddress"
+	FieldFullName     = "fullName"
+	FieldCompanyName  = "companyName"
+	FieldCustomerTier = "customerTier"
+)
+
+// DocumentedFields lists the documented fields in their display order.
+var DocumentedFields = []string{FieldEmail, FieldFullName, FieldCompanyName, FieldCustomerTier}
+
+// Profile is a flat record of named text fields, like a Redis hash. Names are
+// literal ("name.first" is one name) and values are text partmap never parses.
+// A stored profile always holds FieldEmail, set to its canonical email.
+type Profile map[string]string
+
+// Email returns the profile's email field as stored.
+func (p Profile) Email() string { return p[FieldEmail] }
+
+// Clone returns a copy that shares nothing with p.
+func (p Profile) Clone() Profile {
+	c := make(Profile, len(p))
+	for k, v := range p {
+		c[k] = v
+	}
+	return c
+}
+
+// FieldNames returns the names in display order: the documented fields first,
+// then the others in byte order. Stored order carries no meaning.
+func (p Profile) FieldNames() []string {
+	names := make([]string, 0, len(p))
+	for _, f := range DocumentedFields {
+		if _, ok := p[f]; ok {
+			names = append(names, f)
+		}
+	}
+	start := len(names)
+	for k := range p {
+		if !slices.Contains(DocumentedFields, k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names[start:])
+	return names
+}
+
+// MarshalJSON writes the fields in display order, so responses are stable.
+func (p Profile) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, name := range p.FieldNames() {
+		value := p[name]
+		// encoding/json would replace invalid UTF-8 with U+FFFD; refuse instead.
+		if !utf8.ValidString(name) {
+			return nil, invalidUTF8("", name, "is not valid UTF-8")
+		}
+		if !utf8.ValidString(value) {
+			return nil, invalidUTF8(name, value, "is not valid UTF-8")
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeJSONString(&buf, name)
+		buf.WriteByte(':')
+		writeJSONString(&buf, value)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON is the strict decoder of ParseProfileJSON, without limits
+// checks, so that a client can read what a server sent.
+func (p *Profile) UnmarshalJSON(data []byte) error {
+	fields, err := parseFlatObject(data, false)
+	if err != nil {
+		return err
+	}
+	*p = make(Profile, len(fields))
+	for _, f := range fields {
+		(*p)[f.name] = *f.value
+	}
+	return nil
+}
+
+// writeJSONString writes s as a JSON string. Unlike encoding/json it leaves
+// <, > and & alone, so stored text reads back as it was written.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	buf.WriteByte('"')
+	last := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf.WriteString(s[last:i])
+		switch c {
+		case '"', '\\':
+			buf.WriteByte('\\')
+			buf.WriteByte(c)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\r':
+			buf.WriteString(`\r`)
+		case '\t':
+			buf.WriteString(`\t`)
+		default:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hex[c>>4])
+			buf.WriteByte(hex[c&0xf])
+		}
+		last = i + 1
+	}
+	buf.WriteString(s[last:])
+	buf.WriteByte('"')
+}
+
+// Limits bound what a profile may hold. All sizes are in bytes of UTF-8,
+// never characters: input over a limit is refused, never truncated.
+type Limits struct {
+	MaxFields          int // fields in one profile, emailAddress included
+	MaxFieldNameBytes  int
+	MaxFieldValueBytes int
+	MaxProfileBytes    int // sum of every field's name and value bytes
+	MaxBodyBytes       int // one HTTP request body
+}
+
+// DefaultLimits are generous for customer profiles and keep one record small
+// enough that reading it never dominates a request.
+var DefaultLimits = Limits{
+	MaxFields:          256,
+	MaxFieldNameBytes:  256,
+	MaxFieldValueBytes: 32 << 10,
+	MaxProfileBytes:    128 << 10,
+	MaxBodyBytes:       1 << 20,
+}
+
+// CheckField validates one field name and value against the limits and UTF-8.
+func (l Limits) CheckField(name, value string) error {
+	if name == "" {
+		return &Error{Code: EINVALID, Message: "field name is empty"}
+	}
+	if !utf8.ValidString(name) {
+		return &Error{Code: EINVALIDUTF8, Field: name, Message: fmt.Sprintf("field name %s is not valid UTF-8", quoteBytes(name))}
+	}
+	if len(name) > l.MaxFieldNameBytes {
+		return &Error{Code: ETOOLARGE, Field: name, Limit: "fieldName", LimitBytes: l.MaxFieldNameBytes,
+			Message: fmt.Sprintf("field name is %d bytes; the limit is %d", len(name), l.MaxFieldNameBytes)}
+	}
+	if !utf8.ValidString(value) {
+		return &Error{Code: EINVALIDUTF8, Field: name, Message: fmt.Sprintf("field %q is not valid UTF-8", name)}
+	}
+	if len(value) > l.MaxFieldValueBytes {
+		return &Error{Code: ETOOLARGE, Field: name, Limit: "fieldValue", LimitBytes: l.MaxFieldValueBytes,
+			Message: fmt.Sprintf("field %q is %d bytes; the limit is %d", name, len(value), l.MaxFieldValueBytes)}
+	}
+	return nil
+}
+
+// CheckProfile validates a whole profile: each field, the field count and the
+// total size. It does not look at the email; see CanonicalEmail.
+func (l Limits) CheckProfile(p Profile) error {
+	if len(p) > l.MaxFields {
+		return &Error{Code: ETOOMANYFIELDS, Limit: "fields", LimitBytes: 0,
+			Message: fmt.Sprintf("profile has %d fields; the limit is %d", len(p), l.MaxFields)}
+	}
+	size := 0
+	for name, value := range p {
+		if err := l.CheckField(name, value); err != nil {
+			return err
+		}
+		size += len(name) + len(value)
+	}
+	if size > l.MaxProfileBytes {
+		return &Error{Code: ETOOLARGE, Limit: "profile", LimitBytes: l.MaxProfileBytes,
+			Message: fmt.Sprintf("profile is %d bytes; the limit is %d", size, l.MaxProfileBytes)}
+	}
+	return nil
+}
+
+// quoteBytes shows a possibly invalid string so that a user can find it.
+func quoteBytes(s string) string { return strconv.QuoteToASCII(s) }
+
+// Version identifies one committed state of a profile. Every write gives the
+// profile a new, random, non-zero version, so a version is never reused even
+// when a profile is deleted and created again.
+type Version uint64
+
+// ETag is the version as a strong HTTP entity tag.
+func (v Version) ETag() string { return fmt.Sprintf("%q", fmt.Sprintf("%016x", uint64(v))) }
+
+// ParseETag reads an entity tag made by ETag. Weak tags never match a strong
+// comparison, so they are refused.
+func ParseETag(s string) (Version, error) {
+	if len(s) != 18 || s[0] != '"' || s[17] != '"' {
+		return 0, Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
+	}
+	v, err := strconv.ParseUint(s[1:17], 16, 64)
+	if err != nil || v == 0 {
+		return 0, Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
+	}
+	return Version(v), nil
+}
+
+// Record is a stored profile and its version.
+type Record struct {
+	Profile Profile
+	Version Version
+}
+
+// Condition makes a write conditional. The zero value always holds.
+type Condition struct {
+	IfMatch     Version // when non-zero, the profile must exist with this version
+	IfNoneMatch bool    // when true, the profile must not exist (create only)
+}
+
+// Check reports whether the condition holds for the current record, if any.
+func (c Condition) Check(current *Record) error {
+	if c.IfNoneMatch && current != nil {
+		return Errorf(EPRECONDITION, "profile already exists (If-None-Match: *)")
+	}
+	if c.IfMatch != 0 && (current == nil || current.Version != c.IfMatch) {
+		return Errorf(EPRECONDITION, "profile version is not %s", c.IfMatch.ETag())
+	}
+	return nil
+}
