@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/partmap/partmap"
@@ -20,9 +21,10 @@ import (
 // conflicts, which by contract wrote nothing, with bounded exponential
 // backoff and full jitter, until RetryFor has passed or the context ends.
 type Client struct {
-	base string
-	http *http.Client
-	opts ClientOptions
+	base      string
+	http      *http.Client
+	opts      ClientOptions
+	conflicts atomic.Uint64
 }
 
 var _ partmap.Store = (*Client)(nil)
@@ -63,6 +65,9 @@ func NewClient(baseURL string, opts *ClientOptions) (*Client, error) {
 	}
 	return c, nil
 }
+
+// LockConflicts counts the lock conflicts this client has met, retried or not.
+func (c *Client) LockConflicts() uint64 { return c.conflicts.Load() }
 
 func (c *Client) Start(ctx context.Context) (bool, error) {
 	var out struct {
@@ -124,7 +129,11 @@ func (c *Client) do(ctx context.Context, req request, out any) (*http.Response, 
 	deadline := time.Now().Add(c.opts.RetryFor)
 	for attempt := 0; ; attempt++ {
 		resp, err := c.once(ctx, req, target, out)
-		if !errors.Is(err, partmap.ErrLockConflict) || c.opts.RetryFor < 0 {
+		if !errors.Is(err, partmap.ErrLockConflict) {
+			return resp, err
+		}
+		c.conflicts.Add(1)
+		if c.opts.RetryFor < 0 {
 			return resp, err
 		}
 		backoff := min(c.opts.RetryMax, c.opts.RetryBase<<min(attempt, 20))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
@@ -35,12 +36,16 @@ type Options struct {
 	LockWait time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
+	// FS is the filesystem; nil means the operating system's. Tests use
+	// Pebble's crashable in-memory FS to drop every unsynced byte.
+	FS vfs.FS
 }
 
 // Store is a customer directory in a Pebble database on local disk.
 type Store struct {
 	*directory.Directory
 	db        *pebble.DB
+	lock      *pebble.Lock
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -62,37 +67,42 @@ func Open(path string, opts *Options) (*Store, error) {
 	case o.LockWait < 0:
 		o.LockWait = 0
 	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if err := o.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}})
+	// Taking the directory lock first tells "in use" apart from every other
+	// failure to open.
+	lock, err := pebble.LockDirectory(path, o.FS)
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) || isLockHeld(err) {
-			return nil, fmt.Errorf("data directory %s is in use by another partmap process: %w", path, err)
-		}
+		return nil, fmt.Errorf("data directory %s is in use by another partmap process (%v)", path, err)
+	}
+	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS})
+	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
 	}
 	b := &backend{db: db}
 	meta, err := b.openMeta(o.Partitions)
 	if err != nil {
 		db.Close()
+		lock.Close()
 		return nil, fmt.Errorf("data directory %s: %w", path, err)
 	}
 	b.locks = engine.NewLocalLocks(meta.Partitions)
 	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits})
-	return &Store{Directory: d, db: db}, nil
+	return &Store{Directory: d, db: db, lock: lock}, nil
 }
 
 // Close releases the data directory. Every acknowledged write is already
 // durable, so Close has nothing to save. Calling it again does nothing.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.db.Close(), s.lock.Close())
+	})
 	return s.closeErr
-}
-
-func isLockHeld(err error) bool {
-	var errno interface{ Temporary() bool }
-	return errors.As(err, &errno) && errno.Temporary()
 }
 
 type backend struct {

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPartitionCommand(t *testing.T) {
+	code, out, errOut := run(t, "", "partition", " Alice@Example.COM ", "bob@example.com")
+	want := "alice@example.com\t2493822278\tpartition-278\nbob@example.com\t3055529145\tpartition-145\n"
+	if code != 0 || out != want || errOut != "" {
+		t.Fatalf("got %d %q %q, want 0 %q", code, out, errOut, want)
+	}
+	for _, bad := range []string{"", "   ", "é@example.com"} {
+		code, out, errOut := run(t, "", "partition", "ok@example.com", bad)
+		if code != 1 || !strings.HasPrefix(out, "ok@example.com\t") || !strings.Contains(errOut, "email address") {
+			t.Errorf("partition %q: got %d %q %q", bad, code, out, errOut)
+		}
+	}
+	if code, _, _ := run(t, "", "partition"); code != 2 {
+		t.Errorf("partition without arguments exited %d, want 2", code)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	if code, out, _ := run(t, "", "help"); code != 0 || !strings.Contains(out, "serve") {
+		t.Fatalf("help: %d %q", code, out)
+	}
+	if code, _, errOut := run(t, "", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, _ := run(t, "", "get", "--nope"); code != 2 {
+		t.Fatalf("unknown flag: exit %d, want 2", code)
+	}
+	if code, _, errOut := run(t, "", "serve", "--log-format", "xml"); code != 2 || !strings.Contains(errOut, "--log-format") {
+		t.Fatalf("bad serve flag: %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "get", "--server", "127.0.0.1:8080", "a@b"); code != 2 || !strings.Contains(errOut, "not an http") {
+		t.Fatalf("bad --server: %d %q", code, errOut)
+	}
+}
+
+func TestClientCommands(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+
+	if code, _, errOut := run(t, "", "get", srv, "alice@example.com"); code != 1 || !strings.Contains(errOut, "not started") {
+		t.Fatalf("get before start: %d %q", code, errOut)
+	}
+	if code, out, _ := run(t, "", "start", srv); code != 0 || out != "started\n" {
+		t.Fatalf("start: %d %q", code, out)
+	}
+	if code, out, _ := run(t, "", "start", srv); code != 0 || out != "already started\n" {
+		t.Fatalf("second start: %d %q", code, out)
+	}
+
+	code, out, errOut := run(t, "", "put", " Alice@Example.COM ", srv, "--name", "Alice Liddell", "--company", "Acme", "--tier", "gold", "--field", "name.first=Alice", "--field", "note=a=b")
+	if code != 0 || !strings.Contains(errOut, "created alice@example.com") || !strings.Contains(out, `"name.first": "Alice"`) || !strings.Contains(out, `"note": "a=b"`) {
+		t.Fatalf("put from flags: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = run(t, `{"emailAddress":"alice@example.com","fullName":"Alice L","customerTier":""}`, "put", srv)
+	if code != 0 || !strings.Contains(errOut, "replaced alice@example.com") {
+		t.Fatalf("put from stdin: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = run(t, "", "get", srv, "ALICE@example.com")
+	want := "{\n  \"emailAddress\": \"alice@example.com\",\n  \"fullName\": \"Alice L\",\n  \"customerTier\": \"\"\n}\n"
+	if code != 0 || out != want {
+		t.Fatalf("get: %d %q, want %q", code, out, want)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		msg   string
+	}{
+		{"ErrBadJSON", `{"emailAddress":`, []string{"put"}, 1, "malformed JSON"},
+		{"ErrNonString", `{"emailAddress":"a@b","n":1}`, []string{"put"}, 1, "must be a string"},
+		{"ErrBadEmail", ``, []string{"put", "é@b", "--name", "x"}, 1, "ASCII"},
+		{"ErrFieldsWithoutEmail", ``, []string{"put", "--name", "x"}, 2, "needs an EMAIL"},
+		{"ErrBadField", ``, []string{"put", "a@b", "--field", "novalue"}, 2, "NAME=VALUE"},
+		{"ErrCreateExisting", ``, []string{"put", "alice@example.com", "--create", "--name", "x"}, 1, "already exists"},
+		{"ErrGetMissing", ``, []string{"get", "nobody@example.com"}, 1, "not-found"},
+		{"ErrGetTwo", ``, []string{"get", "a@b", "c@d"}, 2, "exactly one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+	if _, out, _ := run(t, "", "get", srv, "alice@example.com"); out != want {
+		t.Fatalf("a refused command changed the profile: %q", out)
+	}
+}
+
+func TestServerEnvDefault(t *testing.T) {
+	url, _ := serveInProcess(t)
+	t.Setenv("PARTMAP_SERVER", url)
+	if code, out, errOut := run(t, "", "start"); code != 0 || out != "started\n" {
+		t.Fatalf("start with PARTMAP_SERVER: %d %q %q", code, out, errOut)
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// logWriter collects a server's log and reports the address it serves on.
+type logWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+	sent bool
+}
+
+var addrRE = regexp.MustCompile(`msg=serving addr=(http://\S+)`)
+
+func newLogWriter() *logWriter { return &logWriter{addr: make(chan string, 1)} }
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := addrRE.FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
+		w.sent = true
+		w.addr <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (w *logWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// serveInProcess runs `partmap serve` through Main on a free port and stops
+// it, checking for a clean exit, when the test ends.
+func serveInProcess(t *testing.T, args ...string) (url, data string) {
+	t.Helper()
+	data = filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := newLogWriter()
+	exit := make(chan int, 1)
+	go func() {
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)
+		exit <- Main(ctx, args, strings.NewReader(""), io.Discard, logs)
+	}()
+	select {
+	case url = <-logs.addr:
+	case code := <-exit:
+		t.Fatalf("serve exited with %d: %s", code, logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start: %s", logs)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exit; code != 0 || !strings.Contains(logs.String(), "stopped cleanly") {
+			t.Errorf("serve exited with %d: %s", code, logs)
+		}
+	})
+	return url, data
+}
+
+// run runs the CLI in-process and returns its exit code and output.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// buildBinary builds partmap once per test run, for the tests that must
+// kill a real process.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "partmap-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "partmap")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// process is a real `partmap serve` child process.
+type process struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *logWriter
+}
+
+func startProcess(t *testing.T, data string, args ...string) *process {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newLogWriter()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			logs.Write(append(s.Bytes(), '\n'))
+		}
+	}()
+	p := &process{cmd: cmd, logs: logs}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	select {
+	case p.url = <-logs.addr:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("partmap serve did not start: %s", logs)
+	}
+	return p
+}
+
+func (p *process) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil { // SIGKILL on Unix
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+}
