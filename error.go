@@ -18,6 +18,7 @@ const (
 	ETOOMANYFIELDS Code = "too-many-fields"     // a profile has more fields than allowed
 	ETOOLARGE      Code = "too-large"           // over a byte limit (body, field, profile)
 	ENOTFOUND      Code = "not-found"           // no such profile
+	EMETHOD        Code = "method-not-allowed"  // a known route with another method
 	ENOTSTARTED    Code = "not-started"         // the directory has not been started
 	ELOCKCONFLICT  Code = "lock-conflict"       // another writer holds the partition; retry
 	EPRECONDITION  Code = "precondition-failed" // If-Match / If-None-Match did not hold
@@ -46,6 +47,7 @@ var Codes = map[Code]CodeInfo{
 	ETOOMANYFIELDS: {413, "Too many fields"},
 	ETOOLARGE:      {413, "Over a size limit"},
 	ENOTFOUND:      {404, "Profile not found"},
+	EMETHOD:        {405, "Method not allowed"},
 	ENOTSTARTED:    {409, "Directory not started"},
 	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
 	EPRECONDITION:  {412, "Precondition failed"},
@@ -63,7 +65,8 @@ type Error struct {
 	Field   string // the profile field concerned, if any
 
 	// Limit names the limit that was exceeded ("body", "fieldValue", ...) and
-	// LimitBytes gives its size. Set only with ETOOLARGE and ETOOMANYFIELDS.
+	// LimitBytes gives its size in bytes. Set with ETOOLARGE; ETOOMANYFIELDS
+	// sets Limit to "fields" and states the count in Message.
 	Limit      string
 	LimitBytes int
 
@@ -103,14 +106,16 @@ func Errorf(code Code, format string, args ...any) *Error {
 }
 
 // ErrorCode returns the code of err, EINTERNAL for any error partmap did not
-// classify, and "" for nil.
+// classify (or classified with a code Codes does not know), and "" for nil.
 func ErrorCode(err error) Code {
 	var e *Error
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &e):
-		return e.Code
+		if _, known := Codes[e.Code]; known {
+			return e.Code
+		}
 	}
 	return EINTERNAL
 }
@@ -119,11 +124,12 @@ func ErrorCode(err error) Code {
 // unclassified error never leaks: it may carry paths or internal state.
 func ErrorMessage(err error) string {
 	var e *Error
-	if errors.As(err, &e) && e.Code != EINTERNAL {
-		if e.Message != "" {
-			return e.Message
-		}
-		return Codes[e.Code].Title
+	switch code := ErrorCode(err); {
+	case code == "":
+		return ""
+	case code != EINTERNAL && errors.As(err, &e) && e.Message != "":
+		return e.Message
+	default:
+		return Codes[code].Title
 	}
-	return "internal error"
 }

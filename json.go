@@ -191,7 +191,8 @@ func unquoteJSON(data []byte, field string) (string, int, error) {
 						continue
 					}
 				}
-				return "", 0, invalidUTF8(field, string(out), fmt.Sprintf("contains the escaped lone surrogate \\u%04x", r))
+				// Name a bad field name as it was sent, escapes and all.
+				return "", 0, invalidUTF8(field, string(raw), fmt.Sprintf("contains the escaped lone surrogate \\u%04x", r))
 			}
 			out = utf8.AppendRune(out, r)
 		default: // '"', '\\', '/'

@@ -206,6 +206,10 @@ func TestParseProfileJSON(t *testing.T) {
 				if !utf8.ValidString(e.Field) || !utf8.ValidString(e.Message) {
 					t.Fatalf("ParseProfileJSON(%q): Field %q or Message %q is not valid UTF-8", in, e.Field, e.Message)
 				}
+				// The whole name is blamed, never a prefix that is another name.
+				if want := strings.ToValidUTF8(tt.rawName, "\uFFFD"); e.Field != want {
+					t.Fatalf("ParseProfileJSON(%q): Field %q, want %q", in, e.Field, want)
+				}
 			}
 		})
 	}

@@ -153,14 +153,14 @@ func (l Limits) CheckField(name, value string) error {
 		return &Error{Code: EINVALID, Message: "field name is empty"}
 	}
 	if !utf8.ValidString(name) {
-		return &Error{Code: EINVALIDUTF8, Field: name, Message: fmt.Sprintf("field name %s is not valid UTF-8", quoteBytes(name))}
+		return invalidUTF8("", name, "is not valid UTF-8")
 	}
 	if len(name) > l.MaxFieldNameBytes {
 		return &Error{Code: ETOOLARGE, Field: name, Limit: "fieldName", LimitBytes: l.MaxFieldNameBytes,
 			Message: fmt.Sprintf("field name is %d bytes; the limit is %d", len(name), l.MaxFieldNameBytes)}
 	}
 	if !utf8.ValidString(value) {
-		return &Error{Code: EINVALIDUTF8, Field: name, Message: fmt.Sprintf("field %q is not valid UTF-8", name)}
+		return invalidUTF8(name, value, "is not valid UTF-8")
 	}
 	if len(value) > l.MaxFieldValueBytes {
 		return &Error{Code: ETOOLARGE, Field: name, Limit: "fieldValue", LimitBytes: l.MaxFieldValueBytes,
@@ -173,7 +173,7 @@ func (l Limits) CheckField(name, value string) error {
 // total size. It does not look at the email; see CanonicalEmail.
 func (l Limits) CheckProfile(p Profile) error {
 	if len(p) > l.MaxFields {
-		return &Error{Code: ETOOMANYFIELDS, Limit: "fields", LimitBytes: 0,
+		return &Error{Code: ETOOMANYFIELDS, Limit: "fields",
 			Message: fmt.Sprintf("profile has %d fields; the limit is %d", len(p), l.MaxFields)}
 	}
 	size := 0
@@ -201,15 +201,22 @@ type Version uint64
 // ETag is the version as a strong HTTP entity tag.
 func (v Version) ETag() string { return fmt.Sprintf("%q", fmt.Sprintf("%016x", uint64(v))) }
 
-// ParseETag reads an entity tag made by ETag. Weak tags never match a strong
-// comparison, so they are refused.
+// ParseETag reads an entity tag made by ETag: 16 lower-case hex digits in
+// quotes. Strong comparison is exact, so "00AB" is not "00ab", and weak tags
+// never match; both are refused.
 func ParseETag(s string) (Version, error) {
+	bad := Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
 	if len(s) != 18 || s[0] != '"' || s[17] != '"' {
-		return 0, Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
+		return 0, bad
 	}
-	v, err := strconv.ParseUint(s[1:17], 16, 64)
-	if err != nil || v == 0 {
-		return 0, Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
+	for _, c := range s[1:17] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return 0, bad
+		}
+	}
+	v, _ := strconv.ParseUint(s[1:17], 16, 64)
+	if v == 0 {
+		return 0, bad
 	}
 	return Version(v), nil
 }

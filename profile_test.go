@@ -249,6 +249,7 @@ func TestETag(t *testing.T) {
 		{"ErrSurroundingSpace", ` "0000000000000001"`},
 		{"ErrTrailingSpace", `"0000000000000001" `},
 		{"ErrNonASCIIDigits", "\"000000000000\u0661\""},
+		{"ErrUpperCaseHex", `"00000000000000AB"`}, // strong comparison is exact
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
@@ -337,5 +338,28 @@ func TestProfileClone(t *testing.T) {
 	}
 	if c.Email() != "a@b.c" {
 		t.Fatalf("Clone().Email() = %q", c.Email())
+	}
+}
+
+// A field name that is not UTF-8 is echoed in problem documents, so the
+// error must carry a printable, valid form of it.
+func TestCheckFieldErrInvalidNameIsReportedValid(t *testing.T) {
+	err := partmap.DefaultLimits.CheckField("n\xffme", "v")
+	var e *partmap.Error
+	if !errors.As(err, &e) || e.Code != partmap.EINVALIDUTF8 || e.Field != "n\uFFFDme" || !utf8.ValidString(e.Message) {
+		t.Fatalf("got %#v", err)
+	}
+}
+
+func TestErrorCodeOfUnknownCodeIsInternal(t *testing.T) {
+	err := &partmap.Error{Code: "bogus", Message: "secret"}
+	if got := partmap.ErrorCode(err); got != partmap.EINTERNAL {
+		t.Fatalf("ErrorCode = %q, want internal", got)
+	}
+	if got := partmap.ErrorMessage(err); got != partmap.Codes[partmap.EINTERNAL].Title {
+		t.Fatalf("ErrorMessage = %q, want the internal title", got)
+	}
+	if got := partmap.ErrorMessage(nil); got != "" {
+		t.Fatalf("ErrorMessage(nil) = %q, want empty", got)
 	}
 }

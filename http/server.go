@@ -41,19 +41,18 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	s.mux.HandleFunc("GET "+BasePath+"/customer-profile", s.handleGetProfile)
 	s.mux.HandleFunc("PUT "+BasePath+"/customer-profile", s.handlePutProfile)
 	// Known paths with another method get 405; anything else gets 404.
-	s.mux.HandleFunc(BasePath+"/start", methodNotAllowed("POST"))
-	s.mux.HandleFunc(BasePath+"/customer-profile", methodNotAllowed("GET, PUT"))
+	s.mux.HandleFunc(BasePath+"/start", s.methodNotAllowed("POST"))
+	s.mux.HandleFunc(BasePath+"/customer-profile", s.methodNotAllowed("GET, PUT"))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, partmap.Errorf(partmap.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s
 }
 
-func methodNotAllowed(allow string) http.HandlerFunc {
+func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeProblem(w, r, problem{Type: ProblemTypePrefix + "method-not-allowed", Title: "Method not allowed",
-			Status: http.StatusMethodNotAllowed, Detail: r.Method + " is not allowed here; use " + allow})
+		s.writeError(w, r, partmap.Errorf(partmap.EMETHOD, "%s is not allowed here; use %s", r.Method, allow))
 	}
 }
 
@@ -205,10 +204,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case partmap.ELOCKCONFLICT, partmap.EUNAVAILABLE:
 		w.Header().Set("Retry-After", "1")
 	}
-	writeProblem(w, r, p)
-}
-
-func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	p.Instance = r.URL.Path
 	b, _ := json.Marshal(p)
 	w.Header().Set("Content-Type", "application/problem+json")
