@@ -10,23 +10,24 @@ import (
 type Code string
 
 const (
-	EINVALID       Code = "invalid"             // a request parameter is wrong
-	EINVALIDEMAIL  Code = "invalid-email"       // email is empty, blank or not ASCII
-	EMALFORMEDJSON Code = "malformed-json"      // the body is not the JSON it should be
-	ENONSTRING     Code = "non-string-value"    // a profile field is not a JSON string
-	EINVALIDUTF8   Code = "invalid-utf8"        // a field name or value is not valid UTF-8
-	ETOOMANYFIELDS Code = "too-many-fields"     // a profile has more fields than allowed
-	ETOOLARGE      Code = "too-large"           // over a byte limit (body, field, profile)
-	ENOTFOUND      Code = "not-found"           // no such profile
-	EMETHOD        Code = "method-not-allowed"  // a known route with another method
-	ENOTSTARTED    Code = "not-started"         // the directory has not been started
-	ELOCKCONFLICT  Code = "lock-conflict"       // another writer holds the partition; retry
-	EPRECONDITION  Code = "precondition-failed" // If-Match / If-None-Match did not hold
-	ENOTINTEGER    Code = "not-an-integer"      // increment of a value that is not an int64
-	EOVERFLOW      Code = "overflow"            // increment result outside int64
-	EKEYFIELD      Code = "key-field"           // the email field cannot be changed or deleted
-	EUNAVAILABLE   Code = "unavailable"         // the store cannot serve now; retry
-	EINTERNAL      Code = "internal"            // anything else; details are never shown
+	EINVALID       Code = "invalid"                // a request parameter is wrong
+	EINVALIDEMAIL  Code = "invalid-email"          // email is empty, blank or not ASCII
+	EMALFORMEDJSON Code = "malformed-json"         // the body is not the JSON it should be
+	ENONSTRING     Code = "non-string-value"       // a profile field is not a JSON string
+	EINVALIDUTF8   Code = "invalid-utf8"           // a field name or value is not valid UTF-8
+	ETOOMANYFIELDS Code = "too-many-fields"        // a profile has more fields than allowed
+	ETOOLARGE      Code = "too-large"              // over a byte limit (body, field, profile)
+	ENOTFOUND      Code = "not-found"              // no such profile
+	EMETHOD        Code = "method-not-allowed"     // a known route with another method
+	EMEDIATYPE     Code = "unsupported-media-type" // a body in a format the route does not take
+	ENOTSTARTED    Code = "not-started"            // the directory has not been started
+	ELOCKCONFLICT  Code = "lock-conflict"          // another writer holds the partition; retry
+	EPRECONDITION  Code = "precondition-failed"    // If-Match / If-None-Match did not hold
+	ENOTINTEGER    Code = "not-an-integer"         // increment of a value that is not an int64
+	EOVERFLOW      Code = "overflow"               // increment result outside int64
+	EKEYFIELD      Code = "key-field"              // the email field cannot be changed or deleted
+	EUNAVAILABLE   Code = "unavailable"            // the store cannot serve now; retry
+	EINTERNAL      Code = "internal"               // anything else; details are never shown
 )
 
 // CodeInfo is what the HTTP layer needs to know about a code.
@@ -48,6 +49,7 @@ var Codes = map[Code]CodeInfo{
 	ETOOLARGE:      {413, "Over a size limit"},
 	ENOTFOUND:      {404, "Profile not found"},
 	EMETHOD:        {405, "Method not allowed"},
+	EMEDIATYPE:     {415, "Unsupported media type"},
 	ENOTSTARTED:    {409, "Directory not started"},
 	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
 	EPRECONDITION:  {412, "Precondition failed"},

@@ -2,7 +2,10 @@ module github.com/partmap/partmap
 
 go 1.26.8
 
-require github.com/cockroachdb/pebble/v2 v2.1.7
+require (
+	github.com/cockroachdb/pebble/v2 v2.1.7
+	pgregory.net/rapid v1.3.0
+)
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect

@@ -1,9 +1,11 @@
 package partmap
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -224,4 +226,70 @@ func hex4(b []byte) rune {
 		}
 	}
 	return r
+}
+
+// MarshalJSON writes the projection as one JSON object whose members are
+// the requested fields in the requested order; a missing field is null.
+func (p Projection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, name := range p.Fields {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeJSONString(&buf, name)
+		buf.WriteByte(':')
+		if v := p.Values[i]; v != nil {
+			writeJSONString(&buf, *v)
+		} else {
+			buf.WriteString("null")
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, keeping the member order.
+func (p *Projection) UnmarshalJSON(data []byte) error {
+	fields, err := parseFlatObject(data, true)
+	if err != nil {
+		return err
+	}
+	p.Fields, p.Values = make([]string, len(fields)), make([]*string, len(fields))
+	for i, f := range fields {
+		p.Fields[i], p.Values[i] = f.name, f.value
+	}
+	return nil
+}
+
+// MarshalJSON writes the patch as a merge-patch object, refusing invalid
+// UTF-8 rather than letting encoding/json replace it.
+func (p Patch) MarshalJSON() ([]byte, error) {
+	names := make([]string, 0, len(p))
+	for name := range p {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, name := range names {
+		if !utf8.ValidString(name) {
+			return nil, invalidUTF8("", name, "is not valid UTF-8")
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeJSONString(&buf, name)
+		buf.WriteByte(':')
+		switch v := p[name]; {
+		case v == nil:
+			buf.WriteString("null")
+		case !utf8.ValidString(*v):
+			return nil, invalidUTF8(name, *v, "is not valid UTF-8")
+		default:
+			writeJSONString(&buf, *v)
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }

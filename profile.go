@@ -227,19 +227,25 @@ type Record struct {
 	Version Version
 }
 
-// Condition makes a write conditional. The zero value always holds.
+// Condition makes a write conditional, like HTTP's If-Match and
+// If-None-Match. The zero value always holds.
 type Condition struct {
 	IfMatch     Version // when non-zero, the profile must exist with this version
-	IfNoneMatch bool    // when true, the profile must not exist (create only)
+	IfExists    bool    // when true, the profile must exist (If-Match: *)
+	IfNoneMatch bool    // when true, the profile must not exist (If-None-Match: *)
 }
 
 // Check reports whether the condition holds for the current record, if any.
 func (c Condition) Check(current *Record) error {
-	if c.IfNoneMatch && current != nil {
-		return Errorf(EPRECONDITION, "profile already exists (If-None-Match: *)")
-	}
-	if c.IfMatch != 0 && (current == nil || current.Version != c.IfMatch) {
-		return Errorf(EPRECONDITION, "profile version is not %s", c.IfMatch.ETag())
+	switch {
+	case c.IfNoneMatch && current != nil:
+		return Errorf(EPRECONDITION, "the profile already exists (If-None-Match: *)")
+	case c.IfExists && current == nil:
+		return Errorf(EPRECONDITION, "the profile does not exist (If-Match: *)")
+	case c.IfMatch != 0 && current == nil:
+		return Errorf(EPRECONDITION, "the profile does not exist, so it is not at version %s", c.IfMatch.ETag())
+	case c.IfMatch != 0 && current.Version != c.IfMatch:
+		return Errorf(EPRECONDITION, "the profile is at version %s, not %s", current.Version.ETag(), c.IfMatch.ETag())
 	}
 	return nil
 }

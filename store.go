@@ -8,6 +8,10 @@ import "context"
 // Every profile method fails with ENOTSTARTED until Start has been called
 // once, by anyone, on the directory. Emails are canonicalised by the store;
 // a bad one fails with EINVALIDEMAIL (or ETOOLARGE) and writes nothing.
+// Every write locks exactly the profile's partition and fails with
+// ELOCKCONFLICT when it stayed locked past the wait budget; a conflict wrote
+// nothing, so the call can be retried. A write whose Condition does not hold
+// fails with EPRECONDITION and writes nothing.
 type Store interface {
 	// Start starts the directory. It is idempotent: startedNow is false when
 	// the directory had already been started.
@@ -17,10 +21,94 @@ type Store interface {
 	// missing email alike return ENOTFOUND. It takes no lock.
 	FindProfile(ctx context.Context, email string) (Record, error)
 
+	// ProjectProfile returns the named fields of email's profile, in the
+	// order asked, like HMGET: a nil value is a missing field, a pointer to
+	// "" a present empty one. A missing profile is ENOTFOUND, and creates
+	// nothing. fields must be non-empty, without repeats (EINVALID).
+	ProjectProfile(ctx context.Context, email string, fields []string) (Projection, error)
+
 	// UpsertProfile replaces the whole profile whose key is p's emailAddress,
 	// or creates it, and reports which. The stored emailAddress is canonical.
-	// Errors: validation codes (nothing written), EPRECONDITION when cond
-	// fails, ELOCKCONFLICT when the partition stayed locked past the wait
-	// budget (retry: the write is idempotent).
 	UpsertProfile(ctx context.Context, p Profile, cond Condition) (rec Record, created bool, err error)
+
+	// PatchProfile applies a merge patch to an existing profile: only the
+	// named fields change. It counts the fields that did not exist before
+	// (like HSET) and those that existed and were removed (like HDEL);
+	// replacing a value adds 0 and is not an error. A patch that changes
+	// nothing writes nothing and keeps the version. A missing profile is
+	// ENOTFOUND; deleting or changing emailAddress is EKEYFIELD.
+	PatchProfile(ctx context.Context, email string, patch Patch, cond Condition) (PatchResult, error)
+
+	// IncrementField adds by to an integer field atomically, like HINCRBY: a
+	// missing field starts from 0. A stored value that is not a canonical
+	// int64 decimal is ENOTINTEGER and a result outside int64 is EOVERFLOW;
+	// either leaves the value unchanged. A missing profile is ENOTFOUND;
+	// emailAddress is EKEYFIELD.
+	IncrementField(ctx context.Context, email, field string, by int64, cond Condition) (Increment, error)
+
+	// DeleteProfile removes email's profile. A missing one is ENOTFOUND. A
+	// partition whose last profile is deleted stops existing.
+	DeleteProfile(ctx context.Context, email string, cond Condition) error
+
+	// ListProfiles returns a page of profiles in partition order, then
+	// canonical email order. A profile that exists for the whole of a scan
+	// is returned exactly once, whatever is written meanwhile. Start with an
+	// empty cursor; a cursor this directory did not issue is EINVALID.
+	ListProfiles(ctx context.Context, opts ListOptions) (Page, error)
+
+	// ListPartitions describes the partitions that exist, in order.
+	ListPartitions(ctx context.Context) (PartitionStats, error)
+}
+
+// Projection is the answer to ProjectProfile.
+type Projection struct {
+	Fields  []string
+	Values  []*string // nil: the field is missing
+	Version Version
+}
+
+// PatchResult is the answer to PatchProfile.
+type PatchResult struct {
+	Record        Record
+	FieldsAdded   int
+	FieldsDeleted int
+}
+
+// Increment is the answer to IncrementField.
+type Increment struct {
+	Email   string
+	Field   string
+	Value   int64
+	Version Version
+}
+
+// ListOptions select a page of ListProfiles.
+type ListOptions struct {
+	Cursor string // "" for the first page
+	Limit  int    // 0 means DefaultPageLimit; at most MaxPageLimit
+}
+
+// Page sizes of ListProfiles.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// Page is one page of ListProfiles. NextCursor is "" on the last page. The
+// HTTP client's records carry no Version (it is 0): a list has no ETags.
+type Page struct {
+	Profiles   []Record
+	NextCursor string
+}
+
+// PartitionCount is one existing partition and its number of profiles.
+type PartitionCount struct {
+	Partition Partition
+	Profiles  int64
+}
+
+// PartitionStats is the answer to ListPartitions.
+type PartitionStats struct {
+	Partitions    []PartitionCount
+	TotalProfiles int64
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,7 @@ func (c *Client) Start(ctx context.Context) (bool, error) {
 
 func (c *Client) FindProfile(ctx context.Context, email string) (partmap.Record, error) {
 	var rec partmap.Record
-	resp, err := c.do(ctx, request{method: "GET", path: "/customer-profile", query: emailQuery(email)}, &rec.Profile)
+	resp, err := c.do(ctx, request{method: "GET", path: "/customer-profile", query: emailValues(email)}, &rec.Profile)
 	if err != nil {
 		return partmap.Record{}, err
 	}
@@ -101,7 +102,116 @@ func (c *Client) UpsertProfile(ctx context.Context, p partmap.Profile, cond part
 	return rec, resp.StatusCode == http.StatusCreated, err
 }
 
-func emailQuery(email string) url.Values { return url.Values{"emailAddress": {email}} }
+func (c *Client) ProjectProfile(ctx context.Context, email string, fields []string) (partmap.Projection, error) {
+	if len(fields) == 0 {
+		return partmap.Projection{}, partmap.Errorf(partmap.EINVALID, "name at least one field")
+	}
+	// field=NAME, repeated, carries any name, commas included.
+	q := emailValues(email)
+	q["field"] = fields
+	var proj partmap.Projection
+	resp, err := c.do(ctx, request{method: "GET", path: "/customer-profile", query: q}, &proj)
+	if err != nil {
+		return partmap.Projection{}, err
+	}
+	proj.Version, err = etagOf(resp)
+	return proj, err
+}
+
+func (c *Client) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return partmap.PatchResult{}, err
+	}
+	var out struct {
+		Profile       partmap.Profile `json:"profile"`
+		FieldsAdded   int             `json:"fieldsAdded"`
+		FieldsDeleted int             `json:"fieldsDeleted"`
+	}
+	resp, err := c.do(ctx, request{method: "PATCH", path: "/customer-profile", query: emailValues(email),
+		body: body, contentType: "application/merge-patch+json", cond: cond}, &out)
+	if err != nil {
+		return partmap.PatchResult{}, err
+	}
+	v, err := etagOf(resp)
+	return partmap.PatchResult{Record: partmap.Record{Profile: out.Profile, Version: v},
+		FieldsAdded: out.FieldsAdded, FieldsDeleted: out.FieldsDeleted}, err
+}
+
+func (c *Client) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
+	q := emailValues(email)
+	q.Set("field", field)
+	q.Set("by", strconv.FormatInt(by, 10))
+	var out struct {
+		Email string `json:"emailAddress"`
+		Field string `json:"field"`
+		Value string `json:"value"`
+	}
+	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/increment", query: q, cond: cond}, &out)
+	if err != nil {
+		return partmap.Increment{}, err
+	}
+	inc := partmap.Increment{Email: out.Email, Field: out.Field}
+	if inc.Value, err = strconv.ParseInt(out.Value, 10, 64); err != nil {
+		return partmap.Increment{}, fmt.Errorf("server sent a bad counter value %q", out.Value)
+	}
+	inc.Version, err = etagOf(resp)
+	return inc, err
+}
+
+func (c *Client) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
+	_, err := c.do(ctx, request{method: "DELETE", path: "/customer-profile", query: emailValues(email), cond: cond}, nil)
+	return err
+}
+
+func (c *Client) ListProfiles(ctx context.Context, opts partmap.ListOptions) (partmap.Page, error) {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	var out struct {
+		Profiles   []partmap.Profile `json:"profiles"`
+		NextCursor *string           `json:"nextCursor"`
+	}
+	if _, err := c.do(ctx, request{method: "GET", path: "/customer-profiles", query: q}, &out); err != nil {
+		return partmap.Page{}, err
+	}
+	page := partmap.Page{Profiles: make([]partmap.Record, len(out.Profiles))}
+	for i, p := range out.Profiles {
+		page.Profiles[i] = partmap.Record{Profile: p}
+	}
+	if out.NextCursor != nil {
+		page.NextCursor = *out.NextCursor
+	}
+	return page, nil
+}
+
+func (c *Client) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
+	var out struct {
+		Partitions []struct {
+			Name     string `json:"name"`
+			Profiles int64  `json:"profiles"`
+		} `json:"partitions"`
+		TotalProfiles int64 `json:"totalProfiles"`
+	}
+	if _, err := c.do(ctx, request{method: "GET", path: "/partitions"}, &out); err != nil {
+		return partmap.PartitionStats{}, err
+	}
+	stats := partmap.PartitionStats{TotalProfiles: out.TotalProfiles, Partitions: make([]partmap.PartitionCount, len(out.Partitions))}
+	for i, p := range out.Partitions {
+		n, err := strconv.ParseUint(strings.TrimPrefix(p.Name, "partition-"), 10, 32)
+		if err != nil {
+			return partmap.PartitionStats{}, fmt.Errorf("server sent a bad partition name %q", p.Name)
+		}
+		stats.Partitions[i] = partmap.PartitionCount{Partition: partmap.Partition(n), Profiles: p.Profiles}
+	}
+	return stats, nil
+}
+
+func emailValues(email string) url.Values { return url.Values{"emailAddress": {email}} }
 
 func etagOf(resp *http.Response) (partmap.Version, error) {
 	v, err := partmap.ParseETag(resp.Header.Get("ETag"))
@@ -169,6 +279,9 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 	}
 	if req.cond.IfMatch != 0 {
 		hr.Header.Set("If-Match", req.cond.IfMatch.ETag())
+	}
+	if req.cond.IfExists {
+		hr.Header.Set("If-Match", "*")
 	}
 	if req.cond.IfNoneMatch {
 		hr.Header.Set("If-None-Match", "*")

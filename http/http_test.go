@@ -197,7 +197,7 @@ func TestBadInput(t *testing.T) {
 		{"ErrGetMalformedQuery", get("?emailAddress=%zz"), 400, partmap.EINVALID, ""},
 		{"ErrGetMissing", get("?emailAddress=" + email), 404, partmap.ENOTFOUND, ""},
 		{"ErrUnknownRoute", func() response { return send(t, "GET", srv.URL+"/nope", nil) }, 404, partmap.ENOTFOUND, ""},
-		{"ErrWrongMethod", func() response { return send(t, "DELETE", profileURL+"?emailAddress="+email, nil) }, 405, "method-not-allowed", ""},
+		{"ErrWrongMethod", func() response { return send(t, "POST", profileURL+"?emailAddress="+email, nil) }, 405, partmap.EMETHOD, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.do()
@@ -216,7 +216,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if r := send(t, "DELETE", profileURL, nil); r.header.Get("Allow") != "GET, PUT" {
+	if r := send(t, "POST", profileURL, nil); r.header.Get("Allow") != "GET, PUT, PATCH, DELETE" {
 		t.Fatalf("405 without Allow: %v", r.header)
 	}
 	// The limit is named in bytes.
@@ -327,3 +327,10 @@ func TestNewClientErrBadURL(t *testing.T) {
 	}
 }
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+func TestModel(t *testing.T) {
+	storetest.RunModel(t, func(t *testing.T) partmap.Store {
+		srv, _ := newServer(t, nil)
+		return newClient(t, srv.URL, nil)
+	})
+}

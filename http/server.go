@@ -7,9 +7,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
+	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/partmap/partmap"
 )
@@ -37,16 +42,42 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	if opts != nil && opts.Logger != nil {
 		s.log = opts.Logger
 	}
-	s.mux.HandleFunc("POST "+BasePath+"/start", s.handleStart)
-	s.mux.HandleFunc("GET "+BasePath+"/customer-profile", s.handleGetProfile)
-	s.mux.HandleFunc("PUT "+BasePath+"/customer-profile", s.handlePutProfile)
+	routes := []struct {
+		method, path string
+		handle       func(http.ResponseWriter, *http.Request) error
+	}{
+		{"POST", "/start", s.handleStart},
+		{"GET", "/customer-profile", s.handleGetProfile},
+		{"PUT", "/customer-profile", s.handlePutProfile},
+		{"PATCH", "/customer-profile", s.handlePatchProfile},
+		{"DELETE", "/customer-profile", s.handleDeleteProfile},
+		{"POST", "/customer-profile/increment", s.handleIncrement},
+		{"GET", "/customer-profiles", s.handleListProfiles},
+		{"GET", "/partitions", s.handleListPartitions},
+	}
+	allowed := map[string][]string{}
+	for _, r := range routes {
+		s.mux.HandleFunc(r.method+" "+BasePath+r.path, s.serve(r.handle))
+		allowed[r.path] = append(allowed[r.path], r.method)
+	}
 	// Known paths with another method get 405; anything else gets 404.
-	s.mux.HandleFunc(BasePath+"/start", s.methodNotAllowed("POST"))
-	s.mux.HandleFunc(BasePath+"/customer-profile", s.methodNotAllowed("GET, PUT"))
+	for path, methods := range allowed {
+		s.mux.HandleFunc(BasePath+path, s.methodNotAllowed(strings.Join(methods, ", ")))
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, partmap.Errorf(partmap.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s
+}
+
+// serve adapts a handler that returns its error, so that every failure is
+// answered the same way.
+func (s *Server) serve(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
 }
 
 func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
@@ -58,55 +89,62 @@ func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) error {
 	now, err := s.store.Start(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"started": true, "alreadyStarted": !now})
+	return writeJSON(w, http.StatusOK, map[string]bool{"started": true, "alreadyStarted": !now})
 }
 
-func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r)
+func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) error {
+	q, email, err := emailQuery(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	email, err := emailParam(q)
+	fields, err := fieldsParam(q)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	rec, err := s.store.FindProfile(r.Context(), email)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	var version partmap.Version
+	var body any
+	if fields == nil {
+		rec, err := s.store.FindProfile(r.Context(), email)
+		version, body = rec.Version, rec.Profile
+		if err != nil {
+			return err
+		}
+	} else {
+		proj, err := s.store.ProjectProfile(r.Context(), email, fields)
+		version, body = proj.Version, proj
+		if err != nil {
+			return err
+		}
 	}
-	w.Header().Set("ETag", rec.Version.ETag())
-	writeJSON(w, http.StatusOK, rec.Profile)
+	w.Header().Set("ETag", version.ETag())
+	if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == "*" || inm == version.ETag()) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	return writeJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request) error {
 	cond, err := condition(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	profile, err := partmap.ParseProfileJSON(body)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	rec, created, err := s.store.UpsertProfile(r.Context(), profile, cond)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("ETag", rec.Version.ETag())
 	status := http.StatusOK
@@ -114,7 +152,154 @@ func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 		w.Header().Set("Location", BasePath+"/customer-profile?emailAddress="+url.QueryEscape(rec.Profile.Email()))
 	}
-	writeJSON(w, status, rec.Profile)
+	return writeJSON(w, status, rec.Profile)
+}
+
+// patchReply is the body of a PATCH reply.
+type patchReply struct {
+	Profile       partmap.Profile `json:"profile"`
+	FieldsAdded   int             `json:"fieldsAdded"`
+	FieldsDeleted int             `json:"fieldsDeleted"`
+}
+
+func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) error {
+	_, email, err := emailQuery(r)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	if err := requireMediaType(r, "application/merge-patch+json", "application/json"); err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	patch, err := partmap.ParsePatchJSON(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.PatchProfile(r.Context(), email, patch, cond)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", res.Record.Version.ETag())
+	return writeJSON(w, http.StatusOK, patchReply{res.Record.Profile, res.FieldsAdded, res.FieldsDeleted})
+}
+
+func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request) error {
+	_, email, err := emailQuery(r)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteProfile(r.Context(), email, cond); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// incrementReply is the body of an increment reply. The value is a decimal
+// string, as stored, because JSON numbers lose precision past 2^53.
+type incrementReply struct {
+	Email string `json:"emailAddress"`
+	Field string `json:"field"`
+	Value string `json:"value"`
+}
+
+func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request) error {
+	q, email, err := emailQuery(r)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	field, err := oneParam(q, "field", true)
+	if err != nil {
+		return err
+	}
+	by := int64(1)
+	if v, err := oneParam(q, "by", false); err != nil {
+		return err
+	} else if v != "" {
+		if by, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return partmap.Errorf(partmap.EINVALID, "by must be an integer from %d to %d, not %q", math.MinInt64, math.MaxInt64, v)
+		}
+	}
+	inc, err := s.store.IncrementField(r.Context(), email, field, by, cond)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", inc.Version.ETag())
+	return writeJSON(w, http.StatusOK, incrementReply{inc.Email, inc.Field, strconv.FormatInt(inc.Value, 10)})
+}
+
+type listReply struct {
+	Profiles   []partmap.Profile `json:"profiles"`
+	NextCursor *string           `json:"nextCursor"`
+}
+
+func (s *Server) handleListProfiles(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r)
+	if err != nil {
+		return err
+	}
+	var opts partmap.ListOptions
+	if v, err := oneParam(q, "limit", false); err != nil {
+		return err
+	} else if v != "" {
+		if opts.Limit, err = strconv.Atoi(v); err != nil || opts.Limit < 1 {
+			return partmap.Errorf(partmap.EINVALID, "limit must be an integer from 1 to %d, not %q", partmap.MaxPageLimit, v)
+		}
+	}
+	if opts.Cursor, err = oneParam(q, "cursor", false); err != nil {
+		return err
+	}
+	page, err := s.store.ListProfiles(r.Context(), opts)
+	if err != nil {
+		return err
+	}
+	reply := listReply{Profiles: make([]partmap.Profile, len(page.Profiles))}
+	for i, rec := range page.Profiles {
+		reply.Profiles[i] = rec.Profile
+	}
+	if page.NextCursor != "" {
+		reply.NextCursor = &page.NextCursor
+	}
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+type partitionJSON struct {
+	Name     string `json:"name"`
+	Profiles int64  `json:"profiles"`
+}
+
+type partitionsReply struct {
+	Partitions      []partitionJSON `json:"partitions"`
+	PartitionsInUse int             `json:"partitionsInUse"`
+	TotalProfiles   int64           `json:"totalProfiles"`
+}
+
+func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request) error {
+	stats, err := s.store.ListPartitions(r.Context())
+	if err != nil {
+		return err
+	}
+	reply := partitionsReply{Partitions: make([]partitionJSON, len(stats.Partitions)),
+		PartitionsInUse: len(stats.Partitions), TotalProfiles: stats.TotalProfiles}
+	for i, p := range stats.Partitions {
+		reply.Partitions[i] = partitionJSON{p.Partition.String(), p.Profiles}
+	}
+	return writeJSON(w, http.StatusOK, reply)
 }
 
 // readBody reads the whole body, refusing it without buffering it all when
@@ -147,23 +332,76 @@ func query(r *http.Request) (url.Values, error) {
 	return q, nil
 }
 
-func emailParam(q url.Values) (string, error) {
-	v, ok := q["emailAddress"]
-	if !ok {
-		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
+// emailQuery parses the query and returns its one emailAddress.
+func emailQuery(r *http.Request) (url.Values, string, error) {
+	q, err := query(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, ok := q["emailAddress"]; !ok {
+		return nil, "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
 			Message: "the emailAddress query parameter is required (encode a + in an address as %2B)"}
 	}
-	if len(v) != 1 {
-		return "", partmap.Errorf(partmap.EINVALIDEMAIL, "emailAddress is given %d times; give it once", len(v))
+	email, err := oneParam(q, "emailAddress", true)
+	if err != nil {
+		return nil, "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: partmap.ErrorMessage(err)}
+	}
+	return q, email, nil
+}
+
+// oneParam returns a query parameter given at most once.
+func oneParam(q url.Values, name string, required bool) (string, error) {
+	v := q[name]
+	switch {
+	case len(v) > 1:
+		return "", partmap.Errorf(partmap.EINVALID, "%s is given %d times; give it once", name, len(v))
+	case len(v) == 0 && required:
+		return "", partmap.Errorf(partmap.EINVALID, "the %s query parameter is required", name)
+	case len(v) == 0:
+		return "", nil
 	}
 	return v[0], nil
+}
+
+// fieldsParam reads a projection: fields=a,b,c, or field=NAME repeated for
+// names that contain a comma. nil means no projection.
+func fieldsParam(q url.Values) ([]string, error) {
+	lists, singles := q["fields"], q["field"]
+	if lists == nil && singles == nil {
+		return nil, nil
+	}
+	fields := []string{}
+	for _, l := range lists {
+		fields = append(fields, strings.Split(l, ",")...)
+	}
+	fields = append(fields, singles...)
+	for _, f := range fields {
+		if !utf8.ValidString(f) {
+			return nil, partmap.Errorf(partmap.EINVALIDUTF8, "a field name in the query is not valid UTF-8")
+		}
+	}
+	return fields, nil
+}
+
+// requireMediaType refuses a body whose Content-Type is none of types.
+func requireMediaType(r *http.Request, types ...string) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && slices.Contains(types, mt) {
+		return nil
+	}
+	return partmap.Errorf(partmap.EMEDIATYPE, "Content-Type must be %s, not %q", strings.Join(types, " or "), ct)
 }
 
 // condition reads If-Match and If-None-Match. partmap issues one strong tag
 // per profile, so a list of tags or a weak tag is refused rather than guessed.
 func condition(r *http.Request) (partmap.Condition, error) {
 	var c partmap.Condition
-	if m := r.Header.Get("If-Match"); m != "" {
+	switch m := r.Header.Get("If-Match"); m {
+	case "":
+	case "*":
+		c.IfExists = true
+	default:
 		v, err := partmap.ParseETag(m)
 		if err != nil {
 			return c, err
@@ -179,17 +417,17 @@ func condition(r *http.Request) (partmap.Condition, error) {
 	return c, nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // stored text reads back as it was written
 	if err := enc.Encode(v); err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+	return nil
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

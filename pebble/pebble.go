@@ -123,13 +123,13 @@ func (b *backend) openMeta(partitions int) (engine.Meta, error) {
 		return meta, err
 	}
 	if !ok {
-		meta = engine.Meta{Schema: SchemaVersion, Partitions: partitions}
+		meta = engine.NewMeta(SchemaVersion, partitions)
 		return meta, b.writeMeta(meta)
 	}
 	switch {
 	case meta.Schema > SchemaVersion:
 		return meta, fmt.Errorf("written by a newer partmap (schema %d; this one reads %d); refusing to open it", meta.Schema, SchemaVersion)
-	case meta.Schema < 1 || meta.Partitions < 1:
+	case meta.Schema < 1 || meta.Partitions < 1 || len(meta.CursorKey) == 0:
 		return meta, fmt.Errorf("metadata is not partmap's (%+v); refusing to open it", meta)
 	case meta.Partitions != partitions:
 		return meta, fmt.Errorf("it holds %d partitions but %d were expected; the partition count is part of the data, "+

@@ -44,3 +44,10 @@ func TestEngine(t *testing.T) {
 		return s.Engine()
 	})
 }
+
+func TestModel(t *testing.T) {
+	storetest.RunModel(t, func(t *testing.T) partmap.Store {
+		s, _ := MustOpen(t, nil)
+		return s
+	})
+}

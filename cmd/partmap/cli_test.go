@@ -82,7 +82,7 @@ func TestClientCommands(t *testing.T) {
 		{"ErrBadField", ``, []string{"put", "a@b", "--field", "novalue"}, 2, "NAME=VALUE"},
 		{"ErrCreateExisting", ``, []string{"put", "alice@example.com", "--create", "--name", "x"}, 1, "already exists"},
 		{"ErrGetMissing", ``, []string{"get", "nobody@example.com"}, 1, "not-found"},
-		{"ErrGetTwo", ``, []string{"get", "a@b", "c@d"}, 2, "exactly one"},
+		{"ErrGetTwo", ``, []string{"get", "a@b", "c@d"}, 2, "usage: partmap get"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
@@ -101,5 +101,82 @@ func TestServerEnvDefault(t *testing.T) {
 	t.Setenv("PARTMAP_SERVER", url)
 	if code, out, errOut := run(t, "", "start"); code != 0 || out != "started\n" {
 		t.Fatalf("start with PARTMAP_SERVER: %d %q %q", code, out, errOut)
+	}
+}
+
+func TestFieldCommands(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	must := func(stdin string, args ...string) (string, string) {
+		t.Helper()
+		code, out, errOut := run(t, stdin, append(args, srv)...)
+		if code != 0 {
+			t.Fatalf("partmap %q: exit %d: %s", args, code, errOut)
+		}
+		return out, errOut
+	}
+	must("", "start")
+	must("", "put", "ada@example.com", "--name", "Ada", "--field", "visits=0")
+	must("", "put", "bob@example.com", "--name", "Bob\tthe\nbuilder")
+
+	out, _ := must("", "get", "ada@example.com", "--fields", "visits,nickname,fullName")
+	if want := "{\n  \"visits\": \"0\",\n  \"nickname\": null,\n  \"fullName\": \"Ada\"\n}\n"; out != want {
+		t.Fatalf("get --fields: %q, want %q", out, want)
+	}
+	_, errOut := must("", "patch", "ada@example.com", "--set", "nickname=A", "--set", "fullName=Ada L", "--delete", "absent")
+	if !strings.Contains(errOut, "1 fields added, 0 deleted") {
+		t.Fatalf("patch from flags: %q", errOut)
+	}
+	_, errOut = must(`{"nickname":null,"city":"London"}`, "patch", "ada@example.com")
+	if !strings.Contains(errOut, "1 fields added, 1 deleted") {
+		t.Fatalf("patch from stdin: %q", errOut)
+	}
+	if out, _ := must("", "incr", "ada@example.com", "visits", "--by", "41"); out != "41\n" {
+		t.Fatalf("incr: %q", out)
+	}
+	if out, _ := must("", "incr", "ada@example.com", "visits"); out != "42\n" {
+		t.Fatalf("incr by default: %q", out)
+	}
+	out, errOut = must("", "list", "--page-size", "1")
+	if !strings.Contains(out, "ada@example.com\tAda L\t\t\tpartition-") || !strings.Contains(out, `Bob\tthe\nbuilder`) || errOut != "2 profiles\n" {
+		t.Fatalf("list: %q %q", out, errOut)
+	}
+	out, _ = must("", "list", "--json")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], `{"emailAddress":`) {
+		t.Fatalf("list --json: %q", out)
+	}
+	out, errOut = must("", "partitions")
+	if !strings.HasPrefix(out, "PARTITION\tPROFILES\n") || errOut != "2 partitions in use, 2 profiles\n" {
+		t.Fatalf("partitions: %q %q", out, errOut)
+	}
+	must("", "delete", "bob@example.com")
+
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		msg   string
+	}{
+		{"ErrIncrNotInteger", "", []string{"incr", "ada@example.com", "city"}, 1, "not-an-integer"},
+		{"ErrIncrBadBy", "", []string{"incr", "ada@example.com", "visits", "--by", "1.5"}, 2, "invalid value"},
+		{"ErrPatchEmail", "", []string{"patch", "ada@example.com", "--delete", "emailAddress"}, 1, "key-field"},
+		{"ErrPatchBoth", "", []string{"patch", "ada@example.com", "--set", "a=1", "--delete", "a"}, 2, "both set and deleted"},
+		{"ErrPatchMissing", "", []string{"patch", "nobody@example.com", "--set", "a=1"}, 1, "not-found"},
+		{"ErrDeleteMissing", "", []string{"delete", "bob@example.com"}, 1, "not-found"},
+		{"ErrDeleteStale", "", []string{"delete", "ada@example.com", "--if-match", `"0000000000000001"`}, 1, "precondition-failed"},
+		{"ErrBadETag", "", []string{"delete", "ada@example.com", "--if-match", "abc"}, 1, "not one partmap issued"},
+		{"ErrListPageSize", "", []string{"list", "--page-size", "0"}, 2, "--page-size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+	out, _ = must("", "get", "ada@example.com")
+	if !strings.Contains(out, `"visits": "42"`) || !strings.Contains(out, `"city": "London"`) {
+		t.Fatalf("after the refused commands: %s", out)
 	}
 }

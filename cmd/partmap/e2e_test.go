@@ -57,7 +57,29 @@ func TestSixtyFourClientsOnePartition(t *testing.T) {
 	}
 	t.Logf("%d upserts into %s met %d lock conflicts", len(emails), p, conflicts.Load())
 	cl := mustClient(t, url, nil)
+	// Exactly once: the partition holds exactly these profiles...
+	stats, err := cl.ListPartitions(ctx)
+	if err != nil || len(stats.Partitions) != 1 || stats.Partitions[0].Partition != p || stats.Partitions[0].Profiles != int64(len(emails)) {
+		t.Fatalf("partitions %+v, %v; want only %s with %d profiles", stats, err, p, len(emails))
+	}
+	listed := map[string]int{}
+	for cursor := ""; ; {
+		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range page.Profiles {
+			listed[rec.Profile.Email()]++
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	// ...each once, with its own data.
 	for i, email := range emails {
+		if listed[email] != 1 {
+			t.Fatalf("%s is listed %d times", email, listed[email])
+		}
 		rec, err := cl.FindProfile(ctx, email)
 		if err != nil || rec.Profile["fullName"] != "owner "+email || rec.Profile["client"] != fmt.Sprint(i/perClient) {
 			t.Fatalf("%s: %v, %v", email, rec.Profile, err)

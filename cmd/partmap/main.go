@@ -48,11 +48,16 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":     {"run the server (embedded Pebble store)", runServe},
-	"start":     {"start the directory (idempotent)", runStart},
-	"put":       {"create or replace a profile", runPut},
-	"get":       {"show a profile", runGet},
-	"partition": {"show the canonical email, hash and partition of emails", runPartition},
+	"serve":      {"run the server (embedded Pebble store)", runServe},
+	"start":      {"start the directory (idempotent)", runStart},
+	"put":        {"create or replace a profile", runPut},
+	"get":        {"show a profile, or some of its fields", runGet},
+	"patch":      {"change, add or delete some fields of a profile", runPatch},
+	"incr":       {"add to an integer field atomically", runIncr},
+	"delete":     {"delete a profile", runDelete},
+	"list":       {"list every profile, partition by partition", runList},
+	"partitions": {"show the partitions in use and their sizes", runPartitions},
+	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
 }
 
 // Main runs the partmap command line and returns the exit code.

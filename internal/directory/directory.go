@@ -24,6 +24,11 @@ type Backend interface {
 	Meta(ctx context.Context) (engine.Meta, error)
 	// Start persists started=true; startedNow is false if it already was.
 	Start(ctx context.Context) (startedNow bool, err error)
+	// Scan returns up to limit profiles after a position (nil: from the
+	// start), in partition and then email order, from one consistent view.
+	Scan(ctx context.Context, after *Position, limit int) ([]Item, error)
+	// Counts returns the profile count of every partition that exists.
+	Counts(ctx context.Context) ([]partmap.PartitionCount, error)
 }
 
 // Options tune a Directory. The zero value means the defaults.
@@ -41,6 +46,8 @@ type Directory struct {
 
 	// started only ever goes from false to true, so a cached true is safe.
 	started atomic.Bool
+	// cursorSecret caches the metadata's cursor key, which never changes.
+	cursorSecret atomic.Pointer[[]byte]
 }
 
 var _ partmap.Store = (*Directory)(nil)

@@ -12,6 +12,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,9 +31,17 @@ var (
 
 // Meta is the persisted description of a directory.
 type Meta struct {
-	Schema     int  `json:"schema"`
-	Partitions int  `json:"partitions"`
-	Started    bool `json:"started"`
+	Schema     int    `json:"schema"`
+	Partitions int    `json:"partitions"`
+	Started    bool   `json:"started"`
+	CursorKey  []byte `json:"cursorKey"` // authenticates enumeration cursors
+}
+
+// NewMeta describes a new directory, with a fresh random cursor key.
+func NewMeta(schema, partitions int) Meta {
+	key := make([]byte, 32)
+	rand.Read(key)
+	return Meta{Schema: schema, Partitions: partitions, CursorKey: key}
 }
 
 // Write is one staged change. Existed tells the backend whether the record

@@ -47,6 +47,9 @@ func RunStore(t *testing.T, open Opener) {
 		return s
 	}
 
+	runFields(t, started)
+	runList(t, started)
+
 	t.Run("Start", func(t *testing.T) {
 		s := open(t)
 		_, err := s.FindProfile(ctx, "alice@example.com")

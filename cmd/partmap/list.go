@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/partmap/partmap"
+)
+
+func runList(ctx context.Context, e *env, args []string) error {
+	cf := newClientCommand(e, "list", "")
+	pageSize := cf.fs.Int("page-size", partmap.DefaultPageLimit, fmt.Sprintf("profiles fetched per request (1 to %d)", partmap.MaxPageLimit))
+	asJSON := cf.fs.Bool("json", false, "print one JSON profile per line (JSON Lines) instead of a table")
+	_, cl, err := cf.parse(args, 0, 0)
+	if err != nil {
+		return err
+	}
+	if *pageSize < 1 || *pageSize > partmap.MaxPageLimit {
+		return usagef("--page-size must be from 1 to %d", partmap.MaxPageLimit)
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	if !*asJSON {
+		fmt.Fprintln(out, "EMAIL\tFULL NAME\tCOMPANY\tTIER\tPARTITION")
+	}
+	n, cursor := 0, ""
+	for {
+		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: *pageSize})
+		if err != nil {
+			return err
+		}
+		for _, rec := range page.Profiles {
+			p := rec.Profile
+			if *asJSON {
+				b, err := json.Marshal(p)
+				if err != nil {
+					return err
+				}
+				out.Write(append(b, '\n'))
+			} else {
+				fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\n", p.Email(), cell(p[partmap.FieldFullName]), cell(p[partmap.FieldCompanyName]),
+					cell(p[partmap.FieldCustomerTier]), partmap.PartitionOf(p.Email(), partmap.DefaultPartitions))
+			}
+		}
+		n += len(page.Profiles)
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	out.Flush()
+	fmt.Fprintf(e.stderr, "%d profiles\n", n)
+	return nil
+}
+
+// cell keeps one value on one table line.
+func cell(s string) string {
+	return strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/partmap/partmap"
+)
+
+// fieldFlag collects repeated --field NAME=VALUE flags.
+type fieldFlag map[string]string
+
+func (f fieldFlag) String() string { return "" }
+func (f fieldFlag) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", s)
+	}
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("field %q is given twice", name)
+	}
+	f[name] = value
+	return nil
+}
+
+// conditionFlags are the --if-match flag of every write, and --create.
+type conditionFlags struct {
+	ifMatch string
+}
+
+func (c *conditionFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.ifMatch, "if-match", "", "write only if the profile's ETag is this (or * : only if it exists)")
+}
+
+func (c *conditionFlags) condition() (partmap.Condition, error) {
+	switch c.ifMatch {
+	case "":
+		return partmap.Condition{}, nil
+	case "*":
+		return partmap.Condition{IfExists: true}, nil
+	}
+	v, err := partmap.ParseETag(c.ifMatch)
+	return partmap.Condition{IfMatch: v}, err
+}
+
+func runPut(ctx context.Context, e *env, args []string) error {
+	cf := newClientCommand(e, "put", "EMAIL [flags]   (or a JSON profile on stdin, with no EMAIL)")
+	fields := fieldFlag{}
+	documented := map[string]*string{
+		partmap.FieldFullName:     cf.fs.String("name", "", "full name (the fullName field)"),
+		partmap.FieldCompanyName:  cf.fs.String("company", "", "company name (the companyName field)"),
+		partmap.FieldCustomerTier: cf.fs.String("tier", "", "customer tier (the customerTier field)"),
+	}
+	flagOf := map[string]string{"name": partmap.FieldFullName, "company": partmap.FieldCompanyName, "tier": partmap.FieldCustomerTier}
+	cf.fs.Var(fields, "field", "another field as `NAME=VALUE`; repeat for more")
+	var cond conditionFlags
+	cond.register(cf.fs)
+	create := cf.fs.Bool("create", false, "only create: fail if the profile exists (If-None-Match: *)")
+	rest, cl, err := cf.parse(args, 0, 1)
+	if err != nil {
+		return err
+	}
+	var profile partmap.Profile
+	if len(rest) == 1 {
+		profile = partmap.Profile{partmap.FieldEmail: rest[0]}
+		cf.fs.Visit(func(f *flag.Flag) {
+			if field, ok := flagOf[f.Name]; ok {
+				profile[field] = *documented[field]
+			}
+		})
+		for name, v := range fields {
+			if _, ok := profile[name]; ok {
+				return usagef("field %q is given twice", name)
+			}
+			profile[name] = v
+		}
+	} else {
+		given := len(fields) > 0
+		cf.fs.Visit(func(f *flag.Flag) { _, ok := flagOf[f.Name]; given = given || ok })
+		if given {
+			return usagef("put needs an EMAIL when fields are given as flags")
+		}
+		data, err := io.ReadAll(e.stdin)
+		if err != nil {
+			return err
+		}
+		if profile, err = partmap.ParseProfileJSON(data); err != nil {
+			return err
+		}
+	}
+	c, err := cond.condition()
+	if err != nil {
+		return err
+	}
+	c.IfNoneMatch = *create
+	rec, created, err := cl.UpsertProfile(ctx, profile, c)
+	if err != nil {
+		return err
+	}
+	verb := "replaced"
+	if created {
+		verb = "created"
+	}
+	fmt.Fprintf(e.stderr, "%s %s (ETag %s)\n", verb, rec.Profile.Email(), rec.Version.ETag())
+	return printJSON(e.stdout, rec.Profile)
+}

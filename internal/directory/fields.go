@@ -1,0 +1,186 @@
+package directory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+func (d *Directory) ProjectProfile(ctx context.Context, email string, fields []string) (partmap.Projection, error) {
+	if err := checkFieldList(fields); err != nil {
+		return partmap.Projection{}, err
+	}
+	rec, err := d.FindProfile(ctx, email)
+	if err != nil {
+		return partmap.Projection{}, err
+	}
+	out := partmap.Projection{Fields: fields, Values: make([]*string, len(fields)), Version: rec.Version}
+	for i, f := range fields {
+		if v, ok := rec.Profile[f]; ok {
+			out.Values[i] = &v
+		}
+	}
+	return out, nil
+}
+
+func checkFieldList(fields []string) error {
+	if len(fields) == 0 {
+		return partmap.Errorf(partmap.EINVALID, "name at least one field")
+	}
+	seen := make(map[string]struct{}, len(fields))
+	for _, f := range fields {
+		if f == "" {
+			return partmap.Errorf(partmap.EINVALID, "a field name in the list is empty")
+		}
+		if _, dup := seen[f]; dup {
+			return &partmap.Error{Code: partmap.EINVALID, Field: f, Message: fmt.Sprintf("field %q is named twice", f)}
+		}
+		seen[f] = struct{}{}
+	}
+	return nil
+}
+
+// update runs fn on the current record of email under its partition lock.
+// fn returns the new profile, or nil to leave the record as it is; the
+// record is then written with a new version.
+func (d *Directory) update(ctx context.Context, email string, cond partmap.Condition,
+	fn func(email string, cur partmap.Profile) (partmap.Profile, error)) (partmap.Record, error) {
+	email, p, err := d.locate(ctx, email)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	var rec partmap.Record
+	err = d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
+		cur, exists, err := tx.Get(p, email)
+		if err != nil {
+			return err
+		}
+		if err := cond.Check(current(cur, exists)); err != nil {
+			return err
+		}
+		if !exists {
+			return notFound(email)
+		}
+		next, err := fn(email, cur.Profile)
+		if err != nil || next == nil {
+			rec = cur
+			return err
+		}
+		if err := d.limits.CheckProfile(next); err != nil {
+			return err
+		}
+		rec = partmap.Record{Profile: next, Version: nextVersion(cur.Version)}
+		return tx.Put(p, email, rec)
+	})
+	return rec, err
+}
+
+func (d *Directory) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
+	for name, v := range patch {
+		value := ""
+		if v != nil {
+			value = *v
+		}
+		if err := d.limits.CheckField(name, value); err != nil {
+			return partmap.PatchResult{}, err
+		}
+	}
+	var res partmap.PatchResult
+	rec, err := d.update(ctx, email, cond, func(email string, cur partmap.Profile) (partmap.Profile, error) {
+		if err := checkKeyField(email, patch); err != nil {
+			return nil, err
+		}
+		next := cur.Clone()
+		changed := false
+		for name, v := range patch {
+			if name == partmap.FieldEmail {
+				continue // restated, as checkKeyField made sure
+			}
+			old, had := next[name]
+			switch {
+			case v == nil && had:
+				delete(next, name)
+				res.FieldsDeleted++
+			case v != nil && !had:
+				res.FieldsAdded++
+			case v == nil || old == *v:
+				continue
+			}
+			if v != nil {
+				next[name] = *v
+			}
+			changed = true
+		}
+		if !changed {
+			return nil, nil // keep the version, write nothing
+		}
+		return next, nil
+	})
+	res.Record = rec
+	return res, err
+}
+
+// checkKeyField allows a patch to mention emailAddress only to restate it.
+func checkKeyField(email string, patch partmap.Patch) error {
+	v, ok := patch[partmap.FieldEmail]
+	if !ok {
+		return nil
+	}
+	if v == nil {
+		return &partmap.Error{Code: partmap.EKEYFIELD, Field: partmap.FieldEmail,
+			Message: "emailAddress is the profile's key and cannot be deleted; delete the profile instead"}
+	}
+	if canonical, err := partmap.CanonicalEmail(*v); err != nil || canonical != email {
+		return &partmap.Error{Code: partmap.EKEYFIELD, Field: partmap.FieldEmail,
+			Message: "emailAddress is the profile's key and cannot be changed; create a profile under the new address"}
+	}
+	return nil
+}
+
+func (d *Directory) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
+	if field == partmap.FieldEmail {
+		return partmap.Increment{}, &partmap.Error{Code: partmap.EKEYFIELD, Field: field, Message: "emailAddress is the profile's key, not a counter"}
+	}
+	if err := d.limits.CheckField(field, ""); err != nil {
+		return partmap.Increment{}, err
+	}
+	var value int64
+	rec, err := d.update(ctx, email, cond, func(_ string, cur partmap.Profile) (partmap.Profile, error) {
+		stored, present := cur[field]
+		n, err := partmap.AddInteger(field, stored, present, by)
+		if err != nil {
+			return nil, err
+		}
+		value = n
+		next := cur.Clone()
+		next[field] = strconv.FormatInt(n, 10)
+		return next, nil
+	})
+	if err != nil {
+		return partmap.Increment{}, err
+	}
+	return partmap.Increment{Email: rec.Profile.Email(), Field: field, Value: value, Version: rec.Version}, nil
+}
+
+func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
+	email, p, err := d.locate(ctx, email)
+	if err != nil {
+		return err
+	}
+	return d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
+		cur, exists, err := tx.Get(p, email)
+		if err != nil {
+			return err
+		}
+		if err := cond.Check(current(cur, exists)); err != nil {
+			return err
+		}
+		if !exists {
+			return notFound(email)
+		}
+		return tx.Delete(p, email)
+	})
+}

@@ -1,0 +1,132 @@
+package directory
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/partmap/partmap"
+)
+
+// Position is a place in enumeration order: partition, then canonical email.
+type Position struct {
+	Partition partmap.Partition
+	Email     string
+}
+
+// Item is one profile found by a scan.
+type Item struct {
+	Position
+	Record partmap.Record
+}
+
+// cursorMACBytes is the length of a cursor's authenticator: enough that a
+// forged cursor is refused, short enough to keep cursors compact.
+const cursorMACBytes = 16
+
+func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) (partmap.Page, error) {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = partmap.DefaultPageLimit
+	case limit < 0 || limit > partmap.MaxPageLimit:
+		return partmap.Page{}, partmap.Errorf(partmap.EINVALID, "limit must be between 1 and %d, not %d", partmap.MaxPageLimit, limit)
+	}
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.Page{}, err
+	}
+	key, err := d.cursorKey(ctx)
+	if err != nil {
+		return partmap.Page{}, err
+	}
+	var after *Position
+	if opts.Cursor != "" {
+		pos, err := decodeCursor(key, opts.Cursor, d.n)
+		if err != nil {
+			return partmap.Page{}, err
+		}
+		after = &pos
+	}
+	// One more than asked tells whether another page follows.
+	items, err := d.backend.Scan(ctx, after, limit+1)
+	if err != nil {
+		return partmap.Page{}, err
+	}
+	var page partmap.Page
+	if len(items) > limit {
+		items = items[:limit]
+		page.NextCursor = encodeCursor(key, items[limit-1].Position)
+	}
+	page.Profiles = make([]partmap.Record, len(items))
+	for i, it := range items {
+		page.Profiles[i] = it.Record
+	}
+	return page, nil
+}
+
+func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.PartitionStats{}, err
+	}
+	counts, err := d.backend.Counts(ctx)
+	if err != nil {
+		return partmap.PartitionStats{}, err
+	}
+	stats := partmap.PartitionStats{Partitions: counts}
+	for _, c := range counts {
+		stats.TotalProfiles += c.Profiles
+	}
+	return stats, nil
+}
+
+func (d *Directory) cursorKey(ctx context.Context) ([]byte, error) {
+	if k := d.cursorSecret.Load(); k != nil {
+		return *k, nil
+	}
+	meta, err := d.backend.Meta(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(meta.CursorKey) == 0 {
+		return nil, fmt.Errorf("directory metadata has no cursor key")
+	}
+	d.cursorSecret.Store(&meta.CursorKey)
+	return meta.CursorKey, nil
+}
+
+// A cursor is the last position of a page, authenticated with the
+// directory's secret, so that a cursor cannot be forged or corrupted into a
+// page the directory never served.
+func encodeCursor(key []byte, pos Position) string {
+	b := binary.BigEndian.AppendUint32(nil, uint32(pos.Partition))
+	b = append(b, pos.Email...)
+	b = append(b, cursorMAC(key, b)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(key []byte, cursor string, partitions int) (Position, error) {
+	bad := partmap.Errorf(partmap.EINVALID, "cursor is not one this directory issued; start again without a cursor")
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(b) < 4+cursorMACBytes {
+		return Position{}, bad
+	}
+	body, mac := b[:len(b)-cursorMACBytes], b[len(b)-cursorMACBytes:]
+	if !hmac.Equal(mac, cursorMAC(key, body)) {
+		return Position{}, bad
+	}
+	pos := Position{Partition: partmap.Partition(binary.BigEndian.Uint32(body)), Email: string(body[4:])}
+	if int(pos.Partition) >= partitions {
+		return Position{}, bad // issued before a resize
+	}
+	return pos, nil
+}
+
+func cursorMAC(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("partmap cursor v1\x00"))
+	m.Write(body)
+	return m.Sum(nil)[:cursorMACBytes]
+}

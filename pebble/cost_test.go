@@ -1,0 +1,145 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// collidingEmails returns n emails that all fall in partition target. It
+// hashes bytes in place: 100,000 emails take about 10^8 candidates.
+func collidingEmails(n int, target partmap.Partition) []string {
+	out := make([]string, 0, n)
+	buf := make([]byte, 0, 32)
+	for i := 0; len(out) < n; i++ {
+		buf = append(strconv.AppendInt(append(buf[:0], 'u'), int64(i), 10), "@example.com"...)
+		h := uint32(2166136261)
+		for _, c := range buf {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		if partmap.Partition(h%partmap.DefaultPartitions) == target {
+			out = append(out, string(buf))
+		}
+	}
+	return out
+}
+
+// fillPartition stores a profile for each email in bulk, through the engine:
+// many records per invocation, so that filling is not fsync-bound.
+func fillPartition(tb testing.TB, s *Store, p partmap.Partition, emails []string) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := s.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	inv := engine.Invocation{Load: []partmap.Partition{p}, Lock: []partmap.Partition{p}}
+	for start := 0; start < len(emails); start += 5000 {
+		err := s.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
+			for _, e := range emails[start:min(start+5000, len(emails))] {
+				prof := partmap.Profile{partmap.FieldEmail: e, "fullName": "User " + e, "companyName": "Acme", "customerTier": "gold", "visits": "0"}
+				if err := tx.Put(p, e, partmap.Record{Profile: prof, Version: 1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func openFilled(tb testing.TB, size int) (*Store, []string) {
+	tb.Helper()
+	s, err := Open(tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	emails := collidingEmails(size, 278)
+	fillPartition(tb, s, 278, emails)
+	return s, emails
+}
+
+// Writing one profile writes the same bytes whatever the size of its
+// partition: a write touches its record (and the count), never the bucket.
+func TestWriteCostIndependentOfPartitionSize(t *testing.T) {
+	ctx := context.Background()
+	walBytes := func(s *Store, write func() error) uint64 {
+		t.Helper()
+		before := s.db.Metrics().WAL.BytesIn
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		return s.db.Metrics().WAL.BytesIn - before
+	}
+	measure := func(size int) (put, patch, create uint64) {
+		s, emails := openFilled(t, size)
+		e := emails[0]
+		put = walBytes(s, func() error {
+			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "fullName": "Replaced"}, partmap.Condition{})
+			return err
+		})
+		patch = walBytes(s, func() error {
+			_, err := s.PatchProfile(ctx, e, partmap.Patch{"visits": ptr("1")}, partmap.Condition{})
+			return err
+		})
+		newEmail := collidingEmails(size+1, 278)[size]
+		create = walBytes(s, func() error {
+			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: newEmail}, partmap.Condition{})
+			return err
+		})
+		return put, patch, create
+	}
+	smallPut, smallPatch, smallCreate := measure(10)
+	bigPut, bigPatch, bigCreate := measure(20000)
+	t.Logf("WAL bytes per write, 10 vs 20,000 profiles: put %d/%d, patch %d/%d, create %d/%d",
+		smallPut, bigPut, smallPatch, bigPatch, smallCreate, bigCreate)
+	// Emails differ in length by a few bytes, and so does a count's varint.
+	for _, c := range [][2]uint64{{smallPut, bigPut}, {smallPatch, bigPatch}, {smallCreate, bigCreate}} {
+		if c[1] > c[0]+16 {
+			t.Fatalf("a write into a partition of 20,000 profiles wrote %d bytes, against %d with 10", c[1], c[0])
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// BenchmarkPartitionSize compares one-profile operations in a partition of
+// 10 profiles and of 100,000. Filling the large partition takes a few
+// seconds.
+//
+//	go test -run '^$' -bench BenchmarkPartitionSize -benchtime 2s ./pebble
+func BenchmarkPartitionSize(b *testing.B) {
+	ctx := context.Background()
+	for _, size := range []int{10, 100000} {
+		s, emails := openFilled(b, size)
+		pick := func(i int) string { return emails[i%len(emails)] }
+		b.Run(fmt.Sprintf("profiles=%d/get", size), func(b *testing.B) {
+			for i := range b.N {
+				if _, err := s.FindProfile(ctx, pick(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("profiles=%d/put", size), func(b *testing.B) {
+			for i := range b.N {
+				p := partmap.Profile{partmap.FieldEmail: pick(i), "fullName": "Put", "companyName": "Acme", "customerTier": "gold"}
+				if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("profiles=%d/patch", size), func(b *testing.B) {
+			for i := range b.N {
+				if _, err := s.PatchProfile(ctx, pick(i), partmap.Patch{"visits": ptr(strconv.Itoa(i))}, partmap.Condition{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,67 @@
+package pebble
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
+)
+
+// Scan reads one page from a single iterator, which sees one consistent
+// snapshot. Across pages, each scan starts strictly after the last key
+// served, so a profile that exists throughout is served exactly once.
+func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	lower := []byte{prefixRecord}
+	if after != nil {
+		lower = append(recordKey(after.Partition, after.Email), 0) // the next key after it
+	}
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixRecord + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var items []directory.Item
+	for ok := it.First(); ok && len(items) < limit; ok = it.Next() {
+		k := it.Key()
+		if len(k) < 5 {
+			return nil, fmt.Errorf("pebble: malformed record key %q", k)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		rec, err := decodeRecord(v)
+		if err != nil {
+			return nil, fmt.Errorf("record key %q: %w", k, err)
+		}
+		items = append(items, directory.Item{
+			Position: directory.Position{Partition: partmap.Partition(binary.BigEndian.Uint32(k[1:5])), Email: string(k[5:])},
+			Record:   rec,
+		})
+	}
+	return items, it.Error()
+}
+
+// Counts reads the per-partition count keys; only existing partitions have
+// one.
+func (b *backend) Counts(ctx context.Context) ([]partmap.PartitionCount, error) {
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: []byte{prefixCount}, UpperBound: []byte{prefixCount + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []partmap.PartitionCount
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		n, w := binary.Uvarint(it.Value())
+		if len(k) != 5 || w <= 0 {
+			return nil, fmt.Errorf("pebble: malformed count %q=%q", k, it.Value())
+		}
+		out = append(out, partmap.PartitionCount{Partition: partmap.Partition(binary.BigEndian.Uint32(k[1:])), Profiles: int64(n)})
+	}
+	return out, it.Error()
+}
