@@ -20,6 +20,7 @@ const (
 	ENOTFOUND      Code = "not-found"              // no such profile
 	EMETHOD        Code = "method-not-allowed"     // a known route with another method
 	EMEDIATYPE     Code = "unsupported-media-type" // a body in a format the route does not take
+	ETIMEOUT       Code = "request-timeout"        // the body did not arrive in time
 	ENOTSTARTED    Code = "not-started"            // the directory has not been started
 	ELOCKCONFLICT  Code = "lock-conflict"          // another writer holds the partition; retry
 	EPRECONDITION  Code = "precondition-failed"    // If-Match / If-None-Match did not hold
@@ -47,9 +48,10 @@ var Codes = map[Code]CodeInfo{
 	EKEYFIELD:      {400, "The email field cannot be changed"},
 	ETOOMANYFIELDS: {413, "Too many fields"},
 	ETOOLARGE:      {413, "Over a size limit"},
-	ENOTFOUND:      {404, "Profile not found"},
+	ENOTFOUND:      {404, "Not found"},
 	EMETHOD:        {405, "Method not allowed"},
 	EMEDIATYPE:     {415, "Unsupported media type"},
+	ETIMEOUT:       {408, "Request timeout"},
 	ENOTSTARTED:    {409, "Directory not started"},
 	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
 	EPRECONDITION:  {412, "Precondition failed"},

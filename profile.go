@@ -230,10 +230,16 @@ type Record struct {
 // Condition makes a write conditional, like HTTP's If-Match and
 // If-None-Match. The zero value always holds.
 type Condition struct {
-	IfMatch     Version // when non-zero, the profile must exist with this version
-	IfExists    bool    // when true, the profile must exist (If-Match: *)
-	IfNoneMatch bool    // when true, the profile must not exist (If-None-Match: *)
+	// IfMatch, when not empty, requires the profile to exist at one of these
+	// versions. Version 0 is never issued, so it stands for a tag that can
+	// never match (a weak or foreign entity tag).
+	IfMatch     []Version
+	IfExists    bool // the profile must exist (If-Match: *)
+	IfNoneMatch bool // the profile must not exist (If-None-Match: *)
 }
+
+// IfMatch is the condition that the profile is at one of these versions.
+func IfMatch(versions ...Version) Condition { return Condition{IfMatch: versions} }
 
 // Check reports whether the condition holds for the current record, if any.
 func (c Condition) Check(current *Record) error {
@@ -242,10 +248,10 @@ func (c Condition) Check(current *Record) error {
 		return Errorf(EPRECONDITION, "the profile already exists (If-None-Match: *)")
 	case c.IfExists && current == nil:
 		return Errorf(EPRECONDITION, "the profile does not exist (If-Match: *)")
-	case c.IfMatch != 0 && current == nil:
-		return Errorf(EPRECONDITION, "the profile does not exist, so it is not at version %s", c.IfMatch.ETag())
-	case c.IfMatch != 0 && current.Version != c.IfMatch:
-		return Errorf(EPRECONDITION, "the profile is at version %s, not %s", current.Version.ETag(), c.IfMatch.ETag())
+	case len(c.IfMatch) > 0 && current == nil:
+		return Errorf(EPRECONDITION, "the profile does not exist (If-Match)")
+	case len(c.IfMatch) > 0 && !slices.ContainsFunc(c.IfMatch, func(v Version) bool { return v != 0 && v == current.Version }):
+		return Errorf(EPRECONDITION, "the profile is at version %s, which If-Match does not name", current.Version.ETag())
 	}
 	return nil
 }

@@ -272,14 +272,19 @@ func TestConditionCheck(t *testing.T) {
 	}{
 		{"OKZeroMissing", partmap.Condition{}, nil, true},
 		{"OKZeroExisting", partmap.Condition{}, current, true},
-		{"OKIfMatchSame", partmap.Condition{IfMatch: 7}, current, true},
-		{"ErrIfMatchOther", partmap.Condition{IfMatch: 8}, current, false},
-		{"ErrIfMatchMissing", partmap.Condition{IfMatch: 7}, nil, false},
+		{"OKIfMatchSame", partmap.IfMatch(7), current, true},
+		{"ErrIfMatchOther", partmap.IfMatch(8), current, false},
+		{"ErrIfMatchMissing", partmap.IfMatch(7), nil, false},
 		{"OKIfNoneMatchMissing", partmap.Condition{IfNoneMatch: true}, nil, true},
 		{"ErrIfNoneMatchExisting", partmap.Condition{IfNoneMatch: true}, current, false},
-		{"ErrBothMissing", partmap.Condition{IfMatch: 7, IfNoneMatch: true}, nil, false},
-		{"ErrBothExisting", partmap.Condition{IfMatch: 7, IfNoneMatch: true}, current, false},
-		{"ErrIfMatchZeroVersionRecord", partmap.Condition{IfMatch: 1}, &partmap.Record{}, false},
+		{"ErrBothMissing", partmap.Condition{IfMatch: []partmap.Version{7}, IfNoneMatch: true}, nil, false},
+		{"ErrBothExisting", partmap.Condition{IfMatch: []partmap.Version{7}, IfNoneMatch: true}, current, false},
+		{"ErrIfMatchZeroVersionRecord", partmap.IfMatch(1), &partmap.Record{}, false},
+		{"OKIfMatchList", partmap.IfMatch(3, 7), current, true},
+		{"ErrIfMatchListWithoutCurrent", partmap.IfMatch(0, 3), current, false},
+		{"ErrIfMatchZeroNeverMatches", partmap.IfMatch(0), &partmap.Record{}, false},
+		{"OKIfExists", partmap.Condition{IfExists: true}, current, true},
+		{"ErrIfExistsMissing", partmap.Condition{IfExists: true}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,7 +302,7 @@ func TestConditionCheck(t *testing.T) {
 		})
 	}
 	t.Run("OKSentinel", func(t *testing.T) {
-		err := partmap.Condition{IfMatch: 8}.Check(current)
+		err := partmap.IfMatch(8).Check(current)
 		if !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("errors.Is(%v, ErrPrecondition) = false", err)
 		}

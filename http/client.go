@@ -277,10 +277,14 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 		}
 		hr.Header.Set("Content-Type", ct)
 	}
-	if req.cond.IfMatch != 0 {
-		hr.Header.Set("If-Match", req.cond.IfMatch.ETag())
-	}
-	if req.cond.IfExists {
+	switch {
+	case len(req.cond.IfMatch) > 0:
+		tags := make([]string, len(req.cond.IfMatch))
+		for i, v := range req.cond.IfMatch {
+			tags[i] = v.ETag()
+		}
+		hr.Header.Set("If-Match", strings.Join(tags, ", "))
+	case req.cond.IfExists:
 		hr.Header.Set("If-Match", "*")
 	}
 	if req.cond.IfNoneMatch {

@@ -137,8 +137,34 @@ func TestETags(t *testing.T) {
 	if inc.status != 200 || inc.header.Get("ETag") == e2 {
 		t.Fatalf("increment with If-Match: %d %s", inc.status, inc.header.Get("ETag"))
 	}
-	if r := send(t, "DELETE", u+q, nil, "If-Match", `"0000000000000001", "0000000000000002"`); r.status != 400 {
-		t.Fatalf("If-Match list: %d, want 400", r.status)
+	cur := inc.header.Get("ETag")
+	upper := strings.ToUpper(cur)
+	// Tags that never match: weak, foreign, upper-case (strong comparison is
+	// exact), zero, and a list without the current one.
+	for _, h := range [][]string{
+		{"If-Match", "W/" + cur}, {"If-Match", upper}, {"If-Match", `"0000000000000000"`}, {"If-Match", `"not-ours"`},
+		{"If-Match", `"0000000000000001", "0000000000000002"`}, {"If-Match", `"a,b", W/"c"`},
+	} {
+		if r := send(t, "PATCH", u+q, strings.NewReader(`{"x":"y"}`), "Content-Type", "application/merge-patch+json", h[0], h[1]); r.status != 412 {
+			t.Fatalf("%s: %s: got %d %s, want 412", h[0], h[1], r.status, r.body)
+		}
+	}
+	// A list that names the current version holds, on one line or several.
+	if r := send(t, "PATCH", u+q, strings.NewReader(`{"x":"1"}`), "Content-Type", "application/merge-patch+json",
+		"If-Match", `"0000000000000001", `+cur); r.status != 200 {
+		t.Fatalf("If-Match list with the current tag: %d %s", r.status, r.body)
+	}
+	cur = send(t, "GET", u+q, nil).header.Get("ETag")
+	if r := send(t, "PATCH", u+q, strings.NewReader(`{"x":"2"}`), "Content-Type", "application/merge-patch+json",
+		"If-Match", `"0000000000000001"`, "If-Match", cur); r.status != 200 {
+		t.Fatalf("If-Match over two lines: %d %s", r.status, r.body)
+	}
+	cur = send(t, "GET", u+q, nil).header.Get("ETag")
+	if r := send(t, "GET", u+q, nil, "If-None-Match", `"0000000000000001", W/`+cur); r.status != 304 {
+		t.Fatalf("GET with a weak If-None-Match of the current tag: %d", r.status)
+	}
+	if r := send(t, "GET", u+q, nil, "If-None-Match", `"0000000000000001"`); r.status != 200 {
+		t.Fatalf("GET with a stale If-None-Match: %d", r.status)
 	}
 	if r := send(t, "DELETE", u+q, nil, "If-Match", "*"); r.status != 204 {
 		t.Fatalf("DELETE If-Match *: %d %s", r.status, r.body)

@@ -79,7 +79,7 @@ func send(t *testing.T, method, url string, body io.Reader, header ...string) re
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -134,7 +134,7 @@ func TestPutAndGet(t *testing.T) {
 	if r.status != 200 || strings.TrimSpace(string(r.body)) != want || r.header.Get("ETag") != etag {
 		t.Fatalf("GET: %d %s %s", r.status, r.body, r.header.Get("ETag"))
 	}
-	r = send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(body))
+	r = send(t, "PUT", srv.URL+base+"/customer-profile?emailAddress=ALICE@example.com", strings.NewReader("\ufeff"+body))
 	if r.status != 200 || r.header.Get("ETag") == etag {
 		t.Fatalf("second PUT: %d, ETag %s (was %s)", r.status, r.header.Get("ETag"), etag)
 	}
@@ -188,8 +188,30 @@ func TestBadInput(t *testing.T) {
 			return send(t, "PUT", profileURL, io.MultiReader(strings.NewReader(huge))) // no Content-Length
 		}, 413, partmap.ETOOLARGE, ""},
 		{"ErrBadIfMatch", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", `W/"0000000000000001"`)
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", `0000000000000001`)
 		}, 400, partmap.EINVALID, ""},
+		{"ErrEmptyIfMatch", func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", "")
+		}, 400, partmap.EINVALID, ""},
+		{"ErrUnterminatedIfMatch", func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", `W/"00`)
+		}, 400, partmap.EINVALID, ""},
+		{"ErrTextPlain", func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Type", "text/plain")
+		}, 415, partmap.EMEDIATYPE, ""},
+		{"ErrLatin1", func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Type", "application/json; charset=iso-8859-1")
+		}, 415, partmap.EMEDIATYPE, ""},
+		{"ErrMergePatchOnPut", func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Type", "application/merge-patch+json")
+		}, 415, partmap.EMEDIATYPE, ""},
+		{"ErrGzip", func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Encoding", "gzip")
+		}, 415, partmap.EMEDIATYPE, ""},
+		{"ErrPutURLDisagrees", func() response {
+			return send(t, "PUT", profileURL+"?emailAddress=other@example.com", strings.NewReader(`{"emailAddress":"`+email+`"}`))
+		}, 400, partmap.EKEYFIELD, "emailAddress"},
+		{"ErrUnknownParam", get("?emailAddress=" + email + "&feilds=a"), 400, partmap.EINVALID, ""},
 		{"ErrGetWithoutEmail", get(""), 400, partmap.EINVALIDEMAIL, "emailAddress"},
 		{"ErrGetBlankEmail", get("?emailAddress=%20"), 400, partmap.EINVALIDEMAIL, ""},
 		{"ErrGetNonASCIIEmail", get("?emailAddress=v%C3%AFctim%40example.com"), 400, partmap.EINVALIDEMAIL, ""},
@@ -216,7 +238,7 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if r := send(t, "POST", profileURL, nil); r.header.Get("Allow") != "GET, PUT, PATCH, DELETE" {
+	if r := send(t, "POST", profileURL, nil); r.header.Get("Allow") != "GET, HEAD, PUT, PATCH, DELETE" {
 		t.Fatalf("405 without Allow: %v", r.header)
 	}
 	// The limit is named in bytes.
@@ -333,4 +355,26 @@ func TestModel(t *testing.T) {
 		srv, _ := newServer(t, nil)
 		return newClient(t, srv.URL, nil)
 	})
+}
+
+// A body that does not arrive within the read timeout is a clear 408, not a
+// 400 that leaks a socket address.
+func TestSlowBodyTimesOut(t *testing.T) {
+	store, err := pebble.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv := httptest.NewUnstartedServer(pmhttp.NewServer(store, nil))
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	start(t, srv.URL)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(`{"emailAddress":"slow@example.com","fullName":"`)) // and then nothing
+	r := send(t, "PUT", srv.URL+base+"/customer-profile", pr)
+	if p := r.problem(t); r.status != 408 || p["type"] != "urn:partmap:problem:request-timeout" || strings.Contains(string(r.body), "127.0.0.1") {
+		t.Fatalf("got %d %s", r.status, r.body)
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -44,21 +46,25 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	}
 	routes := []struct {
 		method, path string
-		handle       func(http.ResponseWriter, *http.Request) error
+		params       []string // the query parameters the route takes
+		handle       handler
 	}{
-		{"POST", "/start", s.handleStart},
-		{"GET", "/customer-profile", s.handleGetProfile},
-		{"PUT", "/customer-profile", s.handlePutProfile},
-		{"PATCH", "/customer-profile", s.handlePatchProfile},
-		{"DELETE", "/customer-profile", s.handleDeleteProfile},
-		{"POST", "/customer-profile/increment", s.handleIncrement},
-		{"GET", "/customer-profiles", s.handleListProfiles},
-		{"GET", "/partitions", s.handleListPartitions},
+		{"POST", "/start", nil, s.handleStart},
+		{"GET", "/customer-profile", []string{"emailAddress", "fields", "field"}, s.handleGetProfile},
+		{"PUT", "/customer-profile", []string{"emailAddress"}, s.handlePutProfile},
+		{"PATCH", "/customer-profile", []string{"emailAddress"}, s.handlePatchProfile},
+		{"DELETE", "/customer-profile", []string{"emailAddress"}, s.handleDeleteProfile},
+		{"POST", "/customer-profile/increment", []string{"emailAddress", "field", "by"}, s.handleIncrement},
+		{"GET", "/customer-profiles", []string{"limit", "cursor"}, s.handleListProfiles},
+		{"GET", "/partitions", nil, s.handleListPartitions},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
-		s.mux.HandleFunc(r.method+" "+BasePath+r.path, s.serve(r.handle))
+		s.mux.HandleFunc(r.method+" "+BasePath+r.path, s.serve(r.params, r.handle))
 		allowed[r.path] = append(allowed[r.path], r.method)
+		if r.method == "GET" {
+			allowed[r.path] = append(allowed[r.path], "HEAD") // net/http serves HEAD with GET
+		}
 	}
 	// Known paths with another method get 405; anything else gets 404.
 	for path, methods := range allowed {
@@ -70,14 +76,37 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	return s
 }
 
-// serve adapts a handler that returns its error, so that every failure is
-// answered the same way.
-func (s *Server) serve(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+// handler serves one route. It gets the parsed query and returns its error,
+// so that every failure is answered the same way.
+type handler func(w http.ResponseWriter, r *http.Request, q url.Values) error
+
+// serve parses the query strictly, refusing malformed escapes and unknown
+// parameters (a misspelt "feilds" must not silently mean "all fields").
+func (s *Server) serve(params []string, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			err = partmap.Errorf(partmap.EINVALID, "malformed query string: %v", err)
+		}
+		for name := range q {
+			if err == nil && !slices.Contains(params, name) {
+				err = unknownParam(name, params)
+			}
+		}
+		if err == nil {
+			err = h(w, r, q)
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	}
+}
+
+func unknownParam(name string, params []string) error {
+	if len(params) == 0 {
+		return partmap.Errorf(partmap.EINVALID, "unknown query parameter %q; this route takes none", name)
+	}
+	return partmap.Errorf(partmap.EINVALID, "unknown query parameter %q; this route takes %s", name, strings.Join(params, ", "))
 }
 
 func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
@@ -89,7 +118,7 @@ func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handleStart(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	now, err := s.store.Start(r.Context())
 	if err != nil {
 		return err
@@ -97,8 +126,8 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]bool{"started": true, "alreadyStarted": !now})
 }
 
-func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) error {
-	q, email, err := emailQuery(r)
+func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
 	if err != nil {
 		return err
 	}
@@ -122,25 +151,34 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	w.Header().Set("ETag", version.ETag())
-	if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == "*" || inm == version.ETag()) {
+	if nm, err := notModified(r, version); err != nil {
+		return err
+	} else if nm {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
 	return writeJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	cond, err := condition(r)
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, "application/json")
 	if err != nil {
 		return err
 	}
 	profile, err := partmap.ParseProfileJSON(body)
 	if err != nil {
 		return err
+	}
+	// A PUT may name its profile in the URL too (its Location); then the
+	// two must agree, or the write would land somewhere unexpected.
+	if _, named := q["emailAddress"]; named {
+		if err := sameEmail(q, profile); err != nil {
+			return err
+		}
 	}
 	rec, created, err := s.store.UpsertProfile(r.Context(), profile, cond)
 	if err != nil {
@@ -162,8 +200,8 @@ type patchReply struct {
 	FieldsDeleted int             `json:"fieldsDeleted"`
 }
 
-func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) error {
-	_, email, err := emailQuery(r)
+func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
 	if err != nil {
 		return err
 	}
@@ -171,10 +209,7 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := requireMediaType(r, "application/merge-patch+json", "application/json"); err != nil {
-		return err
-	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, "application/merge-patch+json", "application/json")
 	if err != nil {
 		return err
 	}
@@ -190,8 +225,8 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request) erro
 	return writeJSON(w, http.StatusOK, patchReply{res.Record.Profile, res.FieldsAdded, res.FieldsDeleted})
 }
 
-func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request) error {
-	_, email, err := emailQuery(r)
+func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
 	if err != nil {
 		return err
 	}
@@ -214,8 +249,8 @@ type incrementReply struct {
 	Value string `json:"value"`
 }
 
-func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request) error {
-	q, email, err := emailQuery(r)
+func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
 	if err != nil {
 		return err
 	}
@@ -248,11 +283,7 @@ type listReply struct {
 	NextCursor *string           `json:"nextCursor"`
 }
 
-func (s *Server) handleListProfiles(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) handleListProfiles(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	var opts partmap.ListOptions
 	if v, err := oneParam(q, "limit", false); err != nil {
 		return err
@@ -261,9 +292,11 @@ func (s *Server) handleListProfiles(w http.ResponseWriter, r *http.Request) erro
 			return partmap.Errorf(partmap.EINVALID, "limit must be an integer from 1 to %d, not %q", partmap.MaxPageLimit, v)
 		}
 	}
-	if opts.Cursor, err = oneParam(q, "cursor", false); err != nil {
+	cursor, err := oneParam(q, "cursor", false)
+	if err != nil {
 		return err
 	}
+	opts.Cursor = cursor
 	page, err := s.store.ListProfiles(r.Context(), opts)
 	if err != nil {
 		return err
@@ -289,7 +322,7 @@ type partitionsReply struct {
 	TotalProfiles   int64           `json:"totalProfiles"`
 }
 
-func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	stats, err := s.store.ListPartitions(r.Context())
 	if err != nil {
 		return err
@@ -303,8 +336,13 @@ func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request) er
 }
 
 // readBody reads the whole body, refusing it without buffering it all when
-// it is over the limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// it is over the limit. The body must be UTF-8 in one of mediaTypes (a
+// missing Content-Type is taken as the first) and not content-encoded. A
+// leading UTF-8 byte order mark is framing, not text, and is dropped.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaTypes ...string) ([]byte, error) {
+	if err := checkMediaType(r, mediaTypes); err != nil {
+		return nil, err
+	}
 	limit := s.limits.MaxBodyBytes
 	tooLarge := &partmap.Error{Code: partmap.ETOOLARGE, Limit: "body", LimitBytes: limit,
 		Message: "request body is over the limit of " + strconv.Itoa(limit) + " bytes"}
@@ -313,40 +351,63 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
 	var maxErr *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &maxErr):
 		return nil, tooLarge
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return nil, partmap.Errorf(partmap.ETIMEOUT, "the request body did not arrive within the server's read timeout")
 	case err != nil:
-		return nil, partmap.Errorf(partmap.EINVALID, "reading the request body failed: %v", err)
+		return nil, &partmap.Error{Code: partmap.EINVALID, Message: "the request body could not be read", Err: err}
 	}
-	return body, nil
+	return bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), nil
 }
 
-// query parses the query string strictly: a malformed escape is an error,
-// not a silently dropped parameter.
-func query(r *http.Request) (url.Values, error) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, partmap.Errorf(partmap.EINVALID, "malformed query string: %v", err)
+func checkMediaType(r *http.Request, types []string) error {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return partmap.Errorf(partmap.EMEDIATYPE, "Content-Encoding %q is not supported; send the body as it is", ce)
 	}
-	return q, nil
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err == nil && slices.Contains(types, mt) {
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	return partmap.Errorf(partmap.EMEDIATYPE, "Content-Type must be %s (UTF-8), not %q", strings.Join(types, " or "), ct)
 }
 
-// emailQuery parses the query and returns its one emailAddress.
-func emailQuery(r *http.Request) (url.Values, string, error) {
-	q, err := query(r)
+func sameEmail(q url.Values, profile partmap.Profile) error {
+	inURL, err := emailParam(q)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
+	a, errA := partmap.CanonicalEmail(inURL)
+	b, errB := partmap.CanonicalEmail(profile[partmap.FieldEmail])
+	if errA != nil {
+		return errA
+	}
+	if errB == nil && a != b {
+		return &partmap.Error{Code: partmap.EKEYFIELD, Field: partmap.FieldEmail,
+			Message: fmt.Sprintf("the URL names %s but the body's emailAddress is %s", a, b)}
+	}
+	return nil
+}
+
+// emailParam returns the query's one emailAddress.
+func emailParam(q url.Values) (string, error) {
 	if _, ok := q["emailAddress"]; !ok {
-		return nil, "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
+		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
 			Message: "the emailAddress query parameter is required (encode a + in an address as %2B)"}
 	}
 	email, err := oneParam(q, "emailAddress", true)
 	if err != nil {
-		return nil, "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: partmap.ErrorMessage(err)}
+		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: partmap.ErrorMessage(err)}
 	}
-	return q, email, nil
+	return email, nil
 }
 
 // oneParam returns a query parameter given at most once.
@@ -383,38 +444,99 @@ func fieldsParam(q url.Values) ([]string, error) {
 	return fields, nil
 }
 
-// requireMediaType refuses a body whose Content-Type is none of types.
-func requireMediaType(r *http.Request, types ...string) error {
-	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && slices.Contains(types, mt) {
-		return nil
-	}
-	return partmap.Errorf(partmap.EMEDIATYPE, "Content-Type must be %s, not %q", strings.Join(types, " or "), ct)
-}
-
-// condition reads If-Match and If-None-Match. partmap issues one strong tag
-// per profile, so a list of tags or a weak tag is refused rather than guessed.
+// condition reads If-Match and If-None-Match as RFC 9110 defines them for a
+// write: If-Match is * or a list of entity tags, one of which must strongly
+// match (a weak tag, or one partmap did not issue, never does); If-None-Match
+// on a write can only be *, create-only.
 func condition(r *http.Request) (partmap.Condition, error) {
 	var c partmap.Condition
-	switch m := r.Header.Get("If-Match"); m {
-	case "":
-	case "*":
-		c.IfExists = true
-	default:
-		v, err := partmap.ParseETag(m)
+	if values := r.Header.Values("If-Match"); values != nil {
+		any, tags, err := parseEntityTags("If-Match", values)
 		if err != nil {
 			return c, err
 		}
-		c.IfMatch = v
+		c.IfExists = any
+		for _, t := range tags {
+			v, err := partmap.ParseETag(t.opaque)
+			if t.weak || err != nil {
+				v = 0 // can never match
+			}
+			c.IfMatch = append(c.IfMatch, v)
+		}
 	}
-	if m := r.Header.Get("If-None-Match"); m != "" {
-		if m != "*" {
+	if values := r.Header.Values("If-None-Match"); values != nil {
+		any, _, err := parseEntityTags("If-None-Match", values)
+		if err != nil {
+			return c, err
+		}
+		if !any {
 			return c, partmap.Errorf(partmap.EINVALID, "If-None-Match on a write must be *")
 		}
 		c.IfNoneMatch = true
 	}
 	return c, nil
+}
+
+// notModified reports whether a GET's If-None-Match names the current
+// version; it uses the weak comparison RFC 9110 prescribes for GET.
+func notModified(r *http.Request, v partmap.Version) (bool, error) {
+	values := r.Header.Values("If-None-Match")
+	if values == nil {
+		return false, nil
+	}
+	any, tags, err := parseEntityTags("If-None-Match", values)
+	if err != nil || any {
+		return any, err
+	}
+	for _, t := range tags {
+		if t.opaque == v.ETag() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+type entityTag struct {
+	weak   bool
+	opaque string // with its quotes
+}
+
+// parseEntityTags parses the values of one conditional header: "*", or a
+// comma-separated list of entity tags, possibly over several header lines.
+func parseEntityTags(header string, values []string) (any bool, tags []entityTag, err error) {
+	s := strings.TrimSpace(strings.Join(values, ","))
+	bad := func(why string) error {
+		return partmap.Errorf(partmap.EINVALID, "%s %s; give * or entity tags such as \"0123456789abcdef\"", header, why)
+	}
+	if s == "*" {
+		return true, nil, nil
+	}
+	for {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
+			break
+		}
+		var t entityTag
+		if rest, ok := strings.CutPrefix(s, "W/"); ok {
+			t.weak, s = true, rest
+		}
+		if s == "" || s[0] != '"' {
+			return false, nil, bad("is not a list of entity tags")
+		}
+		end := strings.IndexByte(s[1:], '"') + 1
+		if end == 0 {
+			return false, nil, bad("is not a list of entity tags")
+		}
+		t.opaque, s = s[:end+1], strings.TrimLeft(s[end+1:], " \t")
+		if s != "" && s[0] != ',' {
+			return false, nil, bad("is not a list of entity tags")
+		}
+		tags = append(tags, t)
+	}
+	if len(tags) == 0 {
+		return false, nil, bad("is empty")
+	}
+	return false, tags, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

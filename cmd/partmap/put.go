@@ -43,7 +43,7 @@ func (c *conditionFlags) condition() (partmap.Condition, error) {
 		return partmap.Condition{IfExists: true}, nil
 	}
 	v, err := partmap.ParseETag(c.ifMatch)
-	return partmap.Condition{IfMatch: v}, err
+	return partmap.IfMatch(v), err
 }
 
 func runPut(ctx context.Context, e *env, args []string) error {
@@ -63,8 +63,19 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	fieldFlags := len(fields) > 0
+	cf.fs.Visit(func(f *flag.Flag) { _, ok := flagOf[f.Name]; fieldFlags = fieldFlags || ok })
+	if *create && cond.ifMatch != "" {
+		return usagef("--create and --if-match contradict each other")
+	}
 	var profile partmap.Profile
-	if len(rest) == 1 {
+	switch {
+	case len(rest) == 1 && !fieldFlags:
+		return usagef("put EMAIL needs at least one field flag (--name, --company, --tier, --field); " +
+			"to send a whole JSON profile, pipe it to `partmap put` with no EMAIL")
+	case len(rest) == 0 && fieldFlags:
+		return usagef("put needs an EMAIL when fields are given as flags")
+	case len(rest) == 1:
 		profile = partmap.Profile{partmap.FieldEmail: rest[0]}
 		cf.fs.Visit(func(f *flag.Flag) {
 			if field, ok := flagOf[f.Name]; ok {
@@ -77,12 +88,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 			}
 			profile[name] = v
 		}
-	} else {
-		given := len(fields) > 0
-		cf.fs.Visit(func(f *flag.Flag) { _, ok := flagOf[f.Name]; given = given || ok })
-		if given {
-			return usagef("put needs an EMAIL when fields are given as flags")
-		}
+	default:
 		data, err := io.ReadAll(e.stdin)
 		if err != nil {
 			return err

@@ -61,6 +61,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log := newLogger(e, c)
 
+	// Listen first: a busy port should not leave a new, empty store behind.
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	lockWait := c.lockWait
 	if lockWait == 0 {
 		lockWait = -1 // pebble.Options: negative fails fast, 0 means the default
@@ -70,11 +76,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		return err
-	}
 	srv := &http.Server{
 		Handler:           pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,

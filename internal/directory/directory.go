@@ -6,6 +6,7 @@ package directory
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -106,6 +107,9 @@ func (d *Directory) locate(ctx context.Context, email string) (string, partmap.P
 }
 
 func notFound(email string) error {
+	if strings.Contains(email, " ") {
+		return partmap.Errorf(partmap.ENOTFOUND, "no profile for %q (in a URL query, + means a space: write %%2B for a plus sign)", email)
+	}
 	return partmap.Errorf(partmap.ENOTFOUND, "no profile for %s", email)
 }
 

@@ -275,7 +275,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 	t.Run("ConditionsOnEveryWrite", func(t *testing.T) {
 		s := started(t)
 		rec := seed(t, s)
-		stale := partmap.Condition{IfMatch: rec.Version ^ 1}
+		stale := partmap.IfMatch(rec.Version ^ 1)
 		for name, write := range map[string]func(partmap.Condition) error{
 			"patch": func(c partmap.Condition) error {
 				_, err := s.PatchProfile(ctx, email, partmap.Patch{"fullName": ptr("changed")}, c)
@@ -300,15 +300,15 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		if _, err := s.PatchProfile(ctx, "nobody@example.com", partmap.Patch{}, partmap.Condition{IfExists: true}); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match: * on a missing profile: got %v", err)
 		}
-		inc, err := s.IncrementField(ctx, email, "visits", 1, partmap.Condition{IfMatch: rec.Version})
+		inc, err := s.IncrementField(ctx, email, "visits", 1, partmap.IfMatch(rec.Version))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.PatchProfile(ctx, email, partmap.Patch{"a": ptr("b")}, partmap.Condition{IfMatch: inc.Version, IfExists: true})
+		res, err := s.PatchProfile(ctx, email, partmap.Patch{"a": ptr("b")}, partmap.Condition{IfMatch: []partmap.Version{inc.Version}, IfExists: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.DeleteProfile(ctx, email, partmap.Condition{IfMatch: res.Record.Version}); err != nil {
+		if err := s.DeleteProfile(ctx, email, partmap.IfMatch(res.Record.Version)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -322,7 +322,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		for i := range writers {
 			wg.Go(func() {
 				results <- retry(func() error {
-					_, err := s.PatchProfile(ctx, email, partmap.Patch{"winner": ptr(fmt.Sprint(i))}, partmap.Condition{IfMatch: rec.Version})
+					_, err := s.PatchProfile(ctx, email, partmap.Patch{"winner": ptr(fmt.Sprint(i))}, partmap.IfMatch(rec.Version))
 					return err
 				})
 			})

@@ -193,7 +193,7 @@ func RunStore(t *testing.T, open Opener) {
 		s := started(t)
 		const email = "cond@example.com"
 		p := partmap.Profile{partmap.FieldEmail: email, "fullName": "v1"}
-		if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{IfMatch: 42}); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, _, err := s.UpsertProfile(ctx, p, partmap.IfMatch(42)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match on a missing profile: got %v", err)
 		}
 		rec, _, err := s.UpsertProfile(ctx, p, partmap.Condition{IfNoneMatch: true})
@@ -204,13 +204,13 @@ func RunStore(t *testing.T, open Opener) {
 			t.Fatalf("create-only of an existing profile: got %v", err)
 		}
 		p2 := partmap.Profile{partmap.FieldEmail: email, "fullName": "v2"}
-		if _, _, err := s.UpsertProfile(ctx, p2, partmap.Condition{IfMatch: rec.Version + 1}); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, _, err := s.UpsertProfile(ctx, p2, partmap.IfMatch(rec.Version+1)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match with a stale version: got %v", err)
 		}
 		if got, _ := s.FindProfile(ctx, email); got.Profile["fullName"] != "v1" {
 			t.Fatalf("a failed precondition wrote: %v", got.Profile)
 		}
-		if _, _, err := s.UpsertProfile(ctx, p2, partmap.Condition{IfMatch: rec.Version}); err != nil {
+		if _, _, err := s.UpsertProfile(ctx, p2, partmap.IfMatch(rec.Version)); err != nil {
 			t.Fatalf("If-Match with the current version: %v", err)
 		}
 	})
@@ -252,7 +252,7 @@ func RunStore(t *testing.T, open Opener) {
 			wg.Go(func() {
 				p := partmap.Profile{partmap.FieldEmail: email, "fullName": fmt.Sprintf("w%d", i)}
 				results <- retry(func() error {
-					_, _, err := s.UpsertProfile(ctx, p, partmap.Condition{IfMatch: rec.Version})
+					_, _, err := s.UpsertProfile(ctx, p, partmap.IfMatch(rec.Version))
 					return err
 				})
 			})
