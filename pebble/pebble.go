@@ -25,6 +25,10 @@ import (
 // SchemaVersion is the on-disk layout this code reads and writes.
 const SchemaVersion = 1
 
+// DefaultCacheBytes is the block cache size: large enough to keep the hot
+// records of a few million profiles, small enough for a modest server.
+const DefaultCacheBytes = 64 << 20
+
 // Options configure Open. A nil *Options means the defaults.
 type Options struct {
 	// Partitions is the partition count the caller expects. A new directory
@@ -36,6 +40,8 @@ type Options struct {
 	LockWait time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
+	// CacheBytes sizes Pebble's block cache; 0 means DefaultCacheBytes.
+	CacheBytes int64
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -79,7 +85,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s is in use by another partmap process (%v)", path, err)
 	}
-	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS})
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, Cache: cache})
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
