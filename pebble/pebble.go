@@ -88,9 +88,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
-	cache := pebble.NewCache(o.CacheBytes)
-	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, Cache: cache})
+	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes})
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
