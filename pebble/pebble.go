@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,8 +77,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	if err := o.FS.MkdirAll(path, 0o755); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	fresh, err := checkDataDirectory(o.FS, path)
+	if err != nil {
+		return nil, err
 	}
 	// Taking the directory lock first tells "in use" apart from every other
 	// failure to open.
@@ -85,20 +90,29 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s is in use by another partmap process (%v)", path, err)
 	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
+	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes}
+	var meta engine.Meta
+	if !fresh {
+		// Check an existing directory read-only, so that a directory this
+		// code must refuse is left exactly as it was.
+		if meta, err = inspect(popts, path, o.Partitions); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("data directory %s: %w", path, err)
+		}
 	}
-	db, err := pebble.Open(path, &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes})
+	db, err := pebble.Open(path, popts)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
 	}
 	b := &backend{db: db}
-	meta, err := b.openMeta(o.Partitions)
-	if err != nil {
-		db.Close()
-		lock.Close()
-		return nil, fmt.Errorf("data directory %s: %w", path, err)
+	if fresh {
+		meta = engine.NewMeta(SchemaVersion, o.Partitions)
+		if err := b.writeMeta(meta); err != nil {
+			db.Close()
+			lock.Close()
+			return nil, fmt.Errorf("data directory %s: %w", path, err)
+		}
 	}
 	b.locks = engine.NewLocalLocks(meta.Partitions)
 	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits})
@@ -124,22 +138,51 @@ func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Du
 	return b.locks.Lock(ctx, ps, wait)
 }
 
-// openMeta creates the metadata of a new directory, or checks an existing
-// one against what this code and the caller expect.
-func (b *backend) openMeta(partitions int) (engine.Meta, error) {
-	meta, ok, err := b.readMeta()
+// checkDataDirectory creates path if it is missing and reports whether it
+// is new (missing or empty). A non-empty directory that holds no Pebble
+// database is somebody else's: it is refused before anything is written.
+func checkDataDirectory(fs vfs.FS, path string) (fresh bool, err error) {
+	names, err := fs.List(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := fs.MkdirAll(path, 0o755); err != nil {
+			return false, fmt.Errorf("create data directory: %w", err)
+		}
+		return true, nil
+	}
 	if err != nil {
-		return meta, err
+		return false, fmt.Errorf("data directory %s: %w", path, err)
 	}
-	if !ok {
-		meta = engine.NewMeta(SchemaVersion, partitions)
-		return meta, b.writeMeta(meta)
+	if len(names) == 0 {
+		return true, nil
 	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "marker.manifest.") || name == "CURRENT" {
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("data directory %s is not empty and holds no partmap data (found %q); refusing to write to it", path, names[0])
+}
+
+// inspect opens an existing database read-only and checks its metadata
+// against what this code and the caller expect.
+func inspect(popts *pebble.Options, path string, partitions int) (engine.Meta, error) {
+	ro := *popts
+	ro.ReadOnly = true
+	db, err := pebble.Open(path, &ro)
+	if err != nil {
+		return engine.Meta{}, fmt.Errorf("cannot be read (%w); refusing to change it", err)
+	}
+	defer db.Close()
+	meta, ok, err := (&backend{db: db}).readMeta()
 	switch {
+	case err != nil:
+		return meta, err
+	case !ok:
+		return meta, fmt.Errorf("is a Pebble database without partmap metadata; refusing to change it")
 	case meta.Schema > SchemaVersion:
 		return meta, fmt.Errorf("written by a newer partmap (schema %d; this one reads %d); refusing to open it", meta.Schema, SchemaVersion)
 	case meta.Schema < 1 || meta.Partitions < 1 || len(meta.CursorKey) == 0:
-		return meta, fmt.Errorf("metadata is not partmap's (%+v); refusing to open it", meta)
+		return meta, fmt.Errorf("metadata is not partmap's; refusing to open it")
 	case meta.Partitions != partitions:
 		return meta, fmt.Errorf("it holds %d partitions but %d were expected; the partition count is part of the data, "+
 			"and changing it needs a full rehash (partmap resize)", meta.Partitions, partitions)
@@ -158,7 +201,7 @@ func (b *backend) readMeta() (engine.Meta, bool, error) {
 	}
 	defer closer.Close()
 	if err := json.Unmarshal(v, &meta); err != nil {
-		return meta, false, fmt.Errorf("metadata is corrupt: %w", err)
+		return meta, false, fmt.Errorf("metadata is corrupt (%v); refusing to open it", err)
 	}
 	return meta, true, nil
 }

@@ -2,7 +2,10 @@ package pebble_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,29 +63,102 @@ func TestErrPartitionCountMismatch(t *testing.T) {
 	MustReopen(t, dir, nil)
 }
 
-func TestErrNewerSchema(t *testing.T) {
-	dir := t.TempDir()
-	db, err := cpebble.Open(dir, &cpebble.Options{})
+// snapshot records every file under dir with its contents' hash.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		sum := sha256.Sum256(b)
+		files[path] = hex.EncodeToString(sum[:])
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Set([]byte("m"), []byte(`{"schema":99,"partitions":1000,"started":true}`), cpebble.Sync)
-	db.Close()
-	if _, err := pebble.Open(dir, nil); err == nil || !strings.Contains(err.Error(), "newer partmap") {
-		t.Fatalf("got %v, want a refusal of a newer schema", err)
-	}
+	return files
 }
 
-func TestErrForeignMetadata(t *testing.T) {
-	dir := t.TempDir()
-	db, err := cpebble.Open(dir, &cpebble.Options{})
+// rawPebble writes keys straight into a Pebble database at dir.
+func rawPebble(t *testing.T, dir string, kv map[string]string) {
+	t.Helper()
+	db, err := cpebble.Open(dir, &cpebble.Options{Logger: quiet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Set([]byte("m"), []byte(`not json`), cpebble.Sync)
+	for k, v := range kv {
+		db.Set([]byte(k), []byte(v), cpebble.Sync)
+	}
 	db.Close()
-	if _, err := pebble.Open(dir, nil); err == nil || !strings.Contains(err.Error(), "corrupt") {
-		t.Fatalf("got %v, want a refusal of corrupt metadata", err)
+}
+
+type quiet struct{}
+
+func (quiet) Infof(string, ...any)      {}
+func (quiet) Errorf(string, ...any)     {}
+func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// A directory that partmap must refuse is refused with a clear reason and
+// left exactly as it was: no new files, no changed bytes.
+func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		opts  *pebble.Options
+		want  string
+	}{
+		{"ErrNewerSchema", func(t *testing.T, dir string) {
+			rawPebble(t, dir, map[string]string{"m": `{"schema":99,"partitions":1000,"started":true,"cursorKey":"AAAA"}`})
+		}, nil, "newer partmap"},
+		{"ErrCorruptMetadata", func(t *testing.T, dir string) {
+			rawPebble(t, dir, map[string]string{"m": `not json`})
+		}, nil, "corrupt"},
+		{"ErrForeignPebble", func(t *testing.T, dir string) {
+			rawPebble(t, dir, map[string]string{"user:1": "somebody else's"})
+		}, nil, "without partmap metadata"},
+		{"ErrForeignFiles", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("precious"), 0o644)
+		}, nil, "holds no partmap data"},
+		{"ErrPartitionCount", func(t *testing.T, dir string) {
+			s, err := pebble.Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+		}, &pebble.Options{Partitions: 500}, "1000 partitions but 500"},
+		{"ErrCorruptManifest", func(t *testing.T, dir string) {
+			s, err := pebble.Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			manifests, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+			for _, m := range manifests {
+				os.WriteFile(m, []byte("garbage"), 0o644)
+			}
+		}, nil, "cannot be read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.setup(t, dir)
+			before := snapshot(t, dir)
+			_, err := pebble.Open(dir, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			after := snapshot(t, dir)
+			if len(after) != len(before) {
+				t.Fatalf("files changed: before %d, after %d: %v", len(before), len(after), after)
+			}
+			for path, sum := range before {
+				if after[path] != sum {
+					t.Fatalf("%s changed", path)
+				}
+			}
+		})
 	}
 }
 
