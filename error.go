@@ -27,6 +27,8 @@ const (
 	ENOTINTEGER    Code = "not-an-integer"         // increment of a value that is not an int64
 	EOVERFLOW      Code = "overflow"               // increment result outside int64
 	EKEYFIELD      Code = "key-field"              // the email field cannot be changed or deleted
+	EUNAUTHORIZED  Code = "unauthorized"           // no valid bearer token
+	EFORBIDDEN     Code = "forbidden"              // the token's scope is too small
 	EUNAVAILABLE   Code = "unavailable"            // the store cannot serve now; retry
 	EINTERNAL      Code = "internal"               // anything else; details are never shown
 )
@@ -57,6 +59,8 @@ var Codes = map[Code]CodeInfo{
 	EPRECONDITION:  {412, "Precondition failed"},
 	ENOTINTEGER:    {409, "Field is not an integer"},
 	EOVERFLOW:      {409, "Integer overflow"},
+	EUNAUTHORIZED:  {401, "Unauthorized"},
+	EFORBIDDEN:     {403, "Forbidden"},
 	EUNAVAILABLE:   {503, "Service unavailable"},
 	EINTERNAL:      {500, "Internal error"},
 }

@@ -33,6 +33,7 @@ var _ partmap.Store = (*Client)(nil)
 // ClientOptions configure NewClient. A nil *ClientOptions means defaults.
 type ClientOptions struct {
 	HTTPClient *http.Client  // nil means a client with keep-alive and no overall timeout
+	Token      string        // bearer token sent with every request, if set
 	RetryFor   time.Duration // how long to keep retrying lock conflicts; 0 means 30s, <0 never retries
 	RetryBase  time.Duration // first backoff; 0 means 2ms
 	RetryMax   time.Duration // backoff cap; 0 means 500ms
@@ -269,6 +270,9 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 	hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
 	if err != nil {
 		return nil, err
+	}
+	if c.opts.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.opts.Token)
 	}
 	if req.body != nil {
 		ct := req.contentType

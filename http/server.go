@@ -27,12 +27,14 @@ type Server struct {
 	limits partmap.Limits
 	log    *slog.Logger
 	mux    *http.ServeMux
+	tokens *Tokens // nil: no authentication
 }
 
 // ServerOptions configure NewServer. A nil *ServerOptions means defaults.
 type ServerOptions struct {
 	Limits *partmap.Limits // body limit; nil means partmap.DefaultLimits
 	Logger *slog.Logger    // nil means slog.Default()
+	Tokens *Tokens         // bearer tokens to require; nil means none
 }
 
 // NewServer returns a handler for store.
@@ -44,23 +46,27 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	if opts != nil && opts.Logger != nil {
 		s.log = opts.Logger
 	}
+	if opts != nil {
+		s.tokens = opts.Tokens
+	}
 	routes := []struct {
 		method, path string
+		scope        Scope    // what a token needs, when tokens are required
 		params       []string // the query parameters the route takes
 		handle       handler
 	}{
-		{"POST", "/start", nil, s.handleStart},
-		{"GET", "/customer-profile", []string{"emailAddress", "fields", "field"}, s.handleGetProfile},
-		{"PUT", "/customer-profile", []string{"emailAddress"}, s.handlePutProfile},
-		{"PATCH", "/customer-profile", []string{"emailAddress"}, s.handlePatchProfile},
-		{"DELETE", "/customer-profile", []string{"emailAddress"}, s.handleDeleteProfile},
-		{"POST", "/customer-profile/increment", []string{"emailAddress", "field", "by"}, s.handleIncrement},
-		{"GET", "/customer-profiles", []string{"limit", "cursor"}, s.handleListProfiles},
-		{"GET", "/partitions", nil, s.handleListPartitions},
+		{"POST", "/start", ScopeAdmin, nil, s.handleStart},
+		{"GET", "/customer-profile", ScopeRead, []string{"emailAddress", "fields", "field"}, s.handleGetProfile},
+		{"PUT", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handlePutProfile},
+		{"PATCH", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handlePatchProfile},
+		{"DELETE", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handleDeleteProfile},
+		{"POST", "/customer-profile/increment", ScopeWrite, []string{"emailAddress", "field", "by"}, s.handleIncrement},
+		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor"}, s.handleListProfiles},
+		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
-		s.mux.HandleFunc(r.method+" "+BasePath+r.path, s.serve(r.params, r.handle))
+		s.mux.HandleFunc(r.method+" "+BasePath+r.path, s.serve(r.scope, r.params, r.handle))
 		allowed[r.path] = append(allowed[r.path], r.method)
 		if r.method == "GET" {
 			allowed[r.path] = append(allowed[r.path], "HEAD") // net/http serves HEAD with GET
@@ -80,10 +86,15 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 // so that every failure is answered the same way.
 type handler func(w http.ResponseWriter, r *http.Request, q url.Values) error
 
-// serve parses the query strictly, refusing malformed escapes and unknown
-// parameters (a misspelt "feilds" must not silently mean "all fields").
-func (s *Server) serve(params []string, h handler) http.HandlerFunc {
+// serve checks the token, then parses the query strictly, refusing malformed
+// escapes and unknown parameters (a misspelt "feilds" must not silently mean
+// "all fields").
+func (s *Server) serve(scope Scope, params []string, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(w, r, scope); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
 			err = partmap.Errorf(partmap.EINVALID, "malformed query string: %v", err)

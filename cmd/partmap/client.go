@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 
 	pmhttp "github.com/partmap/partmap/http"
 )
@@ -13,6 +17,8 @@ import (
 type clientFlags struct {
 	fs     *flag.FlagSet
 	server string
+	token  string
+	caCert string
 }
 
 // newClientCommand starts the flag set of a client subcommand.
@@ -23,6 +29,8 @@ func newClientCommand(e *env, name, args string) *clientFlags {
 		def = "http://127.0.0.1:8080"
 	}
 	cf.fs.StringVar(&cf.server, "server", def, "partmap server `URL`; $PARTMAP_SERVER sets the default")
+	cf.fs.StringVar(&cf.token, "token", e.getenv("PARTMAP_TOKEN"), "bearer `token` for a server with an auth file; $PARTMAP_TOKEN sets the default")
+	cf.fs.StringVar(&cf.caCert, "ca-cert", e.getenv("PARTMAP_CA_CERT"), "PEM `file` of the CA that signed an https server's certificate; $PARTMAP_CA_CERT sets the default")
 	return cf
 }
 
@@ -37,7 +45,21 @@ func (cf *clientFlags) parse(args []string, minArgs, maxArgs int) ([]string, *pm
 		cf.fs.Usage()
 		return nil, nil, errUsageReported
 	}
-	cl, err := pmhttp.NewClient(cf.server, nil)
+	opts := &pmhttp.ClientOptions{Token: cf.token}
+	if cf.caCert != "" {
+		pem, err := os.ReadFile(cf.caCert)
+		if err != nil {
+			return nil, nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, usagef("--ca-cert %s holds no PEM certificate", cf.caCert)
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts.HTTPClient = &http.Client{Transport: t}
+	}
+	cl, err := pmhttp.NewClient(cf.server, opts)
 	if err != nil {
 		return nil, nil, usageError(err.Error())
 	}

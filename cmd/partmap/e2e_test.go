@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,5 +144,19 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		<-killed
 		srv.kill9(t)
 		wg.Wait()
+	}
+}
+
+// A second server on the same data directory fails at start, clearly, and
+// the first one keeps serving.
+func TestSecondServerOnOneDirectoryFails(t *testing.T) {
+	data := t.TempDir()
+	first := startProcess(t, data)
+	code, _, errOut := run(t, "", "serve", "--addr", "127.0.0.1:0", "--data", data)
+	if code != 1 || !strings.Contains(errOut, "in use by another partmap process") {
+		t.Fatalf("second serve: exit %d %q", code, errOut)
+	}
+	if _, err := mustClient(t, first.url, nil).Start(context.Background()); err != nil {
+		t.Fatalf("the first server stopped serving: %v", err)
 	}
 }

@@ -59,6 +59,7 @@ var commands = map[string]command{
 	"delete":     {"delete a profile", runDelete},
 	"list":       {"list every profile, partition by partition", runList},
 	"partitions": {"show the partitions in use and their sizes", runPartitions},
+	"token":      {"make a bearer token and its auth-file line", runToken},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
 }
 

@@ -24,7 +24,7 @@ type logWriter struct {
 	sent bool
 }
 
-var addrRE = regexp.MustCompile(`msg=serving addr=(http://\S+)`)
+var addrRE = regexp.MustCompile(`msg=serving addr=(https?://\S+)`)
 
 func newLogWriter() *logWriter { return &logWriter{addr: make(chan string, 1)} }
 

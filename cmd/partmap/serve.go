@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,14 @@ type serveConfig struct {
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
+
+	authFile         string
+	insecure         bool
+	tlsCert, tlsKey  string
+	readHeaderTimout time.Duration
+	readTimeout      time.Duration
+	writeTimeout     time.Duration
+	idleTimeout      time.Duration
 }
 
 func (c serveConfig) Validate() error {
@@ -37,7 +46,33 @@ func (c serveConfig) Validate() error {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usagef("--log-level must be debug, info, warn or error, not %q", c.logLevel)
 	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	for name, d := range map[string]time.Duration{"--read-header-timeout": c.readHeaderTimout, "--read-timeout": c.readTimeout,
+		"--write-timeout": c.writeTimeout, "--idle-timeout": c.idleTimeout} {
+		if d <= 0 {
+			return usagef("%s must be positive", name)
+		}
+	}
+	if c.authFile == "" && !c.insecure && !isLoopback(c.addr) {
+		return usagef("refusing to serve %s without --auth-file: anyone who can reach it could read and change every profile. "+
+			"Give --auth-file (see `partmap token`), listen on a loopback address, or pass --insecure if the network is trusted", c.addr)
+	}
 	return nil
+}
+
+// isLoopback reports whether addr only accepts connections from this machine.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -49,6 +84,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
+	fs.StringVar(&c.authFile, "auth-file", "", "`file` of bearer tokens to require (see `partmap token`); without it every request is allowed")
+	fs.BoolVar(&c.insecure, "insecure", false, "allow serving a non-loopback address without --auth-file")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate `file`: serve HTTPS (with --tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.DurationVar(&c.readHeaderTimout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", 60*time.Second, "how long writing a response may take")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -60,6 +103,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := newLogger(e, c)
+	var tokens *pmhttp.Tokens
+	if c.authFile != "" {
+		if tokens, err = pmhttp.LoadTokens(c.authFile); err != nil {
+			return err
+		}
+	}
 
 	// Listen first: a busy port should not leave a new, empty store behind.
 	ln, err := net.Listen("tcp", c.addr)
@@ -67,6 +116,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ln.Close()
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("TLS certificate: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
 	lockWait := c.lockWait
 	if lockWait == 0 {
 		lockWait = -1 // pebble.Options: negative fails fast, 0 means the default
@@ -77,15 +133,22 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer store.Close()
 	srv := &http.Server{
-		Handler:           pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens}),
+		ReadHeaderTimeout: c.readHeaderTimout,
+		ReadTimeout:       c.readTimeout,
+		WriteTimeout:      c.writeTimeout,
+		IdleTimeout:       c.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("serving", "addr", "http://"+ln.Addr().String(), "data", c.data, "lockWait", c.lockWait)
+	scheme := "http"
+	if c.tlsCert != "" {
+		scheme = "https"
+	}
+	log.Info("serving", "addr", scheme+"://"+ln.Addr().String(), "data", c.data, "lockWait", c.lockWait, "auth", tokens != nil)
+	if tokens != nil && scheme == "http" && !isLoopback(c.addr) {
+		log.Warn("bearer tokens will cross the network in clear text; serve HTTPS with --tls-cert and --tls-key")
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
