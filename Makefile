@@ -3,10 +3,23 @@
 
 GO ?= go
 
-.PHONY: test run build lint
+FUZZTIME ?= 10s
+# package:target for every fuzz target; each runs for FUZZTIME in `make test`.
+FUZZ_TARGETS = .:FuzzCanonicalEmail .:FuzzProfileValueUTF8 .:FuzzParseProfileJSON \
+	./internal/directory:FuzzDecodeCursor
+
+.PHONY: test run build lint fuzz
 
 test: lint
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory fuzz
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
