@@ -3,6 +3,7 @@ module github.com/partmap/partmap
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	pgregory.net/rapid v1.3.0
 )

@@ -1,0 +1,37 @@
+package http_test
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/storetest"
+	"github.com/partmap/partmap/pebble"
+)
+
+// Histories of concurrent HTTP clients on a few profiles of one partition are
+// linearizable. Locks fail fast, so the clients meet lock conflicts and
+// retry them.
+func TestLinearizability(t *testing.T) {
+	srv, _ := newServer(t, &pebble.Options{LockWait: -1})
+	start(t, srv.URL)
+	var conflicts atomic.Uint64
+	clients := make([]*pmhttp.Client, 8)
+	history := storetest.RecordHistory(t, func(i int) partmap.Store {
+		clients[i] = newClient(t, srv.URL, nil)
+		return clients[i]
+	}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 150, Emails: 3})
+	for _, c := range clients {
+		conflicts.Add(c.LockConflicts())
+	}
+	t.Logf("%d operations checked; the clients met and retried %d lock conflicts", len(history), conflicts.Load())
+	if conflicts.Load() == 0 {
+		t.Error("no lock conflict happened, so retries went untested")
+	}
+	if res := storetest.CheckHistory(t, history); res != porcupine.Ok {
+		t.Fatalf("porcupine: %v", res)
+	}
+}
