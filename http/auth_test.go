@@ -86,7 +86,9 @@ func TestAuth(t *testing.T) {
 		{"ReadReads", func() response {
 			return send(t, "GET", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[pmhttp.ScopeRead])...)
 		}, 200},
-		{"ReadLists", func() response { return send(t, "GET", u+"/customer-profiles", nil, bearer(tokens[pmhttp.ScopeRead])...) }, 200},
+		{"ReadLists", func() response {
+			return send(t, "GET", u+"/customer-profiles", nil, bearer(tokens[pmhttp.ScopeRead])...)
+		}, 200},
 		{"ErrReadCannotDelete", func() response {
 			return send(t, "DELETE", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[pmhttp.ScopeRead])...)
 		}, 403},

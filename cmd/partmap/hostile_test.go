@@ -21,7 +21,7 @@ func TestSlowAndOversizedHeaders(t *testing.T) {
 	}
 	defer conn.Close()
 	io.WriteString(conn, "GET /patterns/hash-partitioned-attribute-map/partitions HTTP/1.1\r\nHost: x\r\n") // and never the blank line
-	conn.SetReadDeadline(time.Now().Add(20 * time.Second))                                              // a safety net, not a measurement
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))                                                  // a safety net, not a measurement
 	if _, err := io.ReadAll(conn); err != nil {
 		t.Fatalf("the server kept a header-less connection open: %v", err)
 	}
