@@ -1,0 +1,305 @@
+// Package crashtest kills a real `partmap serve` process at random moments
+// while clients write, restarts it on the same data directory, and checks
+// that nothing acknowledged was lost and nothing was half-applied.
+//
+// Each client owns a few emails and writes them one operation at a time, so
+// the history of every email is a plain sequence that the model
+// (internal/model) can replay. Emails of different clients share
+// partitions, so the clients still meet each other's locks. When the server
+// dies, each client's operation in flight may or may not have landed; after
+// the restart the harness accepts exactly those two states and no other.
+package crashtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os/exec"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/model"
+)
+
+// Config describes a run.
+type Config struct {
+	Binary  string // the partmap binary
+	Data    string // its data directory
+	Clients int    // concurrent writers; at least 16 by the default
+	Emails  int    // per client
+	Cycles  int    // kill-and-restart cycles
+	Seed    uint64
+	Logf    func(format string, args ...any)
+}
+
+// Result counts what a run checked.
+type Result struct {
+	Cycles       int
+	Acknowledged int64 // writes acknowledged before some kill
+	InFlight     int   // writes in flight at a kill
+	Landed       int   // of those, how many turned out to have landed
+	Verified     int   // profile checks after restarts
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("%d kill cycles, %d acknowledged writes, %d profile checks after restarts; "+
+		"%d writes were in flight at a kill and %d of them had landed", r.Cycles, r.Acknowledged, r.Verified, r.InFlight, r.Landed)
+}
+
+// key is the known state of one email: what the model says, and the
+// operation in flight at the last kill, if any.
+type key struct {
+	state   partmap.Profile
+	pending *model.Op
+}
+
+var addrRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
+
+// Run runs the harness. It returns an error describing the first violation.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Clients == 0 {
+		cfg.Clients = 16
+	}
+	if cfg.Emails == 0 {
+		cfg.Emails = 3
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
+	// Emails of four partitions, dealt round-robin, so that every client
+	// writes into partitions that other clients write too.
+	groups := make([][]string, 4)
+	for g := range groups {
+		groups[g] = colliding(cfg.Clients*cfg.Emails, fmt.Sprintf("g%d-", g))
+	}
+	var emails [][]string
+	for c := range cfg.Clients {
+		var mine []string
+		for i := range cfg.Emails {
+			g := (c + i) % len(groups)
+			mine = append(mine, groups[g][c*cfg.Emails+i])
+		}
+		emails = append(emails, mine)
+	}
+	keys := map[string]*key{}
+	for _, mine := range emails {
+		for _, e := range mine {
+			keys[e] = &key{}
+		}
+	}
+	var res Result
+	for cycle := range cfg.Cycles {
+		srv, err := start(ctx, cfg)
+		if err != nil {
+			return res, fmt.Errorf("cycle %d: %w", cycle, err)
+		}
+		cl, err := pmhttp.NewClient(srv.url, nil)
+		if err != nil {
+			srv.kill()
+			return res, err
+		}
+		if _, err := cl.Start(ctx); err != nil {
+			srv.kill()
+			return res, fmt.Errorf("cycle %d: start: %w", cycle, err)
+		}
+		if err := verify(ctx, cl, keys, &res); err != nil {
+			srv.kill()
+			return res, fmt.Errorf("cycle %d, after the restart: %w", cycle, err)
+		}
+
+		// Write until a random moment, then kill the server mid-flight.
+		var acked atomic.Int64
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var violation error
+		for c := range cfg.Clients {
+			seed := rng.Uint64()
+			wg.Go(func() {
+				cl, _ := pmhttp.NewClient(srv.url, nil)
+				r := rand.New(rand.NewPCG(seed, uint64(c)))
+				for {
+					op := write(r, emails[c])
+					mu.Lock()
+					k := keys[op.Email]
+					mu.Unlock()
+					got, err := op.Do(ctx, cl)
+					if err != nil && partmap.ErrorCode(err) == partmap.EINTERNAL {
+						// No answer: the server is gone. The write may or may not have landed.
+						mu.Lock()
+						k.pending = &op
+						mu.Unlock()
+						return
+					}
+					next, want := op.Apply(k.state)
+					if !want.Same(got) {
+						mu.Lock()
+						if violation == nil {
+							violation = fmt.Errorf("cycle %d: %v answered %v, but the model says %v", cycle, op, got, want)
+						}
+						mu.Unlock()
+						return
+					}
+					mu.Lock()
+					k.state = next
+					mu.Unlock()
+					acked.Add(1)
+				}
+			})
+		}
+		time.Sleep(time.Duration(20+rng.IntN(280)) * time.Millisecond)
+		srv.kill()
+		wg.Wait()
+		if violation != nil {
+			return res, violation
+		}
+		res.Acknowledged += acked.Load()
+		res.Cycles++
+		for _, k := range keys {
+			if k.pending != nil {
+				res.InFlight++
+			}
+		}
+		cfg.Logf("cycle %d: killed after %d acknowledged writes", cycle, acked.Load())
+	}
+	// One last restart checks the writes of the last cycle.
+	srv, err := start(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer srv.kill()
+	cl, _ := pmhttp.NewClient(srv.url, nil)
+	return res, verify(ctx, cl, keys, &res)
+}
+
+// write draws a write (no reads: they cannot be lost) on one of emails.
+func write(r *rand.Rand, emails []string) model.Op {
+	for {
+		if op := model.Random(r, emails); op.Kind != model.Get {
+			return op
+		}
+	}
+}
+
+// verify reads every email after a restart. Each must be in its known
+// state, or, if a write was in flight at the kill, in the state that write
+// would have produced; the one found becomes the known state. The profile
+// count must match too, so nothing appeared that nobody wrote.
+func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, res *Result) error {
+	live := int64(0)
+	for email, k := range keys {
+		rec, err := cl.FindProfile(ctx, email)
+		var got partmap.Profile
+		switch {
+		case errors.Is(err, partmap.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			got = rec.Profile
+		}
+		res.Verified++
+		switch {
+		case model.Equal(got, k.state):
+		case k.pending != nil && landed(*k.pending, k.state, got):
+			res.Landed++
+			k.state = got
+		default:
+			msg := fmt.Sprintf("%s is %s; acknowledged writes left it %s", email, model.Describe(got), model.Describe(k.state))
+			if k.pending != nil {
+				msg += fmt.Sprintf(", and %v was in flight", *k.pending)
+			}
+			return errors.New(msg)
+		}
+		k.pending = nil
+		if got != nil {
+			live++
+		}
+	}
+	stats, err := cl.ListPartitions(ctx)
+	if err != nil {
+		return err
+	}
+	if stats.TotalProfiles != live {
+		return fmt.Errorf("the directory holds %d profiles, but %d were written", stats.TotalProfiles, live)
+	}
+	return nil
+}
+
+// colliding returns n emails with the prefix that share one partition.
+func colliding(n int, prefix string) []string {
+	var out []string
+	var want partmap.Partition
+	for i := 0; len(out) < n; i++ {
+		e := fmt.Sprintf("%s%d@crash.test", prefix, i)
+		p := partmap.PartitionOf(e, partmap.DefaultPartitions)
+		if len(out) == 0 {
+			want = p
+		}
+		if p == want {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func landed(op model.Op, before, got partmap.Profile) bool {
+	after, _ := op.Apply(before)
+	return model.Equal(after, got)
+}
+
+type server struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func start(ctx context.Context, cfg Config) (*server, error) {
+	cmd := exec.CommandContext(ctx, cfg.Binary, "serve", "--addr", "127.0.0.1:0", "--data", cfg.Data, "--lock-wait", "10ms")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	found := make(chan string, 1)
+	var mu sync.Mutex
+	var log []string
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+			mu.Lock()
+			log = append(log, sc.Text())
+			mu.Unlock()
+		}
+		io.Copy(io.Discard, stderr)
+		close(found)
+	}()
+	select {
+	case url, ok := <-found:
+		if ok {
+			return &server{cmd: cmd, url: url}, nil
+		}
+	case <-time.After(30 * time.Second):
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return nil, fmt.Errorf("partmap serve did not start: %q", log)
+}
+
+// kill sends SIGKILL and reaps the process.
+func (s *server) kill() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
