@@ -1,6 +1,8 @@
 package http_test
 
 import (
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +16,15 @@ import (
 
 // Histories of concurrent HTTP clients on a few profiles of one partition are
 // linearizable. Locks fail fast, so the clients meet lock conflicts and
-// retry them.
+// retry them. PARTMAP_LIN_OPS sets the operations per client (400).
 func TestLinearizability(t *testing.T) {
+	ops := 400
+	if s := os.Getenv("PARTMAP_LIN_OPS"); s != "" {
+		var err error
+		if ops, err = strconv.Atoi(s); err != nil || ops < 1 {
+			t.Fatalf("PARTMAP_LIN_OPS=%q is not a positive number", s)
+		}
+	}
 	srv, _ := newServer(t, &pebble.Options{LockWait: -1})
 	start(t, srv.URL)
 	var conflicts atomic.Uint64
@@ -23,7 +32,7 @@ func TestLinearizability(t *testing.T) {
 	history := storetest.RecordHistory(t, func(i int) partmap.Store {
 		clients[i] = newClient(t, srv.URL, nil)
 		return clients[i]
-	}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 150, Emails: 3})
+	}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: ops, Emails: 3})
 	for _, c := range clients {
 		conflicts.Add(c.LockConflicts())
 	}

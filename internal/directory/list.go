@@ -110,7 +110,9 @@ func encodeCursor(key []byte, pos Position) string {
 func decodeCursor(key []byte, cursor string, partitions int) (Position, error) {
 	bad := partmap.Errorf(partmap.EINVALID, "cursor is not one this directory issued; start again without a cursor")
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(b) < 4+cursorMACBytes {
+	// One spelling per cursor: the decoder would also take line breaks and
+	// stray low bits in the last character.
+	if err != nil || len(b) < 4+cursorMACBytes || base64.RawURLEncoding.EncodeToString(b) != cursor {
 		return Position{}, bad
 	}
 	body, mac := b[:len(b)-cursorMACBytes], b[len(b)-cursorMACBytes:]
