@@ -58,7 +58,27 @@ type Store interface {
 
 	// ListPartitions describes the partitions that exist, in order.
 	ListPartitions(ctx context.Context) (PartitionStats, error)
+
+	// UpsertProfiles upserts many profiles, for imports and preloading. It
+	// groups them by partition and commits each group atomically under that
+	// partition's lock, so it never holds more than one partition lock per
+	// group. Each profile gets its own result, in order: a bad profile fails
+	// alone, with its validation error, and a group that met a lock conflict
+	// fails with ELOCKCONFLICT for each of its profiles (retry those). The
+	// same email twice applies in order. The error is for the call as a
+	// whole (ENOTSTARTED, too many profiles).
+	UpsertProfiles(ctx context.Context, profiles []Profile) ([]BulkResult, error)
 }
+
+// BulkResult is the outcome of one profile of UpsertProfiles.
+type BulkResult struct {
+	Record  Record // the stored profile, when Err is nil
+	Created bool
+	Err     error
+}
+
+// MaxBulkProfiles bounds one UpsertProfiles call.
+const MaxBulkProfiles = 10000
 
 // Projection is the answer to ProjectProfile.
 type Projection struct {

@@ -212,6 +212,86 @@ func (c *Client) ListPartitions(ctx context.Context) (partmap.PartitionStats, er
 	return stats, nil
 }
 
+// UpsertProfiles sends the profiles as one bulk request (at most
+// partmap.MaxBulkProfiles, and at most MaxBulkBodyBytes of JSON). Profiles
+// that meet a lock conflict are sent again, like any conflict. A result's
+// Record holds the profile as sent, with its canonical email, and its
+// version.
+func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile) ([]partmap.BulkResult, error) {
+	results := make([]partmap.BulkResult, len(profiles))
+	todo := make([]int, len(profiles)) // indexes still to send
+	for i := range todo {
+		todo[i] = i
+	}
+	deadline := time.Now().Add(c.opts.RetryFor)
+	for attempt := 0; len(todo) > 0; attempt++ {
+		var body bytes.Buffer
+		var sent []int // line k of the body is profiles[sent[k-1]]
+		for _, i := range todo {
+			b, err := json.Marshal(profiles[i])
+			if err != nil {
+				results[i] = partmap.BulkResult{Err: err} // invalid UTF-8: never sent
+				continue
+			}
+			body.Write(append(b, '\n'))
+			sent = append(sent, i)
+		}
+		if len(sent) == 0 {
+			break
+		}
+		var reply BulkReplyJSON
+		_, err := c.do(ctx, request{method: "POST", path: "/customer-profiles/bulk", body: body.Bytes(), contentType: "application/x-ndjson"}, &reply)
+		if err != nil {
+			return nil, err
+		}
+		if len(reply.Results) != len(sent) {
+			return nil, fmt.Errorf("bulk reply has %d results for %d profiles", len(reply.Results), len(sent))
+		}
+		var again []int
+		for k, res := range reply.Results {
+			if res.Line < 1 || res.Line > len(sent) {
+				return nil, fmt.Errorf("bulk reply names line %d of %d", res.Line, len(sent))
+			}
+			i := sent[res.Line-1]
+			if res.Problem != nil {
+				err := errorOf(*res.Problem, res.Status)
+				results[i] = partmap.BulkResult{Err: err}
+				if err.Code == partmap.ELOCKCONFLICT {
+					c.conflicts.Add(1)
+					again = append(again, i)
+				}
+				continue
+			}
+			v, err := partmap.ParseETag(res.ETag)
+			if err != nil {
+				return nil, fmt.Errorf("bulk result %d: %w", k, err)
+			}
+			p := profiles[i].Clone()
+			p[partmap.FieldEmail] = res.Email
+			results[i] = partmap.BulkResult{Record: partmap.Record{Profile: p, Version: v}, Created: res.Status == http.StatusCreated}
+		}
+		todo = again
+		if len(todo) == 0 || c.opts.RetryFor < 0 || time.Now().After(deadline) {
+			break
+		}
+		if err := sleepCtx(ctx, rand.N(min(c.opts.RetryMax, c.opts.RetryBase<<min(attempt, 20))+1)); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 func emailValues(email string) url.Values { return url.Values{"emailAddress": {email}} }
 
 func etagOf(resp *http.Response) (partmap.Version, error) {
@@ -252,12 +332,8 @@ func (c *Client) do(ctx context.Context, req request, out any) (*http.Response, 
 		if time.Now().Add(sleep).After(deadline) {
 			return resp, err
 		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return resp, ctx.Err()
-		case <-t.C:
+		if err := sleepCtx(ctx, sleep); err != nil {
+			return resp, err
 		}
 	}
 }

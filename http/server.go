@@ -63,6 +63,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"POST", "/customer-profile/increment", ScopeWrite, []string{"emailAddress", "field", "by"}, s.handleIncrement},
 		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor"}, s.handleListProfiles},
 		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
+		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
@@ -346,15 +347,94 @@ func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request, q 
 	return writeJSON(w, http.StatusOK, reply)
 }
 
+// BulkResultJSON is one line's outcome in a bulk reply.
+type BulkResultJSON struct {
+	Line    int      `json:"line"`
+	Status  int      `json:"status"`
+	Email   string   `json:"emailAddress,omitempty"`
+	ETag    string   `json:"etag,omitempty"`
+	Problem *problem `json:"problem,omitempty"`
+}
+
+// BulkReplyJSON is the body of a bulk reply.
+type BulkReplyJSON struct {
+	Created  int              `json:"created"`
+	Replaced int              `json:"replaced"`
+	Failed   int              `json:"failed"`
+	Results  []BulkResultJSON `json:"results"`
+}
+
+// handleBulk upserts the profiles of a JSON Lines body, one per line. Every
+// line gets a result; a bad line fails alone.
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values) error {
+	body, err := s.readBodyLimit(w, r, MaxBulkBodyBytes, "application/x-ndjson", "application/jsonl", "application/json")
+	if err != nil {
+		return err
+	}
+	var reply BulkReplyJSON
+	var profiles []partmap.Profile
+	var lines []int
+	for n, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		p, err := partmap.ParseProfileJSON(line)
+		if err != nil {
+			pr := problemOf(err)
+			reply.Results = append(reply.Results, BulkResultJSON{Line: n + 1, Status: pr.Status, Problem: &pr})
+			continue
+		}
+		profiles = append(profiles, p)
+		lines = append(lines, n+1)
+	}
+	results, err := s.store.UpsertProfiles(r.Context(), profiles)
+	if err != nil {
+		return err
+	}
+	for i, res := range results {
+		out := BulkResultJSON{Line: lines[i], Status: http.StatusOK}
+		switch {
+		case res.Err != nil:
+			pr := problemOf(res.Err)
+			out.Status, out.Problem = pr.Status, &pr
+		case res.Created:
+			out.Status = http.StatusCreated
+		}
+		if res.Err == nil {
+			out.Email, out.ETag = res.Record.Profile.Email(), res.Record.Version.ETag()
+		}
+		reply.Results = append(reply.Results, out)
+	}
+	slices.SortFunc(reply.Results, func(a, b BulkResultJSON) int { return a.Line - b.Line })
+	for _, res := range reply.Results {
+		switch res.Status {
+		case http.StatusCreated:
+			reply.Created++
+		case http.StatusOK:
+			reply.Replaced++
+		default:
+			reply.Failed++
+		}
+	}
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+// MaxBulkBodyBytes bounds a bulk request body.
+const MaxBulkBodyBytes = 16 << 20
+
 // readBody reads the whole body, refusing it without buffering it all when
 // it is over the limit. The body must be UTF-8 in one of mediaTypes (a
 // missing Content-Type is taken as the first) and not content-encoded. A
 // leading UTF-8 byte order mark is framing, not text, and is dropped.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaTypes ...string) ([]byte, error) {
+	return s.readBodyLimit(w, r, s.limits.MaxBodyBytes, mediaTypes...)
+}
+
+func (s *Server) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int, mediaTypes ...string) ([]byte, error) {
 	if err := checkMediaType(r, mediaTypes); err != nil {
 		return nil, err
 	}
-	limit := s.limits.MaxBodyBytes
 	tooLarge := &partmap.Error{Code: partmap.ETOOLARGE, Limit: "body", LimitBytes: limit,
 		Message: "request body is over the limit of " + strconv.Itoa(limit) + " bytes"}
 	if r.ContentLength > int64(limit) {

@@ -29,7 +29,7 @@ func (noLocks) Lock(context.Context, []partmap.Partition, time.Duration) (engine
 }
 
 func (n noLocks) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
-	time.Sleep(200 * time.Microsecond)
+	time.Sleep(time.Millisecond)
 	return n.backend.Get(ctx, p, email)
 }
 
@@ -47,14 +47,22 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 	}
 	srv := httptest.NewServer(pmhttp.NewServer(broken, nil))
 	defer srv.Close()
-	history := storetest.RecordHistory(t, func(int) partmap.Store {
-		c, err := pmhttp.NewClient(srv.URL, nil)
-		if err != nil {
-			t.Fatal(err)
+	// A race is likely in one history, not certain, so allow a few.
+	for attempt := 1; ; attempt++ {
+		history := storetest.RecordHistory(t, func(int) partmap.Store {
+			c, err := pmhttp.NewClient(srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 200, Emails: 2})
+		res := storetest.CheckHistory(t, history)
+		if res == porcupine.Illegal {
+			t.Logf("found a lost update in history %d", attempt)
+			return
 		}
-		return c
-	}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 150, Emails: 3})
-	if res := storetest.CheckHistory(t, history); res != porcupine.Illegal {
-		t.Fatalf("porcupine found %v for a store without locks; it should have found a lost update", res)
+		if attempt == 5 {
+			t.Fatalf("porcupine found %v in %d histories of a store without locks; it should have found a lost update", res, attempt)
+		}
 	}
 }

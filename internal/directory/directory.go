@@ -130,21 +130,36 @@ func (d *Directory) FindProfile(ctx context.Context, email string) (partmap.Reco
 	return rec, err
 }
 
-func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
+// prepare validates a whole profile and returns a copy with its canonical
+// email, and its partition.
+func (d *Directory) prepare(profile partmap.Profile) (partmap.Profile, partmap.Partition, error) {
 	raw, ok := profile[partmap.FieldEmail]
 	if !ok {
-		return partmap.Record{}, false, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
-			Message: "emailAddress is required"}
+		return nil, 0, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: "emailAddress is required"}
+	}
+	// Text first, as a client's encoder does: bytes that are not UTF-8 are
+	// an encoding error before they are a bad address.
+	if err := d.limits.CheckField(partmap.FieldEmail, raw); err != nil {
+		return nil, 0, err
 	}
 	email, p, err := partmap.Locate(raw, d.n)
 	if err != nil {
-		return partmap.Record{}, false, err
+		return nil, 0, err
 	}
 	profile = profile.Clone()
 	profile[partmap.FieldEmail] = email
 	if err := d.limits.CheckProfile(profile); err != nil {
+		return nil, 0, err
+	}
+	return profile, p, nil
+}
+
+func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
+	profile, p, err := d.prepare(profile)
+	if err != nil {
 		return partmap.Record{}, false, err
 	}
+	email := profile.Email()
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.Record{}, false, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -384,4 +385,53 @@ func wantPartitions(t *testing.T, s partmap.Store, want map[string]int64) {
 			t.Fatalf("partitions %v, want %v", got, want)
 		}
 	}
+}
+
+func runBulk(t *testing.T, started func(*testing.T) partmap.Store) {
+	ctx := context.Background()
+	t.Run("Bulk", func(t *testing.T) {
+		s := started(t)
+		put(t, s, "exists@example.com", "old")
+		emails, p := Colliding(3, partmap.DefaultPartitions, "bulk")
+		in := []partmap.Profile{
+			{partmap.FieldEmail: " Exists@Example.com ", "fullName": "new"},
+			{partmap.FieldEmail: emails[0], "fullName": "a"},
+			{partmap.FieldEmail: "bad\xff"},
+			{partmap.FieldEmail: emails[1], "fullName": "b1"},
+			{"fullName": "no email"},
+			{partmap.FieldEmail: emails[1], "fullName": "b2"}, // the same email again: applied in order
+			{partmap.FieldEmail: emails[2], "v": "\xff"},
+		}
+		res, err := s.UpsertProfiles(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []struct {
+			created bool
+			code    partmap.Code
+		}{{false, ""}, {true, ""}, {false, partmap.EINVALIDUTF8}, {true, ""}, {false, partmap.EINVALIDEMAIL}, {false, ""}, {false, partmap.EINVALIDUTF8}}
+		for i, w := range want {
+			if partmap.ErrorCode(res[i].Err) != w.code || res[i].Created != w.created {
+				t.Fatalf("result %d: %+v, want created=%v code=%q", i, res[i], w.created, w.code)
+			}
+			if w.code == "" && (res[i].Record.Version == 0 || res[i].Record.Profile.Email() != strings.TrimSpace(strings.ToLower(in[i].Email()))) {
+				t.Fatalf("result %d: record %+v", i, res[i].Record)
+			}
+		}
+		for email, name := range map[string]string{"exists@example.com": "new", emails[0]: "a", emails[1]: "b2"} {
+			if rec, err := s.FindProfile(ctx, email); err != nil || rec.Profile["fullName"] != name {
+				t.Fatalf("%s: %v, %v", email, rec.Profile, err)
+			}
+		}
+		if _, err := s.FindProfile(ctx, emails[2]); !errors.Is(err, partmap.ErrNotFound) {
+			t.Fatal("a refused profile was stored")
+		}
+		wantPartitions(t, s, map[string]int64{partitionOf("exists@example.com"): 1, p.String(): 2})
+		if res, err := s.UpsertProfiles(ctx, nil); err != nil || len(res) != 0 {
+			t.Fatalf("empty bulk: %v, %v", res, err)
+		}
+		if _, err := s.UpsertProfiles(ctx, make([]partmap.Profile, partmap.MaxBulkProfiles+1)); partmap.ErrorCode(err) != partmap.ETOOLARGE {
+			t.Fatalf("too many profiles: %v", err)
+		}
+	})
 }

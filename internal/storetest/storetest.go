@@ -49,6 +49,7 @@ func RunStore(t *testing.T, open Opener) {
 
 	runFields(t, started)
 	runList(t, started)
+	runBulk(t, started)
 
 	t.Run("Start", func(t *testing.T) {
 		s := open(t)
