@@ -2,38 +2,11 @@ package pebble
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
 )
-
-func TestRecordCodec(t *testing.T) {
-	for _, rec := range []partmap.Record{
-		{Profile: partmap.Profile{}, Version: 1},
-		{Profile: partmap.Profile{"emailAddress": "a@b", "": "", "name.first": "A中🙂", "z": "\x00\n"}, Version: 1<<64 - 1},
-	} {
-		got, err := decodeRecord(encodeRecord(rec))
-		if err != nil || got.Version != rec.Version || len(got.Profile) != len(rec.Profile) {
-			t.Fatalf("round trip of %v: %v, %v", rec, got, err)
-		}
-		for k, v := range rec.Profile {
-			if got.Profile[k] != v {
-				t.Fatalf("field %q: got %q, want %q", k, got.Profile[k], v)
-			}
-		}
-		b := encodeRecord(rec)
-		for cut := range len(b) {
-			if _, err := decodeRecord(b[:cut]); !errors.Is(err, errCorrupt) {
-				t.Fatalf("truncated at %d of %d: got %v, want errCorrupt", cut, len(b), err)
-			}
-		}
-		if _, err := decodeRecord(append(b, 0)); !errors.Is(err, errCorrupt) {
-			t.Fatalf("trailing byte: got %v, want errCorrupt", err)
-		}
-	}
-}
 
 // A partition's count follows its profiles, and the partition disappears
 // with its last profile.

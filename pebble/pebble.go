@@ -21,6 +21,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/record"
 )
 
 // SchemaVersion is the on-disk layout this code reads and writes.
@@ -239,7 +240,7 @@ func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (par
 		return partmap.Record{}, false, err
 	}
 	defer closer.Close()
-	rec, err := decodeRecord(v)
+	rec, err := record.Decode(v)
 	if err != nil {
 		return partmap.Record{}, false, fmt.Errorf("%s %s: %w", p, email, err)
 	}
@@ -257,7 +258,7 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 		var err error
 		switch {
 		case w.Record != nil:
-			err = batch.Set(k, encodeRecord(*w.Record), nil)
+			err = batch.Set(k, record.Encode(*w.Record), nil)
 			if !w.Existed {
 				delta[w.Partition]++
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/record"
 )
 
 // Scan reads one page from a single iterator, which sees one consistent
@@ -34,7 +35,7 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int
 		if err != nil {
 			return nil, err
 		}
-		rec, err := decodeRecord(v)
+		rec, err := record.Decode(v)
 		if err != nil {
 			return nil, fmt.Errorf("record key %q: %w", k, err)
 		}

@@ -1,4 +1,6 @@
-package pebble
+// Package record is the binary form of a stored profile, shared by the
+// stores that keep profiles as bytes.
+package record
 
 import (
 	"encoding/binary"
@@ -8,38 +10,12 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// Key layout. Every record has a key of its own, so a write touches one
-// record and one counter, never a whole partition.
-//
-//	"m"                             directory metadata (JSON)
-//	"c" | partition (uint32 BE)      number of profiles in the partition
-//	"r" | partition (uint32 BE) | canonical email   one profile
-//
-// Big-endian partition numbers make byte order partition order, so an
-// enumeration walks partition, then email.
-const (
-	prefixCount  = 'c'
-	prefixRecord = 'r'
-)
+// ErrCorrupt reports bytes that are not an encoded record.
+var ErrCorrupt = errors.New("corrupt record")
 
-var metaKey = []byte("m")
-
-func countKey(p partmap.Partition) []byte {
-	return binary.BigEndian.AppendUint32([]byte{prefixCount}, uint32(p))
-}
-
-func recordKey(p partmap.Partition, email string) []byte {
-	k := make([]byte, 0, 5+len(email))
-	k = append(k, prefixRecord)
-	k = binary.BigEndian.AppendUint32(k, uint32(p))
-	return append(k, email...)
-}
-
-var errCorrupt = errors.New("pebble: corrupt record")
-
-// encodeRecord writes the version, then the fields in byte order of their
+// Encode writes the version, then the fields in byte order of their
 // names, each as a length-prefixed name and value.
-func encodeRecord(rec partmap.Record) []byte {
+func Encode(rec partmap.Record) []byte {
 	names := make([]string, 0, len(rec.Profile))
 	size := 8 + binary.MaxVarintLen64
 	for name, value := range rec.Profile {
@@ -62,15 +38,15 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func decodeRecord(b []byte) (partmap.Record, error) {
+func Decode(b []byte) (partmap.Record, error) {
 	if len(b) < 8 {
-		return partmap.Record{}, errCorrupt
+		return partmap.Record{}, ErrCorrupt
 	}
 	rec := partmap.Record{Version: partmap.Version(binary.BigEndian.Uint64(b))}
 	b = b[8:]
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > uint64(len(b)) {
-		return partmap.Record{}, errCorrupt
+		return partmap.Record{}, ErrCorrupt
 	}
 	b = b[w:]
 	rec.Profile = make(partmap.Profile, n)
@@ -78,15 +54,15 @@ func decodeRecord(b []byte) (partmap.Record, error) {
 		var name, value string
 		var ok bool
 		if name, b, ok = readString(b); !ok {
-			return partmap.Record{}, errCorrupt
+			return partmap.Record{}, ErrCorrupt
 		}
 		if value, b, ok = readString(b); !ok {
-			return partmap.Record{}, errCorrupt
+			return partmap.Record{}, ErrCorrupt
 		}
 		rec.Profile[name] = value
 	}
 	if len(b) != 0 {
-		return partmap.Record{}, errCorrupt
+		return partmap.Record{}, ErrCorrupt
 	}
 	return rec, nil
 }

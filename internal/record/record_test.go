@@ -1,0 +1,35 @@
+package record
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/partmap/partmap"
+)
+
+func TestCodec(t *testing.T) {
+	for _, rec := range []partmap.Record{
+		{Profile: partmap.Profile{}, Version: 1},
+		{Profile: partmap.Profile{"emailAddress": "a@b", "": "", "name.first": "A中🙂", "z": "\x00\n"}, Version: 1<<64 - 1},
+	} {
+		got, err := Decode(Encode(rec))
+		if err != nil || got.Version != rec.Version || len(got.Profile) != len(rec.Profile) {
+			t.Fatalf("round trip of %v: %v, %v", rec, got, err)
+		}
+		for k, v := range rec.Profile {
+			if got.Profile[k] != v {
+				t.Fatalf("field %q: got %q, want %q", k, got.Profile[k], v)
+			}
+		}
+		b := Encode(rec)
+		for cut := range len(b) {
+			if _, err := Decode(b[:cut]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("truncated at %d of %d: got %v, want ErrCorrupt", cut, len(b), err)
+			}
+		}
+		if _, err := Decode(append(b, 0)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("trailing byte: got %v, want ErrCorrupt", err)
+		}
+	}
+}
+
