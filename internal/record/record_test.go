@@ -32,4 +32,3 @@ func TestCodec(t *testing.T) {
 		}
 	}
 }
-
