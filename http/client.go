@@ -388,7 +388,13 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 		return resp, errorOf(p, resp.StatusCode)
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {
-		if err := json.Unmarshal(data, out); err != nil {
+		var err error
+		if u, ok := out.(json.Unmarshaler); ok {
+			err = u.UnmarshalJSON(data) // strict decoders validate as they go
+		} else {
+			err = json.Unmarshal(data, out)
+		}
+		if err != nil {
 			return resp, fmt.Errorf("%s %s: decoding the response: %w", req.method, req.path, err)
 		}
 	}

@@ -631,15 +631,27 @@ func parseEntityTags(header string, values []string) (any bool, tags []entityTag
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // stored text reads back as it was written
-	if err := enc.Encode(v); err != nil {
-		return err
+	var b []byte
+	if m, ok := v.(json.Marshaler); ok {
+		// Profiles and projections write their own compact JSON; passing
+		// them through an Encoder would only validate and copy it again.
+		var err error
+		if b, err = m.MarshalJSON(); err != nil {
+			return err
+		}
+		b = append(b, '\n')
+	} else {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // stored text reads back as it was written
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		b = buf.Bytes()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(b)
 	return nil
 }
 
