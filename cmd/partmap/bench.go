@@ -132,13 +132,16 @@ type benchRun struct {
 	cfg    benchConfig
 	e      *env
 	report benchReport
-	table  *tabwriter.Writer
+	table  io.Writer // nil with --json
 }
+
+// rowFormat lays out one result; rows print as each run ends.
+const rowFormat = "%-16s %-8s %7s %9s %9s %9s %9s %9s %7s %9s\n"
 
 func (b *benchRun) run(ctx context.Context) error {
 	if !b.cfg.asJSON {
-		b.table = tabwriter.NewWriter(b.e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(b.table, "target\tworkload\tclients\tops/s\tp50\tp95\tp99\tp99.9\terrors\tconflicts\t")
+		b.table = b.e.stdout
+		fmt.Fprintf(b.table, rowFormat, "target", "workload", "clients", "ops/s", "p50", "p95", "p99", "p99.9", "errors", "conflicts")
 	}
 	keys := bench.NewKeys(b.cfg.preload, 200)
 
@@ -282,9 +285,8 @@ func (b *benchRun) measure(ctx context.Context, target, url, workload string, ke
 	st.Target = target
 	b.report.Runs = append(b.report.Runs, st)
 	if b.table != nil {
-		fmt.Fprintf(b.table, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%d\t\n", target, workload, st.Clients, st.OpsPerSec,
-			ms(st.P50), ms(st.P95), ms(st.P99), ms(st.P999), st.Errors, st.Conflicts)
-		b.table.Flush()
+		fmt.Fprintf(b.table, rowFormat, target, workload, strconv.Itoa(st.Clients), fmt.Sprintf("%.0f", st.OpsPerSec),
+			ms(st.P50), ms(st.P95), ms(st.P99), ms(st.P999), strconv.Itoa(st.Errors), strconv.FormatUint(st.Conflicts, 10))
 	}
 	if st.FirstErr != "" {
 		fmt.Fprintf(b.e.stderr, "%s %s: %d errors; the first: %s\n", target, workload, st.Errors, st.FirstErr)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -28,12 +29,7 @@ func Preload(ctx context.Context, s partmap.Store, keys Keys, progress func(done
 	for range 4 {
 		wg.Go(func() {
 			for chunk := range chunks {
-				res, err := s.UpsertProfiles(ctx, chunk)
-				for _, r := range res {
-					if err == nil && r.Err != nil {
-						err = fmt.Errorf("preload: %w", r.Err)
-					}
-				}
+				err := upsertAll(ctx, s, chunk)
 				if err != nil {
 					select {
 					case errs <- err:
@@ -89,4 +85,26 @@ func Preload(ctx context.Context, s partmap.Store, keys Keys, progress func(done
 	default:
 		return ctx.Err()
 	}
+}
+
+// upsertAll stores a chunk, sending again the profiles whose partition was
+// locked by another chunk's group (neighbouring chunks can share one).
+func upsertAll(ctx context.Context, s partmap.Store, chunk []partmap.Profile) error {
+	for len(chunk) > 0 {
+		res, err := s.UpsertProfiles(ctx, chunk)
+		if err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+		var again []partmap.Profile
+		for i, r := range res {
+			switch {
+			case errors.Is(r.Err, partmap.ErrLockConflict):
+				again = append(again, chunk[i])
+			case r.Err != nil:
+				return fmt.Errorf("preload: %w", r.Err)
+			}
+		}
+		chunk = again
+	}
+	return nil
 }
