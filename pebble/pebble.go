@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/partmap/partmap"
@@ -92,6 +93,11 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("data directory %s is in use by another partmap process (%v)", path, err)
 	}
 	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes}
+	// Every read is a point lookup of one record: Bloom filters let it skip
+	// the sstables that cannot hold the key instead of searching them.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	var meta engine.Meta
 	if !fresh {
 		// Check an existing directory read-only, so that a directory this
