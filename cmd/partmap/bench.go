@@ -187,9 +187,16 @@ func (b *benchRun) run(ctx context.Context) error {
 		stop()
 	}
 	if b.cfg.baseline == "bucket" {
+		rates := map[string][]float64{}
 		for _, size := range b.cfg.sizes {
-			if err := b.compareBucket(ctx, size); err != nil {
+			if err := b.compareBucket(ctx, size, rates); err != nil {
 				return err
+			}
+		}
+		// Flat with size: each rate at the largest size over the smallest.
+		if n := len(b.cfg.sizes); n > 1 {
+			for k, r := range rates {
+				b.report.Ratios[fmt.Sprintf("%s ops/s at %d / at %d", k, b.cfg.sizes[n-1], b.cfg.sizes[0])] = r[n-1] / r[0]
 			}
 		}
 	}
@@ -294,12 +301,12 @@ func (b *benchRun) measure(ctx context.Context, target, url, workload string, ke
 	return st, err
 }
 
-// compareBucket runs upserts against partmap and the bucket baseline, both
-// preloaded with size profiles.
-func (b *benchRun) compareBucket(ctx context.Context, size int) error {
+// compareBucket runs upserts and gets against partmap and the bucket
+// baseline, both preloaded with size profiles, and adds each rate to rates
+// under "target workload".
+func (b *benchRun) compareBucket(ctx context.Context, size int, rates map[string][]float64) error {
 	keys := bench.NewKeys(size, 0)
-	var rates [2]float64
-	for i, name := range []string{"partmap", "bucket"} {
+	for _, name := range []string{"partmap", "bucket"} {
 		url, store, stop, err := b.target(ctx, name)
 		if err != nil {
 			return err
@@ -308,14 +315,21 @@ func (b *benchRun) compareBucket(ctx context.Context, size int) error {
 			stop()
 			return err
 		}
-		st, err := b.measure(ctx, fmt.Sprintf("%s@%d", name, size), url, bench.Upsert, keys)
-		stop()
-		if err != nil {
-			return err
+		for _, w := range []string{bench.Upsert, bench.Get} {
+			st, err := b.measure(ctx, fmt.Sprintf("%s@%d", name, size), url, w, keys)
+			if err != nil {
+				stop()
+				return err
+			}
+			rates[name+" "+w] = append(rates[name+" "+w], st.OpsPerSec)
 		}
-		rates[i] = st.OpsPerSec
+		stop()
 	}
-	b.report.Ratios[fmt.Sprintf("upsert ops/s partmap/bucket at %d", size)] = rates[0] / rates[1]
+	for _, w := range []string{bench.Upsert, bench.Get} {
+		r := rates["partmap "+w]
+		q := rates["bucket "+w]
+		b.report.Ratios[fmt.Sprintf("%s ops/s partmap/bucket at %d", w, size)] = r[len(r)-1] / q[len(q)-1]
+	}
 	return nil
 }
 
