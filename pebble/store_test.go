@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/pebble"
 )
 
@@ -116,6 +119,15 @@ func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
 		{"ErrCorruptMetadata", func(t *testing.T, dir string) {
 			rawPebble(t, dir, map[string]string{"m": `not json`})
 		}, nil, "corrupt"},
+		{"ErrMetadataWithoutCursorKey", func(t *testing.T, dir string) {
+			rawPebble(t, dir, map[string]string{"m": `{"schema":1,"partitions":1000,"started":true}`})
+		}, nil, "not partmap's"},
+		{"ErrMetadataSchemaZero", func(t *testing.T, dir string) {
+			rawPebble(t, dir, map[string]string{"m": `{"schema":0,"partitions":1000,"cursorKey":"AAAA"}`})
+		}, nil, "not partmap's"},
+		{"ErrMetadataNoPartitions", func(t *testing.T, dir string) {
+			rawPebble(t, dir, map[string]string{"m": `{"schema":1,"partitions":0,"cursorKey":"AAAA"}`})
+		}, nil, "not partmap's"},
 		{"ErrForeignPebble", func(t *testing.T, dir string) {
 			rawPebble(t, dir, map[string]string{"user:1": "somebody else's"})
 		}, nil, "without partmap metadata"},
@@ -159,6 +171,60 @@ func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Start is durable on its own: after a power loss that keeps no unsynced
+// byte, the directory is still started.
+func TestStartSurvivesPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewCrashableMem()
+	s, err := pebble.Open("/data", &pebble.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	s.Close()
+	s2, err := pebble.Open("/data", &pebble.Options{FS: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if now, err := s2.Start(ctx); err != nil || now {
+		t.Fatalf("after the crash: startedNow=%v, %v; the start was not synced", now, err)
+	}
+}
+
+// By default a write waits briefly for a held lock instead of failing.
+func TestDefaultLockWait(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts     *pebble.Options
+		conflict bool
+	}{{nil, false}, {&pebble.Options{LockWait: -1}, true}} {
+		s, _ := MustOpen(t, tc.opts)
+		s.Start(ctx)
+		const email = "waiter@example.com"
+		_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
+		locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Engine().Invoke(ctx, engine.Invocation{Lock: []partmap.Partition{p}}, func(*engine.Tx) error {
+				close(locked)
+				<-unlock
+				return nil
+			})
+		}()
+		<-locked
+		go func() { time.Sleep(10 * time.Millisecond); close(unlock) }()
+		_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+		<-done
+		if got := errors.Is(err, partmap.ErrLockConflict); got != tc.conflict {
+			t.Fatalf("options %+v: got %v, want a conflict: %v", tc.opts, err, tc.conflict)
+		}
 	}
 }
 

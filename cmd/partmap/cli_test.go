@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPartitionCommand(t *testing.T) {
@@ -178,5 +179,53 @@ func TestFieldCommands(t *testing.T) {
 	out, _ = must("", "get", "ada@example.com")
 	if !strings.Contains(out, `"visits": "42"`) || !strings.Contains(out, `"city": "London"`) {
 		t.Fatalf("after the refused commands: %s", out)
+	}
+}
+
+func TestLockWaitFlag(t *testing.T) {
+	for flag, want := range map[time.Duration]time.Duration{0: -1, 50 * time.Millisecond: 50 * time.Millisecond} {
+		if got := (serveConfig{lockWait: flag}).storeOptions().LockWait; got != want {
+			t.Errorf("--lock-wait %v: store LockWait %v, want %v", flag, got, want)
+		}
+	}
+	if code, _, errOut := run(t, "", "serve", "--lock-wait", "-1s"); code != 2 || !strings.Contains(errOut, "--lock-wait must not be negative") {
+		t.Errorf("negative --lock-wait: %d %q", code, errOut)
+	}
+}
+
+func TestCLIGuards(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	run(t, "", "start", srv)
+	run(t, "", "put", "ada@example.com", "--name", "Ada", srv)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"ErrPutEmailWithoutFields", []string{"put", "ada@example.com"}, 2, "needs at least one field flag"},
+		{"ErrCreateAndIfMatch", []string{"put", "ada@example.com", "--name", "x", "--create", "--if-match", "*"}, 2, "contradict"},
+		{"ErrFieldTwice", []string{"put", "ada@example.com", "--name", "A", "--field", "fullName=B"}, 2, "given twice"},
+		{"ErrPageSize", []string{"list", "--page-size", "1001"}, 2, "--page-size"},
+		{"ErrIfMatchStarMissing", []string{"patch", "nobody@example.com", "--set", "a=1", "--if-match", "*"}, 1, "precondition-failed"},
+		{"HelpIsNotAnError", []string{"get", "--help"}, 0, "usage: partmap get"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, "", append(tc.args, srv)...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+	if _, out, _ := run(t, "", "get", "ada@example.com", srv); !strings.Contains(out, `"fullName": "Ada"`) {
+		t.Fatalf("a refused command changed the profile: %s", out)
+	}
+	if code, _, errOut := run(t, "", "delete", "ada@example.com", "--if-match", "*", srv); code != 0 {
+		t.Fatalf("delete --if-match '*': %d %q", code, errOut)
+	}
+	run(t, "", "put", "ada@example.com", "--name", "Ada", srv)
+	if _, out, _ := run(t, "", "list", srv); !strings.Contains(out, "ada@example.com\tAda\t\t\tpartition-562\n") {
+		t.Fatalf("list line: %q", out)
 	}
 }

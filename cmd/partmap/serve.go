@@ -62,6 +62,17 @@ func (c serveConfig) Validate() error {
 	return nil
 }
 
+// storeOptions maps the flags to the store's options. --lock-wait 0 means
+// fail at once, which pebble.Options spells as a negative wait (its 0 is the
+// default).
+func (c serveConfig) storeOptions() *pebble.Options {
+	wait := c.lockWait
+	if wait == 0 {
+		wait = -1
+	}
+	return &pebble.Options{LockWait: wait}
+}
+
 // isLoopback reports whether addr only accepts connections from this machine.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -123,11 +134,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
-	lockWait := c.lockWait
-	if lockWait == 0 {
-		lockWait = -1 // pebble.Options: negative fails fast, 0 means the default
-	}
-	store, err := pebble.Open(c.data, &pebble.Options{LockWait: lockWait})
+	store, err := pebble.Open(c.data, c.storeOptions())
 	if err != nil {
 		return err
 	}

@@ -54,3 +54,34 @@ func TestLocalLocks(t *testing.T) {
 		}
 	})
 }
+
+// A Lock that gives up after waiting, or because its context ended, holds
+// nothing: the partitions it took before the busy one are free again.
+func TestLocalLocksGiveBackOnFailure(t *testing.T) {
+	for name, try := range map[string]func(l *LocalLocks) error{
+		"AfterWaiting": func(l *LocalLocks) error {
+			_, err := l.Lock(context.Background(), []partmap.Partition{0, 1, 2}, 10*time.Millisecond)
+			return err
+		},
+		"OnCancel": func(l *LocalLocks) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			_, err := l.Lock(ctx, []partmap.Partition{0, 1, 2}, time.Hour)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := NewLocalLocks(4)
+			held, _ := l.Lock(context.Background(), []partmap.Partition{2}, 0)
+			defer held.Release()
+			if err := try(l); err == nil {
+				t.Fatal("took a held lock")
+			}
+			lease, err := l.Lock(context.Background(), []partmap.Partition{0, 1}, 0)
+			if err != nil {
+				t.Fatalf("a failed Lock kept partitions: %v", err)
+			}
+			lease.Release()
+		})
+	}
+}

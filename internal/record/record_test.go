@@ -1,7 +1,9 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/partmap/partmap"
@@ -30,5 +32,19 @@ func TestCodec(t *testing.T) {
 		if _, err := Decode(append(b, 0)); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("trailing byte: got %v, want ErrCorrupt", err)
 		}
+	}
+}
+
+// A corrupt field count is refused before anything is allocated for it.
+func TestDecodeHugeCountAllocatesNothing(t *testing.T) {
+	b := binary.AppendUvarint(make([]byte, 8), 1<<26)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := Decode(b); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Fatalf("allocated %d bytes for a corrupt count", alloc)
 	}
 }

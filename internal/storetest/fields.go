@@ -215,6 +215,12 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		if _, err := incr("", 1); partmap.ErrorCode(err) != partmap.EINVALID {
 			t.Fatalf("increment of an empty field name: got %v", err)
 		}
+		// A bad field name is refused before the profile is looked for.
+		for name, code := range map[string]partmap.Code{"": partmap.EINVALID, strings.Repeat("f", partmap.DefaultLimits.MaxFieldNameBytes+1): partmap.ETOOLARGE, "\xff": partmap.EINVALIDUTF8} {
+			if _, err := s.IncrementField(ctx, "nobody@example.com", name, 1, partmap.Condition{}); partmap.ErrorCode(err) != code {
+				t.Fatalf("increment of field %q of a missing profile: got %v, want %s", name, err, code)
+			}
+		}
 		if _, err := s.IncrementField(ctx, "nobody@example.com", "visits", 1, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("increment of a missing profile: got %v", err)
 		}

@@ -40,6 +40,9 @@ func listAll(t interface{ Fatalf(string, ...any) }, s partmap.Store, limit int) 
 		if len(page.Profiles) > limit || (page.NextCursor != "" && len(page.Profiles) != limit) {
 			t.Fatalf("page %d has %d profiles with limit %d (next %q)", pages, len(page.Profiles), limit, page.NextCursor)
 		}
+		if cursor != "" && len(page.Profiles) == 0 {
+			t.Fatalf("page %d, reached through a cursor, is empty: the previous page should have been the last", pages)
+		}
 		for _, rec := range page.Profiles {
 			if n := len(all); n > 0 && !positionOf(all[n-1]).less(positionOf(rec)) {
 				t.Fatalf("out of order or repeated: %s after %s", rec.Profile.Email(), all[n-1].Profile.Email())
@@ -82,6 +85,10 @@ func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 					t.Fatalf("limit %d: %v", limit, rec.Profile)
 				}
 			}
+		}
+		// A page that ends exactly at the last profile is the last page.
+		if page, err := s.ListProfiles(ctx, partmap.ListOptions{Limit: len(want)}); err != nil || page.NextCursor != "" {
+			t.Fatalf("a page of exactly all %d profiles: next %q, %v", len(want), page.NextCursor, err)
 		}
 		// The default page size applies without a limit.
 		page, err := s.ListProfiles(ctx, partmap.ListOptions{})

@@ -61,6 +61,15 @@ func RunStore(t *testing.T, open Opener) {
 		if !errors.Is(err, partmap.ErrNotStarted) {
 			t.Fatalf("upsert before start: got %v, want not-started", err)
 		}
+		if _, err := s.ListProfiles(ctx, partmap.ListOptions{}); !errors.Is(err, partmap.ErrNotStarted) {
+			t.Fatalf("list before start: got %v, want not-started", err)
+		}
+		if _, err := s.ListPartitions(ctx); !errors.Is(err, partmap.ErrNotStarted) {
+			t.Fatalf("partitions before start: got %v, want not-started", err)
+		}
+		if _, err := s.UpsertProfiles(ctx, []partmap.Profile{{partmap.FieldEmail: "a@b"}}); !errors.Is(err, partmap.ErrNotStarted) {
+			t.Fatalf("bulk before start: got %v, want not-started", err)
+		}
 		for i, want := range []bool{true, false, false} {
 			got, err := s.Start(ctx)
 			if err != nil || got != want {

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/partmap/partmap"
+)
+
+// slowSync is a backend whose commits are visible at once but durable only
+// when the test says so, to show what the engine does between the two.
+type slowSync struct {
+	*LocalLocks
+	mu      sync.Mutex
+	records map[string]partmap.Record
+	durable chan struct{}
+	waiting chan struct{}
+}
+
+func (b *slowSync) Get(_ context.Context, _ partmap.Partition, email string) (partmap.Record, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.records[email]
+	return r, ok, nil
+}
+
+func (b *slowSync) Commit(_ context.Context, _ Lease, writes []Write) (func() error, error) {
+	b.mu.Lock()
+	for _, w := range writes {
+		b.records[w.Email] = *w.Record
+	}
+	b.mu.Unlock()
+	return func() error {
+		b.waiting <- struct{}{}
+		<-b.durable
+		return nil
+	}, nil
+}
+
+// The engine releases the partition lock once a commit is visible, before
+// its fsync: the next writer of the partition goes ahead and shares the
+// sync instead of queueing behind it.
+func TestLockIsReleasedBeforeTheSync(t *testing.T) {
+	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 2)}
+	e := New(b, 8, 0) // fail fast: a held lock shows as a conflict
+	ctx := context.Background()
+	inv := Invocation{Load: []partmap.Partition{3}, Lock: []partmap.Partition{3}}
+	rec := partmap.Record{Profile: partmap.Profile{"a": "1"}, Version: 1}
+	first := make(chan error)
+	go func() { first <- e.Invoke(ctx, inv, func(tx *Tx) error { return tx.Put(3, "a", rec) }) }()
+	<-b.waiting // the first write is visible and waits for its sync
+	second := make(chan error)
+	go func() {
+		second <- e.Invoke(ctx, inv, func(tx *Tx) error {
+			if _, ok, _ := tx.Get(3, "a"); !ok {
+				t.Error("the second writer does not see the first write")
+			}
+			return tx.Put(3, "b", rec)
+		})
+	}()
+	select {
+	case <-b.waiting: // the second write got the lock and reached its sync
+	case err := <-second:
+		t.Fatalf("the second writer failed while the first waited for its sync: %v", err)
+	}
+	close(b.durable)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTxIsDeadAfterItsInvocation(t *testing.T) {
+	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
+	close(b.durable)
+	e := New(b, 8, 0)
+	var kept *Tx
+	inv := Invocation{Load: []partmap.Partition{1}, Lock: []partmap.Partition{1}}
+	if err := e.Invoke(context.Background(), inv, func(tx *Tx) error { kept = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Put(1, "late", partmap.Record{Version: 1}); !errors.Is(err, ErrDone) {
+		t.Fatalf("Put after the invocation: %v", err)
+	}
+	if _, _, err := kept.Get(1, "late"); !errors.Is(err, ErrDone) {
+		t.Fatalf("Get after the invocation: %v", err)
+	}
+	if _, ok := b.records["late"]; ok {
+		t.Fatal("a write after the invocation was stored")
+	}
+}
+
+func TestInvocationOutOfRange(t *testing.T) {
+	e := New(&slowSync{LocalLocks: NewLocalLocks(8)}, 8, 0)
+	ran := false
+	for _, inv := range []Invocation{{Load: []partmap.Partition{8}}, {Lock: []partmap.Partition{9}}} {
+		if err := e.Invoke(context.Background(), inv, func(*Tx) error { ran = true; return nil }); err == nil || ran {
+			t.Fatalf("%+v: err %v, handler ran %v", inv, err, ran)
+		}
+	}
+
+}
