@@ -19,10 +19,14 @@ import (
 // in-memory filesystem makes the loss exact, which a process kill cannot.
 func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 	ctx := context.Background()
-	for _, unsynced := range []int{0, 50} {
-		t.Run(fmt.Sprintf("Keep%dPercentUnsynced", unsynced), func(t *testing.T) {
+	for _, tc := range []struct {
+		unsynced int
+		minSync  time.Duration // delayed syncs must not weaken durability
+	}{{0, 0}, {50, 0}, {0, 500 * time.Microsecond}} {
+		unsynced := tc.unsynced
+		t.Run(fmt.Sprintf("Keep%dPercentUnsynced/MinSync%v", unsynced, tc.minSync), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := pebble.Open("/data", &pebble.Options{FS: fs})
+			s, err := pebble.Open("/data", &pebble.Options{FS: fs, MinSyncInterval: tc.minSync})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,6 +43,11 @@ type Options struct {
 	LockWait time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
+	// MinSyncInterval delays a WAL fsync until this long after the last one,
+	// so that more concurrent writes share it. It raises the throughput of
+	// many writers and the latency of a lone one; 0 (the default) syncs at
+	// once. See docs/PERFORMANCE.md.
+	MinSyncInterval time.Duration
 	// CacheBytes sizes Pebble's block cache; 0 means DefaultCacheBytes.
 	CacheBytes int64
 	// FS is the filesystem; nil means the operating system's. Tests use
@@ -93,6 +98,10 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("data directory %s is in use by another partmap process (%v)", path, err)
 	}
 	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes}
+	if o.MinSyncInterval > 0 {
+		interval := o.MinSyncInterval
+		popts.WALMinSyncInterval = func() time.Duration { return interval }
+	}
 	// Every read is a point lookup of one record: Bloom filters let it skip
 	// the sstables that cannot hold the key instead of searching them.
 	for i := range popts.Levels {

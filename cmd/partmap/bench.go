@@ -37,6 +37,7 @@ type benchConfig struct {
 	sizes      []int
 	asJSON     bool
 	cpuProfile string
+	minSync    time.Duration
 }
 
 func (c benchConfig) Validate() error {
@@ -95,6 +96,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	sizes := fs.String("baseline-sizes", "10000,1000000", "preloaded profiles at which --baseline compares upserts")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (embedded) to `file`")
+	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "the embedded server's --wal-min-sync-interval")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -226,7 +228,7 @@ func (b *benchRun) target(ctx context.Context, name string) (string, partmap.Sto
 	if name == "bucket" {
 		store, err = bucket.Open(dir, 50*time.Millisecond)
 	} else {
-		store, err = pebble.Open(dir, nil)
+		store, err = pebble.Open(dir, &pebble.Options{MinSyncInterval: b.cfg.minSync})
 	}
 	if err != nil {
 		os.RemoveAll(dir)

@@ -19,6 +19,7 @@ type serveConfig struct {
 	addr            string
 	data            string
 	lockWait        time.Duration
+	minSync         time.Duration
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
@@ -38,6 +39,9 @@ func (c serveConfig) Validate() error {
 	}
 	if c.lockWait < 0 {
 		return usagef("--lock-wait must not be negative")
+	}
+	if c.minSync < 0 {
+		return usagef("--wal-min-sync-interval must not be negative")
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return usagef("--log-format must be text or json, not %q", c.logFormat)
@@ -70,7 +74,7 @@ func (c serveConfig) storeOptions() *pebble.Options {
 	if wait == 0 {
 		wait = -1
 	}
-	return &pebble.Options{LockWait: wait}
+	return &pebble.Options{LockWait: wait, MinSyncInterval: c.minSync}
 }
 
 // isLoopback reports whether addr only accepts connections from this machine.
@@ -92,6 +96,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on (port 0 picks a free port)")
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
+	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
