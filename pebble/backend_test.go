@@ -17,7 +17,7 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	b := &backend{db: s.db}
+	b := newBackend(s.db)
 	const p = partmap.Partition(278)
 	inv := engine.Invocation{Load: []partmap.Partition{p}, Lock: []partmap.Partition{p}}
 	write := func(fn func(tx *engine.Tx) error) {

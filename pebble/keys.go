@@ -9,7 +9,7 @@ import (
 // Key layout. Every record has a key of its own, so a write touches one
 // record and one counter, never a whole partition.
 //
-//	"m"                             directory metadata (JSON)
+//	"m"                             directory metadata (JSON; see internal/pebblemeta)
 //	"c" | partition (uint32 BE)      number of profiles in the partition
 //	"r" | partition (uint32 BE) | canonical email   one profile
 //
@@ -19,8 +19,6 @@ const (
 	prefixCount  = 'c'
 	prefixRecord = 'r'
 )
-
-var metaKey = []byte("m")
 
 func countKey(p partmap.Partition) []byte {
 	return binary.BigEndian.AppendUint32([]byte{prefixCount}, uint32(p))

@@ -6,7 +6,6 @@ package pebble
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/pebblemeta"
 	"github.com/partmap/partmap/internal/record"
 )
 
@@ -121,10 +121,10 @@ func Open(path string, opts *Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
 	}
-	b := &backend{db: db}
+	b := newBackend(db)
 	if fresh {
 		meta = engine.NewMeta(SchemaVersion, o.Partitions)
-		if err := b.writeMeta(meta); err != nil {
+		if err := b.Write(meta); err != nil {
 			db.Close()
 			lock.Close()
 			return nil, fmt.Errorf("data directory %s: %w", path, err)
@@ -144,10 +144,14 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
+func newBackend(db *pebble.DB) *backend {
+	return &backend{db: db, Store: &pebblemeta.Store{DB: db}}
+}
+
 type backend struct {
-	db      *pebble.DB
-	locks   *engine.LocalLocks
-	startMu sync.Mutex
+	db                *pebble.DB
+	locks             *engine.LocalLocks
+	*pebblemeta.Store // metadata: Meta and Start
 }
 
 func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Duration) (engine.Lease, error) {
@@ -189,7 +193,7 @@ func inspect(popts *pebble.Options, path string, partitions int) (engine.Meta, e
 		return engine.Meta{}, fmt.Errorf("cannot be read (%w); refusing to change it", err)
 	}
 	defer db.Close()
-	meta, ok, err := (&backend{db: db}).readMeta()
+	meta, ok, err := (&pebblemeta.Store{DB: db}).Read()
 	switch {
 	case err != nil:
 		return meta, err
@@ -204,46 +208,6 @@ func inspect(popts *pebble.Options, path string, partitions int) (engine.Meta, e
 			"and changing it needs a full rehash (partmap resize)", meta.Partitions, partitions)
 	}
 	return meta, nil
-}
-
-func (b *backend) readMeta() (engine.Meta, bool, error) {
-	var meta engine.Meta
-	v, closer, err := b.db.Get(metaKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return meta, false, nil
-	}
-	if err != nil {
-		return meta, false, err
-	}
-	defer closer.Close()
-	if err := json.Unmarshal(v, &meta); err != nil {
-		return meta, false, fmt.Errorf("metadata is corrupt (%v); refusing to open it", err)
-	}
-	return meta, true, nil
-}
-
-func (b *backend) writeMeta(meta engine.Meta) error {
-	v, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	return b.db.Set(metaKey, v, pebble.Sync)
-}
-
-func (b *backend) Meta(context.Context) (engine.Meta, error) {
-	meta, _, err := b.readMeta()
-	return meta, err
-}
-
-func (b *backend) Start(context.Context) (bool, error) {
-	b.startMu.Lock()
-	defer b.startMu.Unlock()
-	meta, _, err := b.readMeta()
-	if err != nil || meta.Started {
-		return false, err
-	}
-	meta.Started = true
-	return true, b.writeMeta(meta)
 }
 
 func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {

@@ -9,12 +9,10 @@ package bucket
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,6 +20,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/pebblemeta"
 	"github.com/partmap/partmap/internal/record"
 )
 
@@ -39,10 +38,10 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{db: db, locks: engine.NewLocalLocks(partmap.DefaultPartitions)}
-	if _, ok, err := b.readMeta(); err != nil || !ok {
+	b := &backend{db: db, locks: engine.NewLocalLocks(partmap.DefaultPartitions), Store: &pebblemeta.Store{DB: db}}
+	if _, ok, err := b.Read(); err != nil || !ok {
 		if err == nil {
-			err = b.writeMeta(engine.NewMeta(1, partmap.DefaultPartitions))
+			err = b.Write(engine.NewMeta(1, partmap.DefaultPartitions))
 		}
 		if err != nil {
 			db.Close()
@@ -56,16 +55,14 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 type backend struct {
-	db      *pebble.DB
-	locks   *engine.LocalLocks
-	startMu sync.Mutex
+	db                *pebble.DB
+	locks             *engine.LocalLocks
+	*pebblemeta.Store // metadata: Meta and Start
 }
 
 func bucketKey(p partmap.Partition) []byte {
 	return binary.BigEndian.AppendUint32([]byte{'b'}, uint32(p))
 }
-
-var metaKey = []byte("m")
 
 // bucket is a partition's dictionary, as the original design keeps it.
 type bucket map[string]partmap.Record
@@ -172,43 +169,6 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 		defer batch.Close()
 		return batch.SyncWait()
 	}, nil
-}
-
-func (b *backend) readMeta() (engine.Meta, bool, error) {
-	var meta engine.Meta
-	v, closer, err := b.db.Get(metaKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return meta, false, nil
-	}
-	if err != nil {
-		return meta, false, err
-	}
-	defer closer.Close()
-	return meta, true, json.Unmarshal(v, &meta)
-}
-
-func (b *backend) writeMeta(meta engine.Meta) error {
-	v, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	return b.db.Set(metaKey, v, pebble.Sync)
-}
-
-func (b *backend) Meta(context.Context) (engine.Meta, error) {
-	meta, _, err := b.readMeta()
-	return meta, err
-}
-
-func (b *backend) Start(context.Context) (bool, error) {
-	b.startMu.Lock()
-	defer b.startMu.Unlock()
-	meta, _, err := b.readMeta()
-	if err != nil || meta.Started {
-		return false, err
-	}
-	meta.Started = true
-	return true, b.writeMeta(meta)
 }
 
 // Scan walks buckets in partition order and each bucket in email order.

@@ -165,19 +165,37 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 	}
 	var rec partmap.Record
 	var created bool
-	err = d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-		cur, exists, err := tx.Get(p, email)
-		if err != nil {
-			return err
+	err = d.guarded(ctx, p, email, cond, func(tx *engine.Tx, cur *partmap.Record) error {
+		var prev partmap.Version
+		if cur != nil {
+			prev = cur.Version
 		}
-		if err := cond.Check(current(cur, exists)); err != nil {
-			return err
-		}
-		rec = partmap.Record{Profile: profile, Version: nextVersion(cur.Version)}
-		created = !exists
+		rec = partmap.Record{Profile: profile, Version: nextVersion(prev)}
+		created = cur == nil
 		return tx.Put(p, email, rec)
 	})
 	return rec, created, err
+}
+
+// guarded runs fn under the lock of email's partition, with its current
+// record (nil when there is none), once cond holds for that record. Every
+// single-profile write goes through here.
+func (d *Directory) guarded(ctx context.Context, p partmap.Partition, email string, cond partmap.Condition,
+	fn func(tx *engine.Tx, cur *partmap.Record) error) error {
+	return d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
+		rec, exists, err := tx.Get(p, email)
+		if err != nil {
+			return err
+		}
+		var cur *partmap.Record
+		if exists {
+			cur = &rec
+		}
+		if err := cond.Check(cur); err != nil {
+			return err
+		}
+		return fn(tx, cur)
+	})
 }
 
 // lockOne is the invocation of every single-profile write: it loads and
@@ -185,13 +203,6 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 func lockOne(p partmap.Partition) engine.Invocation {
 	ps := []partmap.Partition{p}
 	return engine.Invocation{Load: ps, Lock: ps}
-}
-
-func current(rec partmap.Record, exists bool) *partmap.Record {
-	if !exists {
-		return nil
-	}
-	return &rec
 }
 
 // nextVersion draws a random non-zero version that differs from the last.

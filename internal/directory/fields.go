@@ -53,20 +53,13 @@ func (d *Directory) update(ctx context.Context, email string, cond partmap.Condi
 		return partmap.Record{}, err
 	}
 	var rec partmap.Record
-	err = d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-		cur, exists, err := tx.Get(p, email)
-		if err != nil {
-			return err
-		}
-		if err := cond.Check(current(cur, exists)); err != nil {
-			return err
-		}
-		if !exists {
+	err = d.guarded(ctx, p, email, cond, func(tx *engine.Tx, cur *partmap.Record) error {
+		if cur == nil {
 			return notFound(email)
 		}
 		next, err := fn(email, cur.Profile)
 		if err != nil || next == nil {
-			rec = cur
+			rec = *cur
 			return err
 		}
 		if err := d.limits.CheckProfile(next); err != nil {
@@ -170,15 +163,8 @@ func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partma
 	if err != nil {
 		return err
 	}
-	return d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-		cur, exists, err := tx.Get(p, email)
-		if err != nil {
-			return err
-		}
-		if err := cond.Check(current(cur, exists)); err != nil {
-			return err
-		}
-		if !exists {
+	return d.guarded(ctx, p, email, cond, func(tx *engine.Tx, cur *partmap.Record) error {
+		if cur == nil {
 			return notFound(email)
 		}
 		return tx.Delete(p, email)

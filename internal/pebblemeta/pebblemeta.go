@@ -1,0 +1,68 @@
+// Package pebblemeta keeps a directory's metadata under one key of a Pebble
+// database, for the stores built on Pebble (partmap's own and the bucket
+// baseline).
+package pebblemeta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// Key is where the metadata lives.
+var Key = []byte("m")
+
+// Store reads and writes the metadata of one database.
+type Store struct {
+	DB      *pebble.DB
+	startMu sync.Mutex
+}
+
+// Read returns the metadata; ok is false when there is none.
+func (s *Store) Read() (meta engine.Meta, ok bool, err error) {
+	v, closer, err := s.DB.Get(Key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return meta, false, nil
+	}
+	if err != nil {
+		return meta, false, err
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(v, &meta); err != nil {
+		return meta, false, fmt.Errorf("metadata is corrupt (%v); refusing to open it", err)
+	}
+	return meta, true, nil
+}
+
+// Write replaces the metadata, durably.
+func (s *Store) Write(meta engine.Meta) error {
+	v, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	return s.DB.Set(Key, v, pebble.Sync)
+}
+
+// Meta is directory.Backend's Meta.
+func (s *Store) Meta(context.Context) (engine.Meta, error) {
+	meta, _, err := s.Read()
+	return meta, err
+}
+
+// Start is directory.Backend's Start: it persists started=true once.
+func (s *Store) Start(context.Context) (bool, error) {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	meta, _, err := s.Read()
+	if err != nil || meta.Started {
+		return false, err
+	}
+	meta.Started = true
+	return true, s.Write(meta)
+}
