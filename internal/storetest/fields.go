@@ -323,31 +323,10 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 	t.Run("PatchIfMatchRace", func(t *testing.T) {
 		s := started(t)
 		rec := seed(t, s)
-		const writers = 16
-		var wg sync.WaitGroup
-		results := make(chan error, writers)
-		for i := range writers {
-			wg.Go(func() {
-				results <- retry(func() error {
-					_, err := s.PatchProfile(ctx, email, partmap.Patch{"winner": ptr(fmt.Sprint(i))}, partmap.IfMatch(rec.Version))
-					return err
-				})
-			})
-		}
-		wg.Wait()
-		close(results)
-		wins := 0
-		for err := range results {
-			switch {
-			case err == nil:
-				wins++
-			case !errors.Is(err, partmap.ErrPrecondition):
-				t.Fatal(err)
-			}
-		}
-		if wins != 1 {
-			t.Fatalf("%d patches with the same If-Match succeeded; want exactly 1", wins)
-		}
+		exactlyOneWins(t, func(i int) error {
+			_, err := s.PatchProfile(ctx, email, partmap.Patch{"winner": ptr(fmt.Sprint(i))}, partmap.IfMatch(rec.Version))
+			return err
+		})
 	})
 }
 

@@ -255,33 +255,39 @@ func RunStore(t *testing.T, open Opener) {
 		s := started(t)
 		const email = "race@example.com"
 		rec := put(t, s, email, "v0")
-		const writers = 16
-		var wg sync.WaitGroup
-		results := make(chan error, writers)
-		for i := range writers {
-			wg.Go(func() {
-				p := partmap.Profile{partmap.FieldEmail: email, "fullName": fmt.Sprintf("w%d", i)}
-				results <- retry(func() error {
-					_, _, err := s.UpsertProfile(ctx, p, partmap.IfMatch(rec.Version))
-					return err
-				})
-			})
-		}
-		wg.Wait()
-		close(results)
-		wins := 0
-		for err := range results {
-			switch {
-			case err == nil:
-				wins++
-			case !errors.Is(err, partmap.ErrPrecondition):
-				t.Fatal(err)
-			}
-		}
-		if wins != 1 {
-			t.Fatalf("%d writers with the same If-Match succeeded; want exactly 1", wins)
-		}
+		exactlyOneWins(t, func(i int) error {
+			p := partmap.Profile{partmap.FieldEmail: email, "fullName": fmt.Sprintf("w%d", i)}
+			_, _, err := s.UpsertProfile(ctx, p, partmap.IfMatch(rec.Version))
+			return err
+		})
 	})
+}
+
+// exactlyOneWins runs 16 concurrent conditional writes that all require the
+// same version, retrying lock conflicts: exactly one may succeed, and every
+// other must fail its precondition.
+func exactlyOneWins(t *testing.T, write func(i int) error) {
+	t.Helper()
+	const writers = 16
+	var wg sync.WaitGroup
+	results := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() { results <- retry(func() error { return write(i) }) })
+	}
+	wg.Wait()
+	close(results)
+	wins := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			wins++
+		case !errors.Is(err, partmap.ErrPrecondition):
+			t.Fatal(err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d of %d writers with the same If-Match succeeded; want exactly 1", wins, writers)
+	}
 }
 
 // retry repeats an idempotent write while it meets lock conflicts.
