@@ -166,7 +166,7 @@ func TestFieldCommands(t *testing.T) {
 		{"ErrPatchMissing", "", []string{"patch", "nobody@example.com", "--set", "a=1"}, 1, "not-found"},
 		{"ErrDeleteMissing", "", []string{"delete", "bob@example.com"}, 1, "not-found"},
 		{"ErrDeleteStale", "", []string{"delete", "ada@example.com", "--if-match", `"0000000000000001"`}, 1, "precondition-failed"},
-		{"ErrBadETag", "", []string{"delete", "ada@example.com", "--if-match", "abc"}, 1, "not one partmap issued"},
+		{"ErrBadETag", "", []string{"delete", "ada@example.com", "--if-match", "abc"}, 2, "not an ETag partmap issued"},
 		{"ErrListPageSize", "", []string{"list", "--page-size", "0"}, 2, "--page-size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,6 +220,20 @@ func TestCLIGuards(t *testing.T) {
 	}
 	if _, out, _ := run(t, "", "get", "ada@example.com", srv); !strings.Contains(out, `"fullName": "Ada"`) {
 		t.Fatalf("a refused command changed the profile: %s", out)
+	}
+	// An ETag works with its quotes or, as a shell leaves it, without.
+	etagOf := func(putOutput string) string {
+		return putOutput[strings.Index(putOutput, `"`)+1 : strings.LastIndex(putOutput, `"`)]
+	}
+	_, _, errOut := run(t, "", "put", "ada@example.com", "--name", "Ada", srv)
+	stale := etagOf(errOut)
+	_, _, errOut = run(t, "", "put", "ada@example.com", "--name", "Ada", srv)
+	current := etagOf(errOut)
+	if code, _, errOut := run(t, "", "patch", "ada@example.com", "--set", "x=1", "--if-match", stale, srv); code != 1 || !strings.Contains(errOut, "precondition") {
+		t.Fatalf("a stale unquoted ETag: %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "patch", "ada@example.com", "--set", "x=1", "--if-match", current, srv); code != 0 {
+		t.Fatalf("the current ETag without quotes: %d %q", code, errOut)
 	}
 	if code, _, errOut := run(t, "", "delete", "ada@example.com", "--if-match", "*", srv); code != 0 {
 		t.Fatalf("delete --if-match '*': %d %q", code, errOut)

@@ -42,8 +42,15 @@ func (c *conditionFlags) condition() (partmap.Condition, error) {
 	case "*":
 		return partmap.Condition{IfExists: true}, nil
 	}
-	v, err := partmap.ParseETag(c.ifMatch)
-	return partmap.IfMatch(v), err
+	tag := c.ifMatch
+	if !strings.HasPrefix(tag, `"`) {
+		tag = `"` + tag + `"` // a shell eats the quotes of "0123456789abcdef"
+	}
+	v, err := partmap.ParseETag(tag)
+	if err != nil {
+		return partmap.Condition{}, usagef("--if-match %q is not an ETag partmap issued (16 hex digits, quotes optional) or *", c.ifMatch)
+	}
+	return partmap.IfMatch(v), nil
 }
 
 func runPut(ctx context.Context, e *env, args []string) error {

@@ -53,7 +53,8 @@ type Write struct {
 	Existed   bool
 }
 
-// Lease is a set of held partition locks.
+// Lease is a set of held partition locks. Release must be safe to call more
+// than once.
 type Lease interface {
 	Release()
 }
@@ -141,6 +142,9 @@ func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn f
 			lease.Release()
 		}
 	}
+	// Also on a panic: net/http recovers a handler's panic and carries on,
+	// and a lock left held would fail every later write to the partition.
+	defer release()
 	err := fn(tx)
 	tx.done = true
 	if err == nil {

@@ -104,3 +104,18 @@ func TestInvocationOutOfRange(t *testing.T) {
 	}
 
 }
+
+// A handler that panics (net/http recovers it and serves on) must not leave
+// its partition locked.
+func TestPanicReleasesTheLock(t *testing.T) {
+	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}}
+	e := New(b, 8, 0)
+	inv := Invocation{Lock: []partmap.Partition{7}}
+	func() {
+		defer func() { recover() }()
+		e.Invoke(context.Background(), inv, func(*Tx) error { panic("handler bug") })
+	}()
+	if err := e.Invoke(context.Background(), inv, func(*Tx) error { return nil }); err != nil {
+		t.Fatalf("after a panicking handler: %v", err)
+	}
+}
