@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ParseInteger reads a field value as a counter. Only the canonical decimal
@@ -37,8 +38,12 @@ func AddInteger(field, stored string, present bool, by int64) (int64, error) {
 
 // clip shortens a value quoted in an error message.
 func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+	if len(s) <= 40 {
+		return s
 	}
-	return s
+	n := 40
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never cut a character in two
+	}
+	return s[:n] + "…"
 }

@@ -146,8 +146,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Scope) e
 	if s.tokens == nil {
 		return nil
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" { // schemes are case-insensitive
 		w.Header().Set("WWW-Authenticate", `Bearer realm="partmap"`)
 		return partmap.Errorf(partmap.EUNAUTHORIZED, "send a bearer token: Authorization: Bearer <token>")
 	}

@@ -86,6 +86,9 @@ func TestAuth(t *testing.T) {
 		{"ReadReads", func() response {
 			return send(t, "GET", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[pmhttp.ScopeRead])...)
 		}, 200},
+		{"SchemeIsCaseInsensitive", func() response {
+			return send(t, "GET", u+"/partitions", nil, "Authorization", "bearer "+tokens[pmhttp.ScopeRead])
+		}, 200},
 		{"ReadLists", func() response {
 			return send(t, "GET", u+"/customer-profiles", nil, bearer(tokens[pmhttp.ScopeRead])...)
 		}, 200},

@@ -89,7 +89,8 @@ func TestErrorsAtTheEdges(t *testing.T) {
 func TestClientClassifiesBareStatuses(t *testing.T) {
 	for status, want := range map[int]partmap.Code{
 		400: partmap.EINVALID, 404: partmap.ENOTFOUND, 412: partmap.EPRECONDITION, 413: partmap.ETOOLARGE,
-		502: partmap.EUNAVAILABLE, 503: partmap.EUNAVAILABLE, 504: partmap.EUNAVAILABLE, 418: partmap.EINTERNAL,
+		401: partmap.EUNAUTHORIZED, 403: partmap.EFORBIDDEN, 405: partmap.EMETHOD, 408: partmap.ETIMEOUT, 415: partmap.EMEDIATYPE,
+		502: partmap.EUNAVAILABLE, 503: partmap.EUNAVAILABLE, 504: partmap.EUNAVAILABLE, 418: partmap.EINTERNAL, 500: partmap.EINTERNAL,
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "from a proxy", status)

@@ -62,19 +62,32 @@ func errorOf(p problem, status int) *partmap.Error {
 }
 
 // codeForStatus classifies a response that carries no partmap problem type,
-// such as one from a proxy in between.
+// such as one from a proxy in between, by reading partmap.Codes in reverse:
+// a status that only one code has maps to that code. 5xx statuses from a
+// proxy are gateway trouble, which is unavailable, except a plain 500.
 func codeForStatus(status int) partmap.Code {
-	switch status {
-	case 400:
-		return partmap.EINVALID
-	case 404:
-		return partmap.ENOTFOUND
-	case 412:
-		return partmap.EPRECONDITION
-	case 413:
-		return partmap.ETOOLARGE
-	case 502, 503, 504:
+	if code, ok := codeByStatus[status]; ok {
+		return code
+	}
+	if status >= 502 && status <= 504 {
 		return partmap.EUNAVAILABLE
 	}
 	return partmap.EINTERNAL
 }
+
+// codeByStatus holds the statuses of partmap.Codes that one code has, plus
+// the generic code of two that several share.
+var codeByStatus = func() map[int]partmap.Code {
+	seen := map[int][]partmap.Code{}
+	for code, info := range partmap.Codes {
+		seen[info.Status] = append(seen[info.Status], code)
+	}
+	out := map[int]partmap.Code{400: partmap.EINVALID, 413: partmap.ETOOLARGE}
+	for status, codes := range seen {
+		if len(codes) == 1 {
+			out[status] = codes[0]
+		}
+	}
+	return out
+}()
+

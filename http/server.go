@@ -381,7 +381,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 		}
 		p, err := partmap.ParseProfileJSON(line)
 		if err != nil {
-			pr := problemOf(err)
+			pr := s.problem(r, err)
 			reply.Results = append(reply.Results, BulkResultJSON{Line: n + 1, Status: pr.Status, Problem: &pr})
 			continue
 		}
@@ -396,7 +396,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 		out := BulkResultJSON{Line: lines[i], Status: http.StatusOK}
 		switch {
 		case res.Err != nil:
-			pr := problemOf(res.Err)
+			pr := s.problem(r, res.Err)
 			out.Status, out.Problem = pr.Status, &pr
 		case res.Created:
 			out.Status = http.StatusCreated
@@ -637,7 +637,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 		// them through an Encoder would only validate and copy it again.
 		var err error
 		if b, err = m.MarshalJSON(); err != nil {
-			return err
+			// Stored text that no longer encodes is the store's fault, not
+			// the request's.
+			return &partmap.Error{Code: partmap.EINTERNAL, Message: "a stored value could not be encoded", Err: err}
 		}
 		b = append(b, '\n')
 	} else {
@@ -655,7 +657,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return nil
 }
 
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// problem classifies err for a reply: a cancelled or timed-out context is
+// unavailable, and anything that is the server's fault is logged, since its
+// details never reach the client.
+func (s *Server) problem(r *http.Request, err error) problem {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = &partmap.Error{Code: partmap.EUNAVAILABLE, Message: "the request was cancelled or timed out", Err: err}
 	}
@@ -663,8 +668,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}
-	switch partmap.ErrorCode(err) {
-	case partmap.ELOCKCONFLICT, partmap.EUNAVAILABLE:
+	return p
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.problem(r, err)
+	if p.Type == ProblemTypePrefix+string(partmap.ELOCKCONFLICT) || p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	p.Instance = r.URL.Path

@@ -111,7 +111,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if !fresh {
 		// Check an existing directory read-only, so that a directory this
 		// code must refuse is left exactly as it was.
-		if meta, err = inspect(popts, path, o.Partitions); err != nil {
+		if meta, fresh, err = inspect(popts, path, o.Partitions); err != nil {
 			lock.Close()
 			return nil, fmt.Errorf("data directory %s: %w", path, err)
 		}
@@ -185,29 +185,50 @@ func checkDataDirectory(fs vfs.FS, path string) (fresh bool, err error) {
 
 // inspect opens an existing database read-only and checks its metadata
 // against what this code and the caller expect.
-func inspect(popts *pebble.Options, path string, partitions int) (engine.Meta, error) {
+//
+// A database with no key at all is one whose first open was interrupted
+// before its metadata was written: it is fresh, not foreign.
+func inspect(popts *pebble.Options, path string, partitions int) (meta engine.Meta, fresh bool, err error) {
 	ro := *popts
 	ro.ReadOnly = true
 	db, err := pebble.Open(path, &ro)
 	if err != nil {
-		return engine.Meta{}, fmt.Errorf("cannot be read (%w); refusing to change it", err)
+		return meta, false, fmt.Errorf("cannot be read (%w); refusing to change it", err)
 	}
 	defer db.Close()
 	meta, ok, err := (&pebblemeta.Store{DB: db}).Read()
+	if err == nil && !ok {
+		if empty, err := isEmpty(db); err != nil || empty {
+			return meta, empty, err
+		}
+	}
+	return meta, false, checkMeta(meta, ok, err, partitions)
+}
+
+func isEmpty(db *pebble.DB) (bool, error) {
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return !it.First(), it.Error()
+}
+
+func checkMeta(meta engine.Meta, ok bool, err error, partitions int) error {
 	switch {
 	case err != nil:
-		return meta, err
+		return err
 	case !ok:
-		return meta, fmt.Errorf("is a Pebble database without partmap metadata; refusing to change it")
+		return fmt.Errorf("is a Pebble database without partmap metadata; refusing to change it")
 	case meta.Schema > SchemaVersion:
-		return meta, fmt.Errorf("written by a newer partmap (schema %d; this one reads %d); refusing to open it", meta.Schema, SchemaVersion)
+		return fmt.Errorf("written by a newer partmap (schema %d; this one reads %d); refusing to open it", meta.Schema, SchemaVersion)
 	case meta.Schema < 1 || meta.Partitions < 1 || len(meta.CursorKey) == 0:
-		return meta, fmt.Errorf("metadata is not partmap's; refusing to open it")
+		return fmt.Errorf("metadata is not partmap's; refusing to open it")
 	case meta.Partitions != partitions:
-		return meta, fmt.Errorf("it holds %d partitions but %d were expected; the partition count is part of the data, "+
-			"and changing it needs a full rehash (partmap resize)", meta.Partitions, partitions)
+		return fmt.Errorf("it holds %d partitions but %d were expected; the partition count is part of the data, "+
+			"and changing it needs a full rehash of every profile", meta.Partitions, partitions)
 	}
-	return meta, nil
+	return nil
 }
 
 func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {

@@ -243,3 +243,15 @@ func TestErrDataPathIsAFile(t *testing.T) {
 		t.Fatal("opened a regular file as a data directory")
 	}
 }
+
+// A first open killed before its metadata was written leaves a Pebble
+// database with no key: the next open initialises it instead of refusing.
+func TestInterruptedFirstOpenIsFresh(t *testing.T) {
+	dir := t.TempDir()
+	rawPebble(t, dir, nil)
+	s, err := pebble.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("an empty Pebble database: %v", err)
+	}
+	s.Close()
+}

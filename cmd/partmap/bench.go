@@ -58,20 +58,11 @@ func (c benchConfig) Validate() error {
 		return usagef("--baseline runs embedded stores; add --embedded")
 	}
 	for _, w := range c.workloads {
-		if !contains(bench.AllWorkloads, w) {
+		if !slices.Contains(bench.AllWorkloads, w) {
 			return usagef("unknown workload %q; choose from %s", w, strings.Join(bench.AllWorkloads, ","))
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // benchReport is what --json prints.
@@ -175,7 +166,7 @@ func (b *benchRun) run(ctx context.Context) error {
 			return err
 		}
 		for _, w := range b.cfg.workloads {
-			if !contains(bench.CeilingWorkloads, w) {
+			if !slices.Contains(bench.CeilingWorkloads, w) {
 				continue
 			}
 			st, err := b.measure(ctx, "ceiling", url, w, keys)

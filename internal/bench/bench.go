@@ -116,12 +116,13 @@ func Run(ctx context.Context, clients []*pmhttp.Client, workload string, keys Ke
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
 				err := op(ctx, cl, rng, zipf)
-				local = append(local, time.Since(t0))
-				if err != nil {
+				if err != nil { // a failure is counted, never timed as an operation
 					errs.Add(1)
 					msg := err.Error()
 					firstErr.CompareAndSwap(nil, &msg)
+					continue
 				}
+				local = append(local, time.Since(t0))
 			}
 			mu.Lock()
 			samples = append(samples, local...)

@@ -131,8 +131,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					k := keys[op.Email]
 					mu.Unlock()
 					got, err := op.Do(ctx, cl)
-					if err != nil && partmap.ErrorCode(err) == partmap.EINTERNAL {
-						// No answer: the server is gone. The write may or may not have landed.
+					var answered *partmap.Error
+					if err != nil && !errors.As(err, &answered) {
+						// No answer at all: the server is gone. The write may or may
+						// not have landed. (A 500 is an answer, and the model judges it.)
 						mu.Lock()
 						k.pending = &op
 						mu.Unlock()
