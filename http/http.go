@@ -90,4 +90,3 @@ var codeByStatus = func() map[int]partmap.Code {
 	}
 	return out
 }()
-
