@@ -9,7 +9,7 @@ import (
 // Key layout. Every record has a key of its own, so a write touches one
 // record and one counter, never a whole partition.
 //
-//	"m"                             directory metadata (JSON; see internal/pebblemeta)
+//	"m"                             directory metadata (JSON; see internal/pebbledb)
 //	"c" | partition (uint32 BE)      number of profiles in the partition
 //	"r" | partition (uint32 BE) | canonical email   one profile
 //

@@ -21,7 +21,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
-	"github.com/partmap/partmap/internal/pebblemeta"
+	"github.com/partmap/partmap/internal/pebbledb"
 	"github.com/partmap/partmap/internal/record"
 )
 
@@ -145,13 +145,13 @@ func (s *Store) Close() error {
 }
 
 func newBackend(db *pebble.DB) *backend {
-	return &backend{db: db, Store: &pebblemeta.Store{DB: db}}
+	return &backend{db: db, Store: &pebbledb.Store{DB: db}}
 }
 
 type backend struct {
-	db                *pebble.DB
-	locks             *engine.LocalLocks
-	*pebblemeta.Store // metadata: Meta and Start
+	db              *pebble.DB
+	locks           *engine.LocalLocks
+	*pebbledb.Store // metadata: Meta and Start
 }
 
 func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Duration) (engine.Lease, error) {
@@ -196,7 +196,7 @@ func inspect(popts *pebble.Options, path string, partitions int) (meta engine.Me
 		return meta, false, fmt.Errorf("cannot be read (%w); refusing to change it", err)
 	}
 	defer db.Close()
-	meta, ok, err := (&pebblemeta.Store{DB: db}).Read()
+	meta, ok, err := (&pebbledb.Store{DB: db}).Read()
 	if err == nil && !ok {
 		if empty, err := isEmpty(db); err != nil || empty {
 			return meta, empty, err
@@ -290,17 +290,7 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			return nil, err
 		}
 	}
-	// ApplyNoSyncWait makes the batch visible and queues its WAL fsync; the
-	// engine releases the partition lock before calling wait, so the next
-	// writer to the partition can join the same fsync.
-	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
-		batch.Close()
-		return nil, err
-	}
-	return func() error {
-		defer batch.Close()
-		return batch.SyncWait()
-	}, nil
+	return pebbledb.Commit(b.db, batch)
 }
 
 func (b *backend) count(p partmap.Partition) (int64, error) {

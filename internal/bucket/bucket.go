@@ -20,7 +20,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
-	"github.com/partmap/partmap/internal/pebblemeta"
+	"github.com/partmap/partmap/internal/pebbledb"
 	"github.com/partmap/partmap/internal/record"
 )
 
@@ -38,7 +38,7 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{db: db, locks: engine.NewLocalLocks(partmap.DefaultPartitions), Store: &pebblemeta.Store{DB: db}}
+	b := &backend{db: db, locks: engine.NewLocalLocks(partmap.DefaultPartitions), Store: &pebbledb.Store{DB: db}}
 	if _, ok, err := b.Read(); err != nil || !ok {
 		if err == nil {
 			err = b.Write(engine.NewMeta(1, partmap.DefaultPartitions))
@@ -55,9 +55,9 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 type backend struct {
-	db                *pebble.DB
-	locks             *engine.LocalLocks
-	*pebblemeta.Store // metadata: Meta and Start
+	db              *pebble.DB
+	locks           *engine.LocalLocks
+	*pebbledb.Store // metadata: Meta and Start
 }
 
 func bucketKey(p partmap.Partition) []byte {
@@ -161,14 +161,7 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			return nil, err
 		}
 	}
-	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
-		batch.Close()
-		return nil, err
-	}
-	return func() error {
-		defer batch.Close()
-		return batch.SyncWait()
-	}, nil
+	return pebbledb.Commit(b.db, batch)
 }
 
 // Scan walks buckets in partition order and each bucket in email order.

@@ -1,7 +1,7 @@
-// Package pebblemeta keeps a directory's metadata under one key of a Pebble
-// database, for the stores built on Pebble (partmap's own and the bucket
-// baseline).
-package pebblemeta
+// Package pebbledb holds what the stores built on Pebble (partmap's own and
+// the bucket baseline) share: the directory's metadata under one key, and
+// the durable commit that lets writers share fsyncs.
+package pebbledb
 
 import (
 	"context"
@@ -65,4 +65,19 @@ func (s *Store) Start(context.Context) (bool, error) {
 	}
 	meta.Started = true
 	return true, s.Write(meta)
+}
+
+// Commit applies batch and returns once it is visible; the returned wait
+// blocks until it is durable. Between the two the engine releases the
+// partition lock, so that the next writer can join the same WAL fsync
+// instead of queueing behind it.
+func Commit(db *pebble.DB, batch *pebble.Batch) (wait func() error, err error) {
+	if err := db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		batch.Close()
+		return nil, err
+	}
+	return func() error {
+		defer batch.Close()
+		return batch.SyncWait()
+	}, nil
 }
