@@ -12,9 +12,9 @@ FUZZ_TARGETS = .:FuzzCanonicalEmail:500000x .:FuzzProfileValueUTF8:100000x \
 	.:FuzzParseProfileJSON:400000x ./internal/directory:FuzzDecodeCursor:1000000x
 FUZZTIME ?=
 
-.PHONY: test run build lint fuzz
+.PHONY: test run build lint fuzz deps
 
-test: lint
+test: deps lint
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -25,6 +25,13 @@ fuzz:
 		echo "fuzz $$name ($$pkg) for $$budget"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget $$pkg || exit 1; \
 	done
+
+# The Redis store's tests start their own redis-server (Debian's package).
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server; }
 
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

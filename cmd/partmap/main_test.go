@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +55,11 @@ func serveInProcess(t *testing.T, args ...string) (url, data string) {
 	logs := newLogWriter()
 	exit := make(chan int, 1)
 	go func() {
-		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)
+		base := []string{"serve", "--addr", "127.0.0.1:0", "--data", data}
+		if slices.Contains(args, "--store") {
+			base = base[:3] // the store is named; no data directory
+		}
+		args := append(base, args...)
 		exit <- Main(ctx, args, strings.NewReader(""), io.Discard, logs)
 	}()
 	select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +19,8 @@ import (
 type serveConfig struct {
 	addr            string
 	data            string
+	dataSet         bool // --data was given
+	store           string
 	lockWait        time.Duration
 	minSync         time.Duration
 	logFormat       string
@@ -36,6 +39,9 @@ type serveConfig struct {
 func (c serveConfig) Validate() error {
 	if c.data == "" {
 		return usagef("--data must name a directory")
+	}
+	if c.store != "" && c.dataSet {
+		return usagef("give --store or --data, not both")
 	}
 	if c.lockWait < 0 {
 		return usagef("--lock-wait must not be negative")
@@ -95,6 +101,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve", "")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on (port 0 picks a free port)")
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
+	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR) or redis://HOST:PORT[/DB]")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -115,6 +122,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("serve takes no arguments, got %q", rest)
 	}
+	fs.Visit(func(f *flag.Flag) { c.dataSet = c.dataSet || f.Name == "data" })
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -139,7 +147,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
-	store, err := pebble.Open(c.data, c.storeOptions())
+	store, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -157,7 +165,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if c.tlsCert != "" {
 		scheme = "https"
 	}
-	log.Info("serving", "addr", scheme+"://"+ln.Addr().String(), "data", c.data, "lockWait", c.lockWait, "auth", tokens != nil)
+	where := c.store
+	if where == "" {
+		where = "pebble://" + c.data
+	}
+	log.Info("serving", "addr", scheme+"://"+ln.Addr().String(), "store", where, "lockWait", c.lockWait, "auth", tokens != nil)
 	if tokens != nil && scheme == "http" && !isLoopback(c.addr) {
 		log.Warn("bearer tokens will cross the network in clear text; serve HTTPS with --tls-cert and --tls-key")
 	}

@@ -1,0 +1,372 @@
+// Package redis is a partmap store on Redis, for when one machine is not
+// enough. Every key of a partition carries the hash tag {partition-NNN}, so
+// a partition lives in one slot of a Redis Cluster and can be changed
+// atomically by one Lua script; the partitions spread over the masters.
+//
+// Locks live in Redis too, with a random token and a time to live, so that
+// several partmap servers on one Redis serialise their writes to each
+// partition: the commit script refuses to write unless the caller still
+// holds the partition's lock.
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/record"
+)
+
+// SchemaVersion is the key layout this code reads and writes.
+const SchemaVersion = 1
+
+// Options configure Open. A nil *Options means the defaults.
+type Options struct {
+	// LockWait is how long a write waits for its partition lock; a negative
+	// value fails at once. 0 means directory.DefaultLockWait.
+	LockWait time.Duration
+	// LockTTL bounds how long a lock outlives a server that died holding
+	// it. 0 means 10 s.
+	LockTTL time.Duration
+	// Limits bounds profiles; nil means partmap.DefaultLimits.
+	Limits *partmap.Limits
+}
+
+// Store is a customer directory in Redis.
+type Store struct {
+	*directory.Directory
+	client goredis.UniversalClient
+}
+
+var _ partmap.Store = (*Store)(nil)
+
+// Open uses client for the directory, creating its metadata when there is
+// none and refusing metadata of another partition count or a newer schema.
+func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.LockWait == 0:
+		o.LockWait = directory.DefaultLockWait
+	case o.LockWait < 0:
+		o.LockWait = 0
+	}
+	if o.LockTTL == 0 {
+		o.LockTTL = 10 * time.Second
+	}
+	b := &backend{client: client, ttl: o.LockTTL}
+	meta, err := b.openMeta(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits})
+	return &Store{Directory: d, client: client}, nil
+}
+
+// Close closes the client.
+func (s *Store) Close() error { return s.client.Close() }
+
+type backend struct {
+	client goredis.UniversalClient
+	ttl    time.Duration
+}
+
+const metaKey = "partmap:meta"
+
+// Keys of a partition. The hash tag comes first, before any email text,
+// because an email may itself contain braces.
+func tag(p partmap.Partition) string                 { return "{" + p.String() + "}" }
+func lockKey(p partmap.Partition) string             { return tag(p) + ":lock" }
+func countKey(p partmap.Partition) string            { return tag(p) + ":count" }
+func emailsKey(p partmap.Partition) string           { return tag(p) + ":emails" }
+func recordKey(p partmap.Partition, e string) string { return tag(p) + ":r:" + e }
+
+func (b *backend) openMeta(ctx context.Context) (engine.Meta, error) {
+	fresh := engine.NewMeta(SchemaVersion, partmap.DefaultPartitions)
+	v, _ := json.Marshal(fresh)
+	// SET NX: of several servers opening a new directory at once, one
+	// writes the metadata and all read the same.
+	if err := b.client.SetNX(ctx, metaKey, v, 0).Err(); err != nil {
+		return engine.Meta{}, unavailable(err)
+	}
+	meta, err := b.Meta(ctx)
+	if err != nil {
+		return meta, err
+	}
+	switch {
+	case meta.Schema > SchemaVersion:
+		return meta, fmt.Errorf("redis: written by a newer partmap (schema %d; this one reads %d)", meta.Schema, SchemaVersion)
+	case meta.Schema < 1 || len(meta.CursorKey) == 0:
+		return meta, fmt.Errorf("redis: the key %s is not partmap's metadata", metaKey)
+	case meta.Partitions != partmap.DefaultPartitions:
+		return meta, fmt.Errorf("redis: the directory holds %d partitions but %d were expected", meta.Partitions, partmap.DefaultPartitions)
+	}
+	return meta, nil
+}
+
+func (b *backend) Meta(ctx context.Context) (engine.Meta, error) {
+	var meta engine.Meta
+	v, err := b.client.Get(ctx, metaKey).Bytes()
+	if err != nil {
+		return meta, unavailable(err)
+	}
+	if err := json.Unmarshal(v, &meta); err != nil {
+		return meta, fmt.Errorf("redis: corrupt metadata: %w", err)
+	}
+	return meta, nil
+}
+
+var startScript = goredis.NewScript(`
+local meta = cjson.decode(redis.call('GET', KEYS[1]))
+if meta.started then return 0 end
+meta.started = true
+redis.call('SET', KEYS[1], cjson.encode(meta))
+return 1`)
+
+func (b *backend) Start(ctx context.Context) (bool, error) {
+	n, err := startScript.Run(ctx, b.client, []string{metaKey}).Int()
+	return n == 1, unavailable(err)
+}
+
+// unavailable marks Redis trouble (a connection refused, a failover) as a
+// retryable 503 rather than an internal error.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, goredis.Nil) {
+		return err
+	}
+	var perr *partmap.Error
+	if errors.As(err, &perr) {
+		return err
+	}
+	return &partmap.Error{Code: partmap.EUNAVAILABLE, Message: "the Redis store cannot answer now; retry", Err: err}
+}
+
+// lease is a set of partition locks held under one token.
+type lease struct {
+	b     *backend
+	token string
+	parts []partmap.Partition
+}
+
+var releaseScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+func (l *lease) Release() {
+	for _, p := range l.parts {
+		// Only the owner deletes a lock: after its TTL it may be somebody else's.
+		releaseScript.Run(context.Background(), l.b.client, []string{lockKey(p)}, l.token)
+	}
+	l.parts = nil
+}
+
+// Lock takes the partitions' locks in order, polling a held one until wait
+// has passed.
+func (b *backend) Lock(ctx context.Context, partitions []partmap.Partition, wait time.Duration) (engine.Lease, error) {
+	raw := make([]byte, 16)
+	rand.Read(raw)
+	l := &lease{b: b, token: hex.EncodeToString(raw)}
+	deadline := time.Now().Add(wait)
+	for _, p := range sortedUnique(partitions) {
+		for backoff := time.Millisecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
+			ok, err := b.client.SetNX(ctx, lockKey(p), l.token, b.ttl).Result()
+			if err != nil {
+				l.Release()
+				return nil, unavailable(err)
+			}
+			if ok {
+				l.parts = append(l.parts, p)
+				break
+			}
+			remaining := time.Until(deadline)
+			if remaining <= 0 {
+				l.Release()
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p)
+			}
+			select {
+			case <-ctx.Done():
+				l.Release()
+				return nil, ctx.Err()
+			case <-time.After(min(backoff, remaining)):
+			}
+		}
+	}
+	return l, nil
+}
+
+func sortedUnique(ps []partmap.Partition) []partmap.Partition {
+	seen := map[partmap.Partition]bool{}
+	var out []partmap.Partition
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
+	v, err := b.client.Get(ctx, recordKey(p, email)).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return partmap.Record{}, false, nil
+	}
+	if err != nil {
+		return partmap.Record{}, false, unavailable(err)
+	}
+	rec, err := record.Decode(v)
+	if err != nil {
+		return partmap.Record{}, false, fmt.Errorf("%s %s: %w", p, email, err)
+	}
+	return rec, true, nil
+}
+
+// commitScript applies one partition's writes if, and only if, the caller
+// still holds the partition's lock. KEYS: lock, count, emails, then one
+// record key per write. ARGV: token, then per write: email, value ("" to
+// delete), existed ("1" or "0").
+var commitScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('PARTMAP_LOCK_LOST')
+end
+local delta = 0
+for i = 4, #KEYS do
+  local a = 2 + (i - 4) * 3
+  local email, value, existed = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  if value == '' then
+    redis.call('DEL', KEYS[i])
+    redis.call('ZREM', KEYS[3], email)
+    if existed == '1' then delta = delta - 1 end
+  else
+    redis.call('SET', KEYS[i], value)
+    redis.call('ZADD', KEYS[3], 0, email)
+    if existed == '0' then delta = delta + 1 end
+  end
+end
+if delta ~= 0 then
+  if redis.call('INCRBY', KEYS[2], delta) <= 0 then redis.call('DEL', KEYS[2]) end
+end
+return 1`)
+
+// Commit runs one script per partition. The directory's writes each touch
+// one partition, so each is atomic; Redis Cluster cannot make one script
+// span slots, so a whole-map invocation commits partition by partition.
+func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Write) (func() error, error) {
+	lease := l.(*lease)
+	byPartition := map[partmap.Partition][]engine.Write{}
+	var order []partmap.Partition
+	for _, w := range writes {
+		if _, ok := byPartition[w.Partition]; !ok {
+			order = append(order, w.Partition)
+		}
+		byPartition[w.Partition] = append(byPartition[w.Partition], w)
+	}
+	for _, p := range order {
+		keys := []string{lockKey(p), countKey(p), emailsKey(p)}
+		args := []any{lease.token}
+		for _, w := range byPartition[p] {
+			keys = append(keys, recordKey(p, w.Email))
+			value := ""
+			if w.Record != nil {
+				value = string(record.Encode(*w.Record))
+			}
+			existed := "0"
+			if w.Existed {
+				existed = "1"
+			}
+			args = append(args, w.Email, value, existed)
+		}
+		if err := commitScript.Run(ctx, b.client, keys, args...).Err(); err != nil {
+			if strings.Contains(err.Error(), "PARTMAP_LOCK_LOST") {
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p)
+			}
+			return nil, unavailable(err)
+		}
+	}
+	return func() error { return nil }, nil
+}
+
+// Scan reads partitions in order, each in email order from its sorted set.
+func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	var items []directory.Item
+	first := partmap.Partition(0)
+	if after != nil {
+		first = after.Partition
+	}
+	for p := first; int(p) < partmap.DefaultPartitions && len(items) < limit; p++ {
+		min := "-"
+		if after != nil && p == after.Partition {
+			min = "(" + after.Email
+		}
+		emails, err := b.client.ZRangeByLex(ctx, emailsKey(p), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit - len(items))}).Result()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		if len(emails) == 0 {
+			continue
+		}
+		keys := make([]string, len(emails))
+		for i, e := range emails {
+			keys[i] = recordKey(p, e)
+		}
+		values, err := b.client.MGet(ctx, keys...).Result()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for i, v := range values {
+			s, ok := v.(string)
+			if !ok {
+				continue // deleted between the two reads
+			}
+			rec, err := record.Decode([]byte(s))
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
+			}
+			items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
+		}
+	}
+	return items, nil
+}
+
+// Counts reads every partition's count key in one pipeline.
+func (b *backend) Counts(ctx context.Context) ([]partmap.PartitionCount, error) {
+	pipe := b.client.Pipeline()
+	cmds := make([]*goredis.StringCmd, partmap.DefaultPartitions)
+	for p := range cmds {
+		cmds[p] = pipe.Get(ctx, countKey(partmap.Partition(p)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, unavailable(err)
+	}
+	var out []partmap.PartitionCount
+	for p, c := range cmds {
+		n, err := c.Result()
+		if errors.Is(err, goredis.Nil) {
+			continue
+		}
+		count, perr := strconv.ParseInt(n, 10, 64)
+		if err != nil || perr != nil {
+			return nil, fmt.Errorf("redis: count of %s: %v %v", partmap.Partition(p), err, perr)
+		}
+		out = append(out, partmap.PartitionCount{Partition: partmap.Partition(p), Profiles: count})
+	}
+	return out, nil
+}
