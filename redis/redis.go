@@ -41,6 +41,9 @@ type Options struct {
 	LockTTL time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
+	// Namespace lets several directories share one Redis: it goes into
+	// every key, after the partition's hash tag. "" is the default directory.
+	Namespace string
 }
 
 // Store is a customer directory in Redis.
@@ -67,7 +70,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	if o.LockTTL == 0 {
 		o.LockTTL = 10 * time.Second
 	}
-	b := &backend{client: client, ttl: o.LockTTL}
+	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace}
 	meta, err := b.openMeta(ctx)
 	if err != nil {
 		return nil, err
@@ -82,24 +85,26 @@ func (s *Store) Close() error { return s.client.Close() }
 type backend struct {
 	client goredis.UniversalClient
 	ttl    time.Duration
+	ns     string
 }
 
-const metaKey = "partmap:meta"
-
-// Keys of a partition. The hash tag comes first, before any email text,
-// because an email may itself contain braces.
-func tag(p partmap.Partition) string                 { return "{" + p.String() + "}" }
-func lockKey(p partmap.Partition) string             { return tag(p) + ":lock" }
-func countKey(p partmap.Partition) string            { return tag(p) + ":count" }
-func emailsKey(p partmap.Partition) string           { return tag(p) + ":emails" }
-func recordKey(p partmap.Partition, e string) string { return tag(p) + ":r:" + e }
+// Keys. A partition's keys start with its hash tag, before anything else:
+// the namespace and the email may themselves contain braces.
+func (b *backend) metaKey() string                      { return "partmap:" + b.ns + ":meta" }
+func (b *backend) key(p partmap.Partition) string       { return "{" + p.String() + "}:" + b.ns + ":" }
+func (b *backend) lockKey(p partmap.Partition) string   { return b.key(p) + "lock" }
+func (b *backend) countKey(p partmap.Partition) string  { return b.key(p) + "count" }
+func (b *backend) emailsKey(p partmap.Partition) string { return b.key(p) + "emails" }
+func (b *backend) recordKey(p partmap.Partition, e string) string {
+	return b.key(p) + "r:" + e
+}
 
 func (b *backend) openMeta(ctx context.Context) (engine.Meta, error) {
 	fresh := engine.NewMeta(SchemaVersion, partmap.DefaultPartitions)
 	v, _ := json.Marshal(fresh)
 	// SET NX: of several servers opening a new directory at once, one
 	// writes the metadata and all read the same.
-	if err := b.client.SetNX(ctx, metaKey, v, 0).Err(); err != nil {
+	if err := b.client.SetNX(ctx, b.metaKey(), v, 0).Err(); err != nil {
 		return engine.Meta{}, unavailable(err)
 	}
 	meta, err := b.Meta(ctx)
@@ -110,7 +115,7 @@ func (b *backend) openMeta(ctx context.Context) (engine.Meta, error) {
 	case meta.Schema > SchemaVersion:
 		return meta, fmt.Errorf("redis: written by a newer partmap (schema %d; this one reads %d)", meta.Schema, SchemaVersion)
 	case meta.Schema < 1 || len(meta.CursorKey) == 0:
-		return meta, fmt.Errorf("redis: the key %s is not partmap's metadata", metaKey)
+		return meta, fmt.Errorf("redis: the key %s is not partmap's metadata", b.metaKey())
 	case meta.Partitions != partmap.DefaultPartitions:
 		return meta, fmt.Errorf("redis: the directory holds %d partitions but %d were expected", meta.Partitions, partmap.DefaultPartitions)
 	}
@@ -119,7 +124,7 @@ func (b *backend) openMeta(ctx context.Context) (engine.Meta, error) {
 
 func (b *backend) Meta(ctx context.Context) (engine.Meta, error) {
 	var meta engine.Meta
-	v, err := b.client.Get(ctx, metaKey).Bytes()
+	v, err := b.client.Get(ctx, b.metaKey()).Bytes()
 	if err != nil {
 		return meta, unavailable(err)
 	}
@@ -137,7 +142,7 @@ redis.call('SET', KEYS[1], cjson.encode(meta))
 return 1`)
 
 func (b *backend) Start(ctx context.Context) (bool, error) {
-	n, err := startScript.Run(ctx, b.client, []string{metaKey}).Int()
+	n, err := startScript.Run(ctx, b.client, []string{b.metaKey()}).Int()
 	return n == 1, unavailable(err)
 }
 
@@ -168,7 +173,7 @@ return 0`)
 func (l *lease) Release() {
 	for _, p := range l.parts {
 		// Only the owner deletes a lock: after its TTL it may be somebody else's.
-		releaseScript.Run(context.Background(), l.b.client, []string{lockKey(p)}, l.token)
+		releaseScript.Run(context.Background(), l.b.client, []string{l.b.lockKey(p)}, l.token)
 	}
 	l.parts = nil
 }
@@ -182,7 +187,7 @@ func (b *backend) Lock(ctx context.Context, partitions []partmap.Partition, wait
 	deadline := time.Now().Add(wait)
 	for _, p := range sortedUnique(partitions) {
 		for backoff := time.Millisecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
-			ok, err := b.client.SetNX(ctx, lockKey(p), l.token, b.ttl).Result()
+			ok, err := b.client.SetNX(ctx, b.lockKey(p), l.token, b.ttl).Result()
 			if err != nil {
 				l.Release()
 				return nil, unavailable(err)
@@ -225,7 +230,7 @@ func sortedUnique(ps []partmap.Partition) []partmap.Partition {
 }
 
 func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
-	v, err := b.client.Get(ctx, recordKey(p, email)).Bytes()
+	v, err := b.client.Get(ctx, b.recordKey(p, email)).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return partmap.Record{}, false, nil
 	}
@@ -280,10 +285,10 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		byPartition[w.Partition] = append(byPartition[w.Partition], w)
 	}
 	for _, p := range order {
-		keys := []string{lockKey(p), countKey(p), emailsKey(p)}
+		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p)}
 		args := []any{lease.token}
 		for _, w := range byPartition[p] {
-			keys = append(keys, recordKey(p, w.Email))
+			keys = append(keys, b.recordKey(p, w.Email))
 			value := ""
 			if w.Record != nil {
 				value = string(record.Encode(*w.Record))
@@ -316,7 +321,7 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int
 		if after != nil && p == after.Partition {
 			min = "(" + after.Email
 		}
-		emails, err := b.client.ZRangeByLex(ctx, emailsKey(p), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit - len(items))}).Result()
+		emails, err := b.client.ZRangeByLex(ctx, b.emailsKey(p), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit - len(items))}).Result()
 		if err != nil {
 			return nil, unavailable(err)
 		}
@@ -325,7 +330,7 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int
 		}
 		keys := make([]string, len(emails))
 		for i, e := range emails {
-			keys[i] = recordKey(p, e)
+			keys[i] = b.recordKey(p, e)
 		}
 		values, err := b.client.MGet(ctx, keys...).Result()
 		if err != nil {
@@ -351,7 +356,7 @@ func (b *backend) Counts(ctx context.Context) ([]partmap.PartitionCount, error) 
 	pipe := b.client.Pipeline()
 	cmds := make([]*goredis.StringCmd, partmap.DefaultPartitions)
 	for p := range cmds {
-		cmds[p] = pipe.Get(ctx, countKey(partmap.Partition(p)))
+		cmds[p] = pipe.Get(ctx, b.countKey(partmap.Partition(p)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		return nil, unavailable(err)

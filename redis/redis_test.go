@@ -51,7 +51,14 @@ func TestMain(m *testing.M) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.Close()
+	if err := startCluster(filepath.Join(dir, "cluster")); err != nil {
+		fmt.Fprintf(os.Stderr, "starting the Redis Cluster: %v\n", err)
+		stopCluster()
+		cmd.Process.Kill()
+		os.Exit(1)
+	}
 	code := m.Run()
+	stopCluster()
 	cmd.Process.Kill()
 	cmd.Wait()
 	os.RemoveAll(dir)
