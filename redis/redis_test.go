@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -16,12 +15,12 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
 )
 
-// server is a redis-server this test binary starts on a private unix
-// socket, without persistence, and stops at the end.
+// server is the redis-server TestMain starts on a private unix socket.
 var server struct {
 	socket string
 	nextDB atomic.Int64
@@ -34,33 +33,21 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	server.socket = filepath.Join(dir, "redis.sock")
-	cmd := exec.Command("redis-server", "--port", "0", "--unixsocket", server.socket, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--databases", fmt.Sprint(databases))
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting redis-server (make test installs it): %v\n", err)
-		os.Exit(1)
-	}
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket})
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "redis-server did not answer")
-			cmd.Process.Kill()
-			os.Exit(1)
+	single, err := redistest.StartServer(dir, databases)
+	if err == nil {
+		server.socket = single.Socket
+		cluster.Cluster, err = redistest.StartCluster(filepath.Join(dir, "cluster"))
+		if err != nil {
+			single.Stop()
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	c.Close()
-	if err := startCluster(filepath.Join(dir, "cluster")); err != nil {
-		fmt.Fprintf(os.Stderr, "starting the Redis Cluster: %v\n", err)
-		stopCluster()
-		cmd.Process.Kill()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	stopCluster()
-	cmd.Process.Kill()
-	cmd.Wait()
+	cluster.Stop()
+	single.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -101,7 +101,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve", "")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on (port 0 picks a free port)")
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
-	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR) or redis://HOST:PORT[/DB]")
+	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR), redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT[,HOST:PORT...]")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")

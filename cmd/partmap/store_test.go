@@ -1,12 +1,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/redistest"
+	"github.com/partmap/partmap/internal/storetest"
 )
 
 // startRedis starts a redis-server on a free loopback port for one test.
@@ -40,6 +51,13 @@ func TestServeStores(t *testing.T) {
 	for name, args := range map[string][]string{
 		"pebble": {"--store", "pebble://" + t.TempDir()},
 		"redis":  {"--store", "redis://" + startRedis(t) + "/0"},
+		"redis-cluster": func() []string {
+			c, err := testCluster()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ",")}
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			url, _ := serveInProcess(t, args...)
@@ -56,9 +74,60 @@ func TestServeStores(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]string{{"--store", "mongodb://x"}, {"--store", "redis://x", "--data", "./d"}, {"--store", "pebble://"}} {
+	for _, bad := range [][]string{{"--store", "mongodb://x"}, {"--store", "redis://x", "--data", "./d"}, {"--store", "pebble://"},
+		{"--store", "redis-cluster://nohostport"}} {
 		if code, _, errOut := run(t, "", append([]string{"serve", "--addr", "127.0.0.1:0"}, bad...)...); code != 2 {
 			t.Errorf("serve %q: exit %d %q, want a usage error", bad, code, errOut)
 		}
+	}
+}
+
+// testCluster starts one Redis Cluster for the tests that need it; TestMain
+// stops it.
+var testCluster = sync.OnceValues(func() (*redistest.Cluster, error) {
+	dir, err := os.MkdirTemp("", "partmap-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	return redistest.StartCluster(dir)
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if c, err := testCluster(); err == nil {
+		c.Stop()
+	}
+	os.Exit(code)
+}
+
+// Two partmap servers on one Redis Cluster, with 32 clients split between
+// them writing a few colliding profiles of one partition: the history is
+// linearizable, so the locks in Redis serialise the two servers' writes.
+func TestTwoServersOnOneCluster(t *testing.T) {
+	c, err := testCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := "redis-cluster://" + strings.Join(c.Addrs, ",")
+	urls := []string{}
+	for range 2 {
+		url, _ := serveInProcess(t, "--store", store, "--lock-wait", "0")
+		urls = append(urls, url)
+	}
+	if _, err := mustClient(t, urls[0], nil).Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var conflicts atomic.Uint64
+	clients := make([]*pmhttp.Client, 32)
+	history := storetest.RecordHistory(t, func(i int) partmap.Store {
+		clients[i] = mustClient(t, urls[i%2], nil)
+		return clients[i]
+	}, storetest.LinearizabilityOptions{Clients: 32, OpsPerClient: 40, Emails: 3})
+	for _, cl := range clients {
+		conflicts.Add(cl.LockConflicts())
+	}
+	t.Logf("%d operations through two servers; %d lock conflicts retried", len(history), conflicts.Load())
+	if res := storetest.CheckHistory(t, history); res != porcupine.Ok {
+		t.Fatalf("porcupine: %v", res)
 	}
 }

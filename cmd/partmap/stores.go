@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -34,14 +36,33 @@ var storeOpeners = map[string]func(ctx context.Context, rest string, c serveConf
 		if err != nil {
 			return nil, usagef("--store: %v", err)
 		}
-		client := goredis.NewClient(opts)
-		s, err := redis.Open(ctx, client, &redis.Options{LockWait: c.storeOptions().LockWait})
-		if err != nil {
-			client.Close()
-			return nil, err
-		}
-		return s, nil
+		return openRedis(ctx, goredis.NewClient(opts), c)
 	},
+	// redis-cluster://HOST:PORT[,HOST:PORT...] is a Redis Cluster, found
+	// through any of its nodes.
+	"redis-cluster": func(ctx context.Context, rest string, c serveConfig) (store, error) {
+		addrs := strings.Split(rest, ",")
+		for _, a := range addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return nil, usagef("--store redis-cluster://: %q is not HOST:PORT", a)
+			}
+		}
+		return openRedis(ctx, goredis.NewClusterClient(&goredis.ClusterOptions{
+			Addrs: addrs,
+			// go-redis reloads the slot map every 60 s by default; a
+			// failover must be noticed within seconds.
+			ClusterStateReloadInterval: time.Second,
+		}), c)
+	},
+}
+
+func openRedis(ctx context.Context, client goredis.UniversalClient, c serveConfig) (store, error) {
+	s, err := redis.Open(ctx, client, &redis.Options{LockWait: c.storeOptions().LockWait})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // openStore opens the store that --store (or --data) names.

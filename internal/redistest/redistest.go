@@ -1,0 +1,147 @@
+// Package redistest starts real redis-server processes for tests: one
+// server on a private unix socket, or a 3-master, 3-replica Redis Cluster
+// on free loopback ports. Debian's redis-server and redis-cli must be
+// installed (make test installs them).
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server without persistence.
+type Server struct {
+	Socket string // unix socket path
+	cmd    *exec.Cmd
+}
+
+// StartServer starts a server whose files live in dir, with the given
+// number of logical databases.
+func StartServer(dir string, databases int) (*Server, error) {
+	s := &Server{Socket: filepath.Join(dir, "redis.sock")}
+	s.cmd = exec.Command("redis-server", "--port", "0", "--unixsocket", s.Socket, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--databases", fmt.Sprint(databases))
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
+	}
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: s.Socket})
+	defer c.Close()
+	if err := waitFor(func() bool { return c.Ping(context.Background()).Err() == nil }); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("redis-server did not answer")
+	}
+	return s, nil
+}
+
+// Stop kills the server.
+func (s *Server) Stop() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// Cluster is a Redis Cluster of three masters, each with one replica.
+type Cluster struct {
+	Addrs []string // every node, HOST:PORT
+	cmds  []*exec.Cmd
+}
+
+// StartCluster starts six cluster-enabled servers under dir, joins them
+// with redis-cli, and returns once the cluster is ok and every replica's
+// link to its master is up.
+func StartCluster(dir string) (*Cluster, error) {
+	c := &Cluster{}
+	for i := range 6 {
+		port, err := freePort()
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		d := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", "--dir", d, "--save", "", "--appendonly", "no",
+			"--repl-diskless-sync-delay", "0")
+		if err := cmd.Start(); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
+		}
+		c.cmds = append(c.cmds, cmd)
+		c.Addrs = append(c.Addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	for _, a := range c.Addrs {
+		if err := waitFor(func() bool { return dial(a) }); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("%s did not listen", a)
+		}
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	if out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := waitFor(c.ready); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("the cluster did not become ready")
+	}
+	return c, nil
+}
+
+func (c *Cluster) ready() bool {
+	ctx := context.Background()
+	for _, a := range c.Addrs {
+		cl := goredis.NewClient(&goredis.Options{Addr: a})
+		info, _ := cl.ClusterInfo(ctx).Result()
+		repl, _ := cl.Info(ctx, "replication").Result()
+		cl.Close()
+		if !strings.Contains(info, "cluster_state:ok") ||
+			(strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up")) {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop kills every node.
+func (c *Cluster) Stop() {
+	for _, cmd := range c.cmds {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func dial(addr string) bool {
+	c, err := net.Dial("tcp", addr)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+func waitFor(ok func() bool) error {
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out")
+		}
+	}
+	return nil
+}
