@@ -37,7 +37,7 @@ type Options struct {
 	// value fails at once. 0 means directory.DefaultLockWait.
 	LockWait time.Duration
 	// LockTTL bounds how long a lock outlives a server that died holding
-	// it. 0 means 10 s.
+	// it, or a release lost in a failover. 0 means 5 s.
 	LockTTL time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
@@ -68,7 +68,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		o.LockWait = 0
 	}
 	if o.LockTTL == 0 {
-		o.LockTTL = 10 * time.Second
+		o.LockTTL = 5 * time.Second
 	}
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace}
 	meta, err := b.openMeta(ctx)

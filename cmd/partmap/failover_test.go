@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/redistest"
+)
+
+// A master of the cluster is killed during load. Every error clients see
+// meanwhile is a clean, retryable problem (503 unavailable, or a lock
+// conflict), never a 500, and writes to every partition succeed again
+// within 10 s of the kill.
+func TestClusterFailover(t *testing.T) {
+	dir, err := os.MkdirTemp("", "partmap-failover-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	c, err := redistest.StartCluster(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	url, _ := serveInProcess(t, "--store", "redis-cluster://"+strings.Join(c.Addrs, ","))
+	ctx := context.Background()
+	if _, err := mustClient(t, url, nil).Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var stop atomic.Bool
+	var mu sync.Mutex
+	codes := map[partmap.Code]int{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			cl := mustClient(t, url, &pmhttp.ClientOptions{RetryFor: -1})
+			for i := 0; !stop.Load(); i++ {
+				email := fmt.Sprintf("load%d-%d@example.com", w, i%200)
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, _, err := cl.UpsertProfile(rctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+				cancel()
+				mu.Lock()
+				codes[partmap.ErrorCode(err)]++
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	victim := c.Masters()[0]
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+
+	// Recovery: a write to every one of many partitions succeeds, including
+	// those whose slots the dead master held.
+	probe := mustClient(t, url, &pmhttp.ClientOptions{RetryFor: -1})
+	pending := map[string]bool{}
+	for i := range 100 {
+		pending[fmt.Sprintf("probe%d@example.com", i)] = true
+	}
+	for len(pending) > 0 {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("%d of 100 partitions still refused writes 10 s after a master died", len(pending))
+		}
+		for email := range pending {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, _, err := probe.UpsertProfile(rctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+			cancel()
+			if err == nil {
+				delete(pending, email)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	recovered := time.Since(killed)
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("killed master %s; every partition wrote again after %v; outcomes during the run: %v", victim, recovered.Round(time.Millisecond), codes)
+	for code, n := range codes {
+		switch code {
+		case "", partmap.EUNAVAILABLE, partmap.ELOCKCONFLICT:
+		default:
+			t.Errorf("%d requests failed with %q; only unavailable and lock-conflict are clean", n, code)
+		}
+	}
+}
