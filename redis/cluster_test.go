@@ -55,3 +55,20 @@ func TestClusterEngine(t *testing.T) {
 func TestClusterModel(t *testing.T) {
 	storetest.RunModel(t, func(t *testing.T) partmap.Store { return openCluster(t, nil) })
 }
+
+// With MinReplicasAck, a commit returns only once a replica has it; on a
+// server without replicas the write is answered as unavailable.
+func TestReplicaAcknowledgements(t *testing.T) {
+	ctx := context.Background()
+	p := partmap.Profile{partmap.FieldEmail: "acked@example.com", "fullName": "A"}
+	s := openCluster(t, &redis.Options{MinReplicasAck: 1})
+	s.Start(ctx)
+	if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+		t.Fatalf("cluster with one replica per master: %v", err)
+	}
+	alone := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond})
+	alone.Start(ctx)
+	if _, _, err := alone.UpsertProfile(ctx, p, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EUNAVAILABLE {
+		t.Fatalf("server without replicas: got %v, want unavailable", err)
+	}
+}

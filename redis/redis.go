@@ -41,6 +41,12 @@ type Options struct {
 	LockTTL time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
+	// MinReplicasAck makes every commit WAIT until this many replicas have
+	// acknowledged it, for up to ReplicaAckTimeout (0 means 1 s); a commit
+	// that gets fewer is applied on the master but answered as unavailable.
+	// Replication stays asynchronous: see DESIGN.md for what it can lose.
+	MinReplicasAck    int
+	ReplicaAckTimeout time.Duration
 	// Namespace lets several directories share one Redis: it goes into
 	// every key, after the partition's hash tag. "" is the default directory.
 	Namespace string
@@ -70,7 +76,10 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	if o.LockTTL == 0 {
 		o.LockTTL = 5 * time.Second
 	}
-	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace}
+	if o.ReplicaAckTimeout == 0 {
+		o.ReplicaAckTimeout = time.Second
+	}
+	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout}
 	meta, err := b.openMeta(ctx)
 	if err != nil {
 		return nil, err
@@ -83,9 +92,11 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 func (s *Store) Close() error { return s.client.Close() }
 
 type backend struct {
-	client goredis.UniversalClient
-	ttl    time.Duration
-	ns     string
+	client     goredis.UniversalClient
+	ttl        time.Duration
+	ns         string
+	acks       int
+	ackTimeout time.Duration
 }
 
 // Keys. A partition's keys start with its hash tag, before anything else:
@@ -299,7 +310,7 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 			}
 			args = append(args, w.Email, value, existed)
 		}
-		if err := commitScript.Run(ctx, b.client, keys, args...).Err(); err != nil {
+		if err := b.run(ctx, keys, args); err != nil {
 			if strings.Contains(err.Error(), "PARTMAP_LOCK_LOST") {
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p)
 			}
@@ -307,6 +318,41 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		}
 	}
 	return func() error { return nil }, nil
+}
+
+// run runs the commit script; with MinReplicasAck, it sends WAIT on the
+// same connection to the partition's master, since WAIT counts the
+// acknowledgements of that connection's own writes.
+func (b *backend) run(ctx context.Context, keys []string, args []any) error {
+	if b.acks == 0 {
+		return commitScript.Run(ctx, b.client, keys, args...).Err()
+	}
+	var node *goredis.Client
+	switch c := b.client.(type) {
+	case *goredis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, keys[0]); err != nil {
+			return err
+		}
+	case *goredis.Client:
+		node = c
+	default:
+		return fmt.Errorf("redis: replica acknowledgements need a client or a cluster client, not %T", b.client)
+	}
+	pipe := node.Pipeline()
+	eval := commitScript.Eval(ctx, pipe, keys, args...)
+	wait := pipe.Do(ctx, "WAIT", b.acks, b.ackTimeout.Milliseconds())
+	if _, err := pipe.Exec(ctx); err != nil {
+		if eval.Err() != nil {
+			return eval.Err()
+		}
+		return err
+	}
+	if n, err := wait.Int(); err != nil || n < b.acks {
+		return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+			Message: fmt.Sprintf("the write was applied but only %d of the %d required replicas acknowledged it in %v", n, b.acks, b.ackTimeout)}
+	}
+	return nil
 }
 
 // Scan reads partitions in order, each in email order from its sorted set.

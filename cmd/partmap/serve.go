@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	pmhttp "github.com/partmap/partmap/http"
@@ -21,6 +22,7 @@ type serveConfig struct {
 	data            string
 	dataSet         bool // --data was given
 	store           string
+	replicaAcks     int
 	lockWait        time.Duration
 	minSync         time.Duration
 	logFormat       string
@@ -39,6 +41,9 @@ type serveConfig struct {
 func (c serveConfig) Validate() error {
 	if c.data == "" {
 		return usagef("--data must name a directory")
+	}
+	if c.replicaAcks < 0 || (c.replicaAcks > 0 && !strings.HasPrefix(c.store, "redis")) {
+		return usagef("--redis-min-replicas-ack needs a redis:// or redis-cluster:// --store and a count of 0 or more")
 	}
 	if c.store != "" && c.dataSet {
 		return usagef("give --store or --data, not both")
@@ -102,6 +107,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on (port 0 picks a free port)")
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
 	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR), redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT[,HOST:PORT...]")
+	fs.IntVar(&c.replicaAcks, "redis-min-replicas-ack", 0, "with a Redis store, make each commit WAIT for `N` replica acknowledgements (0: do not wait)")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")

@@ -56,7 +56,7 @@ func TestServeStores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ",")}
+			return []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1"}
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestServeStores(t *testing.T) {
 		})
 	}
 	for _, bad := range [][]string{{"--store", "mongodb://x"}, {"--store", "redis://x", "--data", "./d"}, {"--store", "pebble://"},
-		{"--store", "redis-cluster://nohostport"}} {
+		{"--store", "redis-cluster://nohostport"}, {"--redis-min-replicas-ack", "1"}} {
 		if code, _, errOut := run(t, "", append([]string{"serve", "--addr", "127.0.0.1:0"}, bad...)...); code != 2 {
 			t.Errorf("serve %q: exit %d %q, want a usage error", bad, code, errOut)
 		}
