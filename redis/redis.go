@@ -182,9 +182,13 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`)
 
 func (l *lease) Release() {
+	// A release lost to a failing Redis only leaves the lock to its TTL, so
+	// it is not worth waiting long for.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
 	for _, p := range l.parts {
 		// Only the owner deletes a lock: after its TTL it may be somebody else's.
-		releaseScript.Run(context.Background(), l.b.client, []string{l.b.lockKey(p)}, l.token)
+		releaseScript.Run(ctx, l.b.client, []string{l.b.lockKey(p)}, l.token)
 	}
 	l.parts = nil
 }
