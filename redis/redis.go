@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -228,20 +229,9 @@ func (b *backend) Lock(ctx context.Context, partitions []partmap.Partition, wait
 }
 
 func sortedUnique(ps []partmap.Partition) []partmap.Partition {
-	seen := map[partmap.Partition]bool{}
-	var out []partmap.Partition
-	for _, p := range ps {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	return slices.Compact(ps)
 }
 
 func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
