@@ -23,11 +23,13 @@ import (
 
 // Server serves a partmap.Store. It holds no state of its own.
 type Server struct {
-	store  partmap.Store
-	limits partmap.Limits
-	log    *slog.Logger
-	mux    *http.ServeMux
-	tokens *Tokens // nil: no authentication
+	store   partmap.Store
+	limits  partmap.Limits
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler // mux, instrumented
+	tokens  *Tokens      // nil: no authentication
+	metrics *metrics
 }
 
 // ServerOptions configure NewServer. A nil *ServerOptions means defaults.
@@ -80,6 +82,9 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, partmap.Errorf(partmap.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
+	s.metrics = newMetrics(store)
+	s.routeOps()
+	s.handler = s.metrics.instrument(s.mux)
 	return s
 }
 
@@ -128,7 +133,7 @@ func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
 	}
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 func (s *Server) handleStart(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	now, err := s.store.Start(r.Context())
@@ -673,6 +678,9 @@ func (s *Server) problem(r *http.Request, err error) problem {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problem(r, err)
+	if p.Type == ProblemTypePrefix+string(partmap.ELOCKCONFLICT) {
+		s.metrics.conflicts.Inc()
+	}
 	if p.Type == ProblemTypePrefix+string(partmap.ELOCKCONFLICT) || p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}

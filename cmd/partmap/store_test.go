@@ -122,7 +122,7 @@ func TestTwoServersOnOneCluster(t *testing.T) {
 	history := storetest.RecordHistory(t, func(i int) partmap.Store {
 		clients[i] = mustClient(t, urls[i%2], nil)
 		return clients[i]
-	}, storetest.LinearizabilityOptions{Clients: 32, OpsPerClient: 40, Emails: 3})
+	}, storetest.LinearizabilityOptions{Clients: 32, OpsPerClient: 25, Emails: 8})
 	for _, cl := range clients {
 		conflicts.Add(cl.LockConflicts())
 	}
