@@ -60,6 +60,7 @@ var commands = map[string]command{
 	"list":       {"list every profile, partition by partition", runList},
 	"partitions": {"show the partitions in use and their sizes", runPartitions},
 	"token":      {"make a bearer token and its auth-file line", runToken},
+	"import":     {"import profiles from a JSON Lines or CSV file, validating first", runImport},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
 }

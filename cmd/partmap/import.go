@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/partmap/partmap"
+)
+
+// importBatch is how many profiles go in one bulk request.
+const importBatch = partmap.MaxBulkProfiles
+
+var bom = []byte("\xef\xbb\xbf")
+
+// lineError is a bad input line.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, describe(e.err)) }
+
+// profileReader yields the profiles of a JSONL or CSV stream one at a time,
+// with the line each starts on, so that memory stays constant whatever the
+// size of the input.
+type profileReader interface {
+	next() (p partmap.Profile, line int, err error) // io.EOF at the end; a lineError for a bad line
+}
+
+type jsonlReader struct {
+	r    *bufio.Reader
+	line int
+}
+
+func (j *jsonlReader) next() (partmap.Profile, int, error) {
+	for {
+		// ReadBytes joins the read buffers, so a character split across
+		// two of them arrives whole.
+		b, err := j.r.ReadBytes('\n')
+		if len(b) == 0 && err != nil {
+			return nil, j.line, err
+		}
+		j.line++
+		if j.line == 1 {
+			b = bytes.TrimPrefix(b, bom)
+		}
+		b = bytes.TrimRight(b, "\r\n")
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		p, perr := partmap.ParseProfileJSON(b)
+		if perr != nil {
+			return nil, j.line, lineError{j.line, perr}
+		}
+		return p, j.line, nil
+	}
+}
+
+type csvReader struct {
+	r      *csv.Reader
+	header []string
+}
+
+func newCSVReader(r io.Reader) (*csvReader, error) {
+	c := &csvReader{r: csv.NewReader(r)}
+	header, err := c.r.Read()
+	if err != nil {
+		return nil, lineError{1, fmt.Errorf("reading the header row: %w", err)}
+	}
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], string(bom))
+	}
+	for _, h := range header {
+		if !utf8.ValidString(h) {
+			return nil, lineError{1, partmap.Errorf(partmap.EINVALIDUTF8, "a column name is not valid UTF-8")}
+		}
+	}
+	c.header = header
+	return c, nil
+}
+
+func (c *csvReader) next() (partmap.Profile, int, error) {
+	rec, err := c.r.Read()
+	line, _ := c.r.FieldPos(0)
+	if err == io.EOF {
+		return nil, line, err
+	}
+	var perr *csv.ParseError
+	if errors.As(err, &perr) {
+		return nil, perr.StartLine, lineError{perr.StartLine, partmap.Errorf(partmap.EINVALID, "%v", perr.Err)}
+	}
+	if err != nil {
+		return nil, line, err
+	}
+	p := make(partmap.Profile, len(rec))
+	for i, v := range rec {
+		if !utf8.ValidString(v) {
+			return nil, line, lineError{line, partmap.Errorf(partmap.EINVALIDUTF8, "column %q is not valid UTF-8", c.header[i])}
+		}
+		p[c.header[i]] = v // an empty cell is an empty value
+	}
+	return p, line, nil
+}
+
+// countingReader counts the bytes read, for the progress bar.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// validate applies the server's checks locally, so that a bad line is found
+// before anything is written.
+func validate(p partmap.Profile, line int) error {
+	email, ok := p[partmap.FieldEmail]
+	if !ok {
+		return lineError{line, partmap.Errorf(partmap.EINVALIDEMAIL, "emailAddress is missing")}
+	}
+	if err := partmap.DefaultLimits.CheckProfile(p); err != nil {
+		return lineError{line, err}
+	}
+	if _, err := partmap.CanonicalEmail(email); err != nil {
+		return lineError{line, err}
+	}
+	return nil
+}
+
+func runImport(ctx context.Context, e *env, args []string) error {
+	cf := newClientCommand(e, "import", "FILE|-")
+	format := cf.fs.String("format", "", "jsonl or csv (default: from the file name's extension; jsonl for -)")
+	skip := cf.fs.Bool("skip-invalid", false, "write the valid lines and report the others, instead of stopping before writing anything")
+	rejects := cf.fs.String("rejects", "", "with --skip-invalid, write the rejected lines' numbers and reasons to this `file` (default: stderr)")
+	rest, cl, err := cf.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	name := rest[0]
+	if *format == "" {
+		*format = "jsonl"
+		if strings.HasSuffix(strings.ToLower(name), ".csv") {
+			*format = "csv"
+		}
+	}
+	if *format != "jsonl" && *format != "csv" {
+		return usagef("--format must be jsonl or csv")
+	}
+	// Validating first means reading twice; stdin is kept in a temporary
+	// file for that, so memory stays constant either way.
+	path := name
+	if name == "-" {
+		f, err := os.CreateTemp("", "partmap-import-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		if _, err := io.Copy(f, e.stdin); err != nil {
+			f.Close()
+			return err
+		}
+		f.Close()
+		path = f.Name()
+	}
+	var read countingReader
+	open := func() (profileReader, func(), int64, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		st, _ := f.Stat()
+		read = countingReader{r: f}
+		br := bufio.NewReader(&read)
+		if *format == "csv" {
+			r, err := newCSVReader(br)
+			if err != nil {
+				f.Close()
+				return nil, nil, 0, err
+			}
+			return r, func() { f.Close() }, st.Size(), nil
+		}
+		return &jsonlReader{r: br}, func() { f.Close() }, st.Size(), nil
+	}
+
+	var bad []error
+	if !*skip {
+		r, closeFile, _, err := open()
+		if err != nil {
+			return err
+		}
+		for {
+			p, line, err := r.next()
+			if err == io.EOF {
+				break
+			}
+			if err == nil {
+				err = validate(p, line)
+			}
+			if err != nil {
+				bad = append(bad, err)
+			}
+		}
+		closeFile()
+		if len(bad) > 0 {
+			for _, b := range bad[:min(len(bad), 20)] {
+				fmt.Fprintln(e.stderr, b)
+			}
+			return fmt.Errorf("%d invalid lines; nothing was written (use --skip-invalid to write the valid ones)", len(bad))
+		}
+	}
+
+	r, closeFile, size, err := open()
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
+		progressbar.OptionSetDescription("importing"), progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+	var batch []partmap.Profile
+	var lines []int
+	written, created := 0, 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := cl.UpsertProfiles(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for i, r := range res {
+			switch {
+			case r.Err != nil:
+				bad = append(bad, lineError{lines[i], r.Err})
+			case r.Created:
+				created++
+				written++
+			default:
+				written++
+			}
+		}
+		batch, lines = batch[:0], lines[:0]
+		return nil
+	}
+	for {
+		p, line, err := r.next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			err = validate(p, line)
+		}
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		batch, lines = append(batch, p), append(lines, line)
+		if len(batch) == importBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+			bar.Set64(read.n)
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	bar.Finish()
+	if len(bad) > 0 {
+		out := e.stderr
+		if *rejects != "" {
+			f, err := os.Create(*rejects)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			out = f
+		}
+		for _, b := range bad {
+			fmt.Fprintln(out, b)
+		}
+	}
+	fmt.Fprintf(e.stderr, "imported %d profiles (%d new, %d replaced); %d lines rejected\n", written, created, written-created, len(bad))
+	return nil
+}

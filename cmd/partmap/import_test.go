@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// A reader that hands out one byte at a time splits every multibyte
+// character across reads; the decoder must still see whole characters.
+func TestJSONLReaderSplitsNothing(t *testing.T) {
+	in := "\xef\xbb\xbf{\"emailAddress\":\"a@b\",\"n\":\"A中🙂\"}\n\n{\"emailAddress\":\"c@d\",\"n\":\"é\"}\r\n"
+	r := &jsonlReader{r: bufio.NewReader(iotest.OneByteReader(strings.NewReader(in)))}
+	p, line, err := r.next()
+	if err != nil || line != 1 || p["n"] != "A中🙂" {
+		t.Fatalf("first: %v line %d %v", p, line, err)
+	}
+	p, line, err = r.next()
+	if err != nil || line != 3 || p["n"] != "é" {
+		t.Fatalf("second: %v line %d %v", p, line, err)
+	}
+}
+
+func TestImportCommand(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	run(t, "", "start", srv)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		return p
+	}
+	bad := write("bad.jsonl", "{\"emailAddress\":\"ok@example.com\"}\n{\"emailAddress\":\"x@y\",\"n\":\"\xff\"}\n{not json}\n{\"fullName\":\"no email\"}\n")
+	code, _, errOut := run(t, "", "import", bad, srv)
+	if code != 1 || !strings.Contains(errOut, "line 2:") || !strings.Contains(errOut, "line 3:") || !strings.Contains(errOut, "line 4:") ||
+		!strings.Contains(errOut, "nothing was written") {
+		t.Fatalf("validate first: %d %q", code, errOut)
+	}
+	if _, out, _ := run(t, "", "partitions", srv); strings.Contains(out, "partition-") {
+		t.Fatalf("a refused import wrote: %q", out)
+	}
+	rejects := filepath.Join(dir, "rejects.txt")
+	code, _, errOut = run(t, "", "import", bad, "--skip-invalid", "--rejects", rejects, srv)
+	if code != 0 || !strings.Contains(errOut, "imported 1 profiles (1 new, 0 replaced); 3 lines rejected") {
+		t.Fatalf("--skip-invalid: %d %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(rejects); !strings.Contains(string(b), "line 2:") || !strings.Contains(string(b), "invalid-utf8") {
+		t.Fatalf("rejects file: %q", b)
+	}
+
+	csvFile := write("people.csv", "\xef\xbb\xbfemailAddress,fullName,name.first\nAda@Example.com,Ada Lovelace,Ada\n\"b@example.com\",\"Smith, Bob\",\n")
+	if code, _, errOut := run(t, "", "import", csvFile, srv); code != 0 || !strings.Contains(errOut, "imported 2 profiles (2 new") {
+		t.Fatalf("csv: %d %q", code, errOut)
+	}
+	if _, out, _ := run(t, "", "get", "b@example.com", srv); !strings.Contains(out, `"fullName": "Smith, Bob"`) || !strings.Contains(out, `"name.first": ""`) {
+		t.Fatalf("csv profile: %q", out)
+	}
+	short := write("short.csv", "emailAddress,fullName\nz@example.com\n")
+	if code, _, errOut := run(t, "", "import", short, srv); code != 1 || !strings.Contains(errOut, "line 2:") {
+		t.Fatalf("a missing column: %d %q", code, errOut)
+	}
+	code, _, errOut = run(t, "{\"emailAddress\":\"stdin@example.com\"}\n", "import", "-", srv)
+	if code != 0 || !strings.Contains(errOut, "imported 1 profiles") {
+		t.Fatalf("stdin: %d %q", code, errOut)
+	}
+}
