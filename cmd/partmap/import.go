@@ -113,6 +113,32 @@ func (c *csvReader) next() (partmap.Profile, int, error) {
 	return p, line, nil
 }
 
+// eachValid reads every profile, passes the valid ones to fn, and returns
+// the bad lines. Any other error (an unreadable file, a failed request)
+// stops the walk.
+func eachValid(r profileReader, fn func(p partmap.Profile, line int) error) (bad []error, err error) {
+	for {
+		p, line, err := r.next()
+		if err == io.EOF {
+			return bad, nil
+		}
+		if err == nil {
+			err = validate(p, line)
+		}
+		var le lineError
+		switch {
+		case errors.As(err, &le):
+			bad = append(bad, err)
+		case err != nil:
+			return bad, err
+		default:
+			if err := fn(p, line); err != nil {
+				return bad, err
+			}
+		}
+	}
+}
+
 // countingReader counts the bytes read, for the progress bar.
 type countingReader struct {
 	r io.Reader
@@ -202,19 +228,11 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		for {
-			p, line, err := r.next()
-			if err == io.EOF {
-				break
-			}
-			if err == nil {
-				err = validate(p, line)
-			}
-			if err != nil {
-				bad = append(bad, err)
-			}
-		}
+		bad, err = eachValid(r, func(partmap.Profile, int) error { return nil })
 		closeFile()
+		if err != nil {
+			return err
+		}
 		if len(bad) > 0 {
 			for _, b := range bad[:min(len(bad), 20)] {
 				fmt.Fprintln(e.stderr, b)
@@ -256,25 +274,17 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		batch, lines = batch[:0], lines[:0]
 		return nil
 	}
-	for {
-		p, line, err := r.next()
-		if err == io.EOF {
-			break
-		}
-		if err == nil {
-			err = validate(p, line)
-		}
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
+	rejected, err := eachValid(r, func(p partmap.Profile, line int) error {
 		batch, lines = append(batch, p), append(lines, line)
-		if len(batch) == importBatch {
-			if err := flush(); err != nil {
-				return err
-			}
-			bar.Set64(read.n)
+		if len(batch) < importBatch {
+			return nil
 		}
+		bar.Set64(read.n)
+		return flush()
+	})
+	bad = append(bad, rejected...)
+	if err != nil {
+		return err
 	}
 	if err := flush(); err != nil {
 		return err
