@@ -68,6 +68,15 @@ type Store interface {
 	// same email twice applies in order. The error is for the call as a
 	// whole (ENOTSTARTED, too many profiles).
 	UpsertProfiles(ctx context.Context, profiles []Profile) ([]BulkResult, error)
+
+	// ExportProfiles calls fn with every profile, in ListProfiles order,
+	// from one consistent snapshot of the whole directory: the export shows
+	// the directory as it was at one instant, whatever is written meanwhile.
+	// An error from fn stops the export and is returned. Records carry no
+	// Version. How a backend freezes the directory is its own business:
+	// Pebble reads a snapshot and blocks nobody; Redis, which has none,
+	// holds the whole-map lock, so writers meet lock conflicts meanwhile.
+	ExportProfiles(ctx context.Context, fn func(Record) error) error
 }
 
 // BulkResult is the outcome of one profile of UpsertProfiles.

@@ -308,6 +308,8 @@ type request struct {
 	body         []byte
 	contentType  string
 	cond         partmap.Condition
+	// stream, if set, reads a 2xx body instead of out.
+	stream func(*http.Response) error
 }
 
 // do sends req, retrying lock conflicts, and decodes a 2xx JSON body into
@@ -320,7 +322,9 @@ func (c *Client) do(ctx context.Context, req request, out any) (*http.Response, 
 	deadline := time.Now().Add(c.opts.RetryFor)
 	for attempt := 0; ; attempt++ {
 		resp, err := c.once(ctx, req, target, out)
-		if !errors.Is(err, partmap.ErrLockConflict) {
+		// A conflict inside a 2xx stream came after data was delivered, so
+		// the request cannot be replayed.
+		if !errors.Is(err, partmap.ErrLockConflict) || (resp != nil && resp.StatusCode < 300) {
 			return resp, err
 		}
 		c.conflicts.Add(1)
@@ -375,6 +379,9 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if req.stream != nil && resp.StatusCode < 300 {
+		return resp, req.stream(resp)
+	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp, fmt.Errorf("%s %s: reading the response: %w", req.method, req.path, err)

@@ -62,6 +62,10 @@ func newMetrics(store partmap.Store) *metrics {
 		gauge("partmap_partitions_in_use", "Partitions that hold at least one profile.",
 			func(s partmap.PartitionStats) float64 { return float64(len(s.Partitions)) }),
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	// A store that measures itself (lock waits, commit latency) says so.
+	if c, ok := store.(interface{ Collectors() []prometheus.Collector }); ok {
+		m.registry.MustRegister(c.Collectors()...)
+	}
 	return m
 }
 

@@ -36,6 +36,9 @@ func TestHealthAndMetrics(t *testing.T) {
 		"partmap_lock_conflicts_total 1",
 		"partmap_profiles 1",
 		"partmap_partitions_in_use 1",
+		`partmap_store_commit_seconds_count{outcome="ok"} 1`,
+		`partmap_store_lock_wait_seconds_count{outcome="ok"} 2`, // the PUT and holdPartition
+		`partmap_store_lock_wait_seconds_count{outcome="conflict"} 1`,
 	} {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -66,6 +66,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor"}, s.handleListProfiles},
 		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
+		{"GET", "/customer-profiles/export", ScopeRead, nil, s.handleExport},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {

@@ -16,11 +16,29 @@ import (
 // snapshot. Across pages, each scan starts strictly after the last key
 // served, so a profile that exists throughout is served exactly once.
 func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	return scan(ctx, b.db, after, limit)
+}
+
+// Snapshot is a Pebble snapshot: it costs writers nothing, and holds back
+// compaction only of what changes while it is open.
+func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
+	return snapshot{b.db.NewSnapshot()}, nil
+}
+
+type snapshot struct{ snap *pebble.Snapshot }
+
+func (s snapshot) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	return scan(ctx, s.snap, after, limit)
+}
+
+func (s snapshot) Close() error { return s.snap.Close() }
+
+func scan(ctx context.Context, r pebble.Reader, after *directory.Position, limit int) ([]directory.Item, error) {
 	lower := []byte{prefixRecord}
 	if after != nil {
 		lower = append(recordKey(after.Partition, after.Email), 0) // the next key after it
 	}
-	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixRecord + 1}})
+	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixRecord + 1}})
 	if err != nil {
 		return nil, err
 	}

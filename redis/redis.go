@@ -197,13 +197,17 @@ func (l *lease) Release() {
 // Lock takes the partitions' locks in order, polling a held one until wait
 // has passed.
 func (b *backend) Lock(ctx context.Context, partitions []partmap.Partition, wait time.Duration) (engine.Lease, error) {
+	return b.lock(ctx, partitions, wait, b.ttl)
+}
+
+func (b *backend) lock(ctx context.Context, partitions []partmap.Partition, wait, ttl time.Duration) (*lease, error) {
 	raw := make([]byte, 16)
 	rand.Read(raw)
 	l := &lease{b: b, token: hex.EncodeToString(raw)}
 	deadline := time.Now().Add(wait)
 	for _, p := range sortedUnique(partitions) {
 		for backoff := time.Millisecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
-			ok, err := b.client.SetNX(ctx, b.lockKey(p), l.token, b.ttl).Result()
+			ok, err := b.client.SetNX(ctx, b.lockKey(p), l.token, ttl).Result()
 			if err != nil {
 				l.Release()
 				return nil, unavailable(err)

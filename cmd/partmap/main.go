@@ -61,6 +61,7 @@ var commands = map[string]command{
 	"partitions": {"show the partitions in use and their sizes", runPartitions},
 	"token":      {"make a bearer token and its auth-file line", runToken},
 	"import":     {"import profiles from a JSON Lines or CSV file, validating first", runImport},
+	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
 }

@@ -67,8 +67,10 @@ func bucketKey(p partmap.Partition) []byte {
 // bucket is a partition's dictionary, as the original design keeps it.
 type bucket map[string]partmap.Record
 
-func (b *backend) load(p partmap.Partition) (bucket, error) {
-	v, closer, err := b.db.Get(bucketKey(p))
+func (b *backend) load(p partmap.Partition) (bucket, error) { return load(b.db, p) }
+
+func load(r pebble.Reader, p partmap.Partition) (bucket, error) {
+	v, closer, err := r.Get(bucketKey(p))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return bucket{}, nil
 	}
@@ -166,13 +168,29 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 
 // Scan walks buckets in partition order and each bucket in email order.
 func (b *backend) Scan(_ context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	return scan(b.db, after, limit)
+}
+
+func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
+	return snapshot{b.db.NewSnapshot()}, nil
+}
+
+type snapshot struct{ snap *pebble.Snapshot }
+
+func (s snapshot) Scan(_ context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	return scan(s.snap, after, limit)
+}
+
+func (s snapshot) Close() error { return s.snap.Close() }
+
+func scan(r pebble.Reader, after *directory.Position, limit int) ([]directory.Item, error) {
 	var items []directory.Item
 	first := partmap.Partition(0)
 	if after != nil {
 		first = after.Partition
 	}
 	for p := first; int(p) < partmap.DefaultPartitions && len(items) < limit; p++ {
-		bk, err := b.load(p)
+		bk, err := load(r, p)
 		if err != nil {
 			return nil, err
 		}

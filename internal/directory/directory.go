@@ -30,6 +30,17 @@ type Backend interface {
 	Scan(ctx context.Context, after *Position, limit int) ([]Item, error)
 	// Counts returns the profile count of every partition that exists.
 	Counts(ctx context.Context) ([]partmap.PartitionCount, error)
+	// Snapshot freezes the whole directory for an export.
+	Snapshot(ctx context.Context) (Snapshot, error)
+}
+
+// Snapshot is a frozen view of every profile.
+type Snapshot interface {
+	// Scan is Backend.Scan, over the frozen view.
+	Scan(ctx context.Context, after *Position, limit int) ([]Item, error)
+	// Close releases the view. An error means it did not stay frozen, so
+	// what was read from it is not a consistent snapshot.
+	Close() error
 }
 
 // Options tune a Directory. The zero value means the defaults.
@@ -44,6 +55,7 @@ type Directory struct {
 	engine  *engine.Engine
 	limits  partmap.Limits
 	n       int
+	metrics *storeMetrics
 
 	// started only ever goes from false to true, so a cached true is safe.
 	started atomic.Bool
@@ -60,7 +72,9 @@ func New(backend Backend, n int, opts Options) *Directory {
 		engine:  engine.New(backend, n, opts.LockWait),
 		limits:  partmap.DefaultLimits,
 		n:       n,
+		metrics: newStoreMetrics(),
 	}
+	d.engine.SetHooks(d.metrics.hooks())
 	if opts.Limits != nil {
 		d.limits = *opts.Limits
 	}

@@ -132,3 +132,39 @@ func cursorMAC(key, body []byte) []byte {
 	m.Write(body)
 	return m.Sum(nil)[:cursorMACBytes]
 }
+
+// exportPage is how many profiles an export reads from its snapshot at a time.
+const exportPage = 1000
+
+func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) error) (err error) {
+	if err := d.checkStarted(ctx); err != nil {
+		return err
+	}
+	snap, err := d.backend.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A snapshot that did not stay frozen fails the export.
+		if cerr := snap.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	var after *Position
+	for {
+		items, err := snap.Scan(ctx, after, exportPage)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			it.Record.Version = 0
+			if err := fn(it.Record); err != nil {
+				return err
+			}
+		}
+		if len(items) < exportPage {
+			return nil
+		}
+		after = &items[len(items)-1].Position
+	}
+}

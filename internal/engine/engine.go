@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/partmap/partmap"
@@ -91,7 +92,22 @@ type Engine struct {
 	backend    Backend
 	partitions int
 	lockWait   time.Duration
+	hooks      atomic.Pointer[Hooks]
 }
+
+// Hooks observe an engine's work, for metrics. They must be quick and safe
+// for concurrent use; a nil field is skipped.
+type Hooks struct {
+	// Locked gets how long taking an invocation's locks took, and whether
+	// it succeeded.
+	Locked func(d time.Duration, err error)
+	// Committed gets how long a commit took from the backend's Commit until
+	// its writes were durable, and whether it succeeded.
+	Committed func(d time.Duration, err error)
+}
+
+// SetHooks installs hooks; later invocations report to them.
+func (e *Engine) SetHooks(h Hooks) { e.hooks.Store(&h) }
 
 // New returns an engine over backend for a map of n partitions. lockWait is
 // how long an invocation waits for a held lock; 0 fails at once.
@@ -130,10 +146,16 @@ func (e *Engine) InvokeExclusive(ctx context.Context, fn func(*Tx) error) error 
 }
 
 func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn func(*Tx) error) error {
+	hooks := e.hooks.Load()
 	var lease Lease
 	if len(lock) > 0 {
+		t0 := time.Now()
 		var err error
-		if lease, err = e.backend.Lock(ctx, lock, e.lockWait); err != nil {
+		lease, err = e.backend.Lock(ctx, lock, e.lockWait)
+		if hooks != nil && hooks.Locked != nil {
+			hooks.Locked(time.Since(t0), err)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -154,12 +176,16 @@ func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn f
 		release()
 		return err
 	}
+	t0 := time.Now()
 	wait, err := e.backend.Commit(ctx, lease, tx.writes)
 	release()
-	if err != nil {
-		return err
+	if err == nil {
+		err = wait()
 	}
-	return wait()
+	if hooks != nil && hooks.Committed != nil {
+		hooks.Committed(time.Since(t0), err)
+	}
+	return err
 }
 
 // Tx is a handler's view of the map during one invocation. It reads through

@@ -50,6 +50,7 @@ func RunStore(t *testing.T, open Opener) {
 	runFields(t, started)
 	runList(t, started)
 	runBulk(t, started)
+	runExport(t, open, started)
 
 	t.Run("Start", func(t *testing.T) {
 		s := open(t)
