@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -139,6 +140,12 @@ func eachValid(r profileReader, fn func(p partmap.Profile, line int) error) (bad
 	}
 }
 
+func lineOf(err error) int {
+	var le lineError
+	errors.As(err, &le)
+	return le.line
+}
+
 // countingReader counts the bytes read, for the progress bar.
 type countingReader struct {
 	r io.Reader
@@ -249,21 +256,59 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
 		progressbar.OptionSetDescription("importing"), progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish())
-	var batch []partmap.Profile
-	var lines []int
-	written, created := 0, 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	// One goroutine reads and validates the next batch while the previous
+	// one is on the wire, so that parsing overlaps the server's commits.
+	// Batches still go one at a time, in file order, so that a profile
+	// repeated in the file ends as its last line says.
+	type batch struct {
+		profiles []partmap.Profile
+		lines    []int
+		read     int64
+	}
+	batches := make(chan batch, 1)
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	var rejected []error
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		var b batch
+		send := func() error {
+			b.read = read.n
+			select {
+			case batches <- b:
+				b = batch{}
+				return nil
+			case <-readCtx.Done():
+				return readCtx.Err()
+			}
 		}
-		res, err := cl.UpsertProfiles(ctx, batch)
+		var err error
+		rejected, err = eachValid(r, func(p partmap.Profile, line int) error {
+			b.profiles, b.lines = append(b.profiles, p), append(b.lines, line)
+			if len(b.profiles) < importBatch {
+				return nil
+			}
+			return send()
+		})
+		if err == nil && len(b.profiles) > 0 {
+			err = send()
+		}
+		readErr <- err
+	}()
+	written, created := 0, 0
+	var writeErr error
+	for b := range batches {
+		res, err := cl.UpsertProfiles(ctx, b.profiles)
 		if err != nil {
-			return err
+			writeErr = err
+			stopReading()
+			break
 		}
 		for i, r := range res {
 			switch {
 			case r.Err != nil:
-				bad = append(bad, lineError{lines[i], r.Err})
+				bad = append(bad, lineError{b.lines[i], r.Err})
 			case r.Created:
 				created++
 				written++
@@ -271,23 +316,17 @@ func runImport(ctx context.Context, e *env, args []string) error {
 				written++
 			}
 		}
-		batch, lines = batch[:0], lines[:0]
-		return nil
+		bar.Set64(b.read)
 	}
-	rejected, err := eachValid(r, func(p partmap.Profile, line int) error {
-		batch, lines = append(batch, p), append(lines, line)
-		if len(batch) < importBatch {
-			return nil
-		}
-		bar.Set64(read.n)
-		return flush()
-	})
-	bad = append(bad, rejected...)
-	if err != nil {
-		return err
+	for range batches {
 	}
-	if err := flush(); err != nil {
-		return err
+	if err := <-readErr; writeErr == nil && err != nil {
+		writeErr = err
+	}
+	bad = append(rejected, bad...)
+	slices.SortStableFunc(bad, func(a, b error) int { return lineOf(a) - lineOf(b) })
+	if writeErr != nil {
+		return writeErr
 	}
 	bar.Finish()
 	if len(bad) > 0 {
