@@ -228,7 +228,7 @@ func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile)
 		var body bytes.Buffer
 		var sent []int // line k of the body is profiles[sent[k-1]]
 		for _, i := range todo {
-			b, err := json.Marshal(profiles[i])
+			b, err := profiles[i].MarshalJSON() // not json.Marshal, which would re-validate it
 			if err != nil {
 				results[i] = partmap.BulkResult{Err: err} // invalid UTF-8: never sent
 				continue
@@ -266,8 +266,11 @@ func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile)
 			if err != nil {
 				return nil, fmt.Errorf("bulk result %d: %w", k, err)
 			}
-			p := profiles[i].Clone()
-			p[partmap.FieldEmail] = res.Email
+			p := profiles[i]
+			if p.Email() != res.Email { // the server canonicalised it; leave the caller's map alone
+				p = p.Clone()
+				p[partmap.FieldEmail] = res.Email
+			}
 			results[i] = partmap.BulkResult{Record: partmap.Record{Profile: p, Version: v}, Created: res.Status == http.StatusCreated}
 		}
 		todo = again
