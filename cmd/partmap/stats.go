@@ -301,7 +301,7 @@ func printStats(w io.Writer, r statsReport, width int) {
 	fmt.Fprintf(w, "profiles per partition: min %d, median %d, p99 %d, max %d (nearest rank)\n", r.Min, r.Median, r.P99, r.Max)
 	fmt.Fprintf(w, "mean %.2f, stddev %.2f, cv %.3f\n", r.Mean, r.StdDev, *r.CV)
 	u := r.Uniform
-	fmt.Fprintf(w, "a uniform hash: %.2f ± %.2f per partition; chi-square %.1f on %d degrees of freedom", u.Expected, u.ExpectedStdDev, u.ChiSquare, u.DF)
+	fmt.Fprintf(w, "uniform hash: %.2f ± %.2f per partition; chi-square %.1f on %d df", u.Expected, u.ExpectedStdDev, u.ChiSquare, u.DF)
 	switch {
 	case u.P == nil:
 		fmt.Fprintf(w, " (too few profiles per partition for a p-value)\n")

@@ -72,7 +72,7 @@ func TestStatsCommand(t *testing.T) {
 	want := fmt.Sprintf(`18 profiles in 1000 partitions: 12 in use, 988 empty
 profiles per partition: min 0, median 0, p99 1, max 5 (nearest rank)
 mean 0.02, stddev 0.21, cv 11.610
-a uniform hash: 0.02 ± 0.13 per partition; chi-square 2426.4 on 999 degrees of freedom (too few profiles per partition for a p-value)
+uniform hash: 0.02 ± 0.13 per partition; chi-square 2426.4 on 999 df (too few profiles per partition for a p-value)
 
 largest partitions:
   %s  5
