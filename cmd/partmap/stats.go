@@ -376,6 +376,9 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600; a plot is no secret
 		return err
 	}
+	if err = f.Sync(); err != nil { // else a crash could leave the new name on an empty file
+		return err
+	}
 	if err = f.Close(); err != nil {
 		return err
 	}
