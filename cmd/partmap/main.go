@@ -59,6 +59,7 @@ var commands = map[string]command{
 	"delete":     {"delete a profile", runDelete},
 	"list":       {"list every profile, partition by partition", runList},
 	"partitions": {"show the partitions in use and their sizes", runPartitions},
+	"stats":      {"summarise partition sizes, with a histogram (--plot FILE for SVG or PNG)", runStats},
 	"token":      {"make a bearer token and its auth-file line", runToken},
 	"import":     {"import profiles from a JSON Lines or CSV file, validating first", runImport},
 	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},
