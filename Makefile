@@ -12,10 +12,15 @@ FUZZ_TARGETS = .:FuzzCanonicalEmail:500000x .:FuzzProfileValueUTF8:100000x \
 	.:FuzzParseProfileJSON:400000x ./internal/directory:FuzzDecodeCursor:1000000x
 FUZZTIME ?=
 
-.PHONY: test run build lint fuzz deps
+.PHONY: test run build lint fuzz deps console-screenshot
 
+# Tests keep screenshots and other artifacts (t.ArtifactDir) under
+# artifacts/_artifacts/, which is not committed. Go 1.26 names each test's
+# directory at random instead of PACKAGE/TEST (go.dev/issue/77763); the
+# console test logs where its screenshot went.
 test: deps lint
-	$(GO) test -race -count=1 -timeout 15m ./...
+	@mkdir -p artifacts
+	$(GO) test -race -count=1 -timeout 15m -artifacts -outputdir $(CURDIR)/artifacts ./...
 	$(MAKE) --no-print-directory fuzz
 
 fuzz:
@@ -26,12 +31,16 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget $$pkg || exit 1; \
 	done
 
-# The Redis store's tests start their own redis-server (Debian's package).
+# The Redis store's tests start their own redis-server, and the console's
+# test drives a headless chromium: both are Debian's packages.
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server"; \
+	@missing=; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	[ -z "$$missing" ] || { \
+		echo "installing$$missing"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server; }
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; }
 
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -43,3 +52,7 @@ run:
 
 build:
 	$(GO) build -o partmap ./cmd/partmap
+
+# The README's picture of the console, taken by the console's own test.
+console-screenshot: deps
+	PARTMAP_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run '^TestConsole$$' ./http/

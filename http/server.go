@@ -85,6 +85,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	})
 	s.metrics = newMetrics(store)
 	s.routeOps()
+	s.routeConsole()
 	s.handler = s.metrics.instrument(s.mux)
 	return s
 }

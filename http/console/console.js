@@ -1,0 +1,574 @@
+// The partmap console. It speaks only the public HTTP API, as curl and the
+// Go client do, so it can do nothing that they cannot. No framework and no
+// build step: the server embeds this file as it is.
+'use strict';
+
+// Relative to the page, so that a proxy that mounts the server under a
+// prefix still works. Keep in step with BasePath in http/http.go.
+const API = 'patterns/hash-partitioned-attribute-map';
+const PROBLEM = 'urn:partmap:problem:';
+const PARTITIONS = 1000; // the original design's count; /partitions lists only the non-empty ones
+const TOKEN_KEY = 'partmap.token';
+const DOCUMENTED = ['fullName', 'companyName', 'customerTier'];
+
+const $ = (id) => document.getElementById(id);
+
+// ApiError is a failed request, carrying the server's problem document.
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem.detail || problem.title || 'HTTP ' + status);
+    this.status = status;
+    this.problem = problem;
+    const type = typeof problem.type === 'string' ? problem.type : '';
+    this.code = type.startsWith(PROBLEM) ? type.slice(PROBLEM.length) : '';
+  }
+}
+
+// A mistake found before anything is sent.
+class FormError extends Error {}
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+// api sends one request and returns {status, etag, data}, or throws an
+// ApiError whose problem is the server's, or one made up for a failure that
+// never reached partmap (the network, a proxy's HTML page).
+async function api(method, path, { query = {}, body, headers = {} } = {}) {
+  const url = new URL(API + path, document.baseURI);
+  for (const [k, v] of Object.entries(query)) {
+    if (v !== undefined && v !== null) url.searchParams.set(k, v);
+  }
+  const h = new Headers(headers);
+  if (token()) h.set('Authorization', 'Bearer ' + token());
+  const init = { method, headers: h, cache: 'no-store', credentials: 'omit' };
+  if (body !== undefined) {
+    h.set('Content-Type', 'application/json');
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(url, init);
+  } catch (err) {
+    throw new ApiError(0, { title: 'Network error', detail: 'the server could not be reached (' + err.message + ')' });
+  }
+  const text = res.status === 204 ? '' : await res.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) {
+    const problem = data && typeof data === 'object' ? data : { title: res.statusText, detail: text.slice(0, 200) };
+    throw new ApiError(res.status, problem);
+  }
+  return { status: res.status, etag: res.headers.get('ETag'), data };
+}
+
+// ---- Notices ------------------------------------------------------------
+
+// notify shows one message at the top. kind is ok, info, warn, error or
+// auth; code is the problem's code, if any; action is an optional button.
+function notify(kind, text, { code = '', action = null } = {}) {
+  const n = $('notice');
+  n.dataset.kind = kind;
+  n.dataset.problem = code;
+  $('notice-text').textContent = text;
+  const b = $('notice-action');
+  if (action) {
+    b.textContent = action.label;
+    b.onclick = () => {
+      n.hidden = true;
+      action.run();
+    };
+    b.hidden = false;
+  } else {
+    b.onclick = null;
+    b.hidden = true;
+  }
+  n.hidden = false;
+}
+
+function detailOf(err) {
+  return err.problem.detail || err.problem.title || 'HTTP ' + err.status;
+}
+
+// report explains a failure. what says what was being done, as in "Could
+// not save". Every problem's detail is shown: it is written for people.
+function report(err, what) {
+  if (err instanceof FormError) {
+    notify('error', err.message);
+    return;
+  }
+  if (!(err instanceof ApiError)) {
+    console.error(err);
+    notify('error', what + ': ' + err.message);
+    return;
+  }
+  const detail = detailOf(err);
+  if (err.status === 401) {
+    askForToken();
+    const text = token()
+      ? 'The server did not accept your token (' + detail + '). Enter a valid one in the Bearer token field above.'
+      : 'This server needs a bearer token. Paste one into the Bearer token field above and press Use token (' + detail + ').';
+    notify('auth', text, { code: err.code || 'unauthorized' });
+  } else if (err.status === 403) {
+    askForToken();
+    notify('auth', what + ': your token may not do this (' + detail + '). Use a token with a wider scope.', { code: err.code || 'forbidden' });
+  } else if (err.code === 'not-started') {
+    notify('warn', 'The directory has not been started yet: ' + detail + '.', {
+      code: err.code,
+      action: { label: 'Start the directory', run: startDirectory },
+    });
+  } else {
+    notify('error', what + ': ' + detail, { code: err.code });
+  }
+}
+
+function askForToken() {
+  $('token-form').classList.add('attention');
+  $('token').focus();
+}
+
+// ---- Token ----------------------------------------------------------------
+
+function useToken(ev) {
+  ev.preventDefault();
+  const t = $('token').value.trim();
+  if (t) {
+    sessionStorage.setItem(TOKEN_KEY, t);
+    notify('ok', 'Token kept for this browser tab; every request sends it.');
+  } else {
+    sessionStorage.removeItem(TOKEN_KEY);
+    notify('info', 'No token: requests are sent without one.');
+  }
+  $('token-form').classList.remove('attention');
+  refreshData();
+}
+
+function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  $('token').value = '';
+  notify('info', 'Token forgotten; requests are sent without one.');
+  refreshData();
+}
+
+async function startDirectory() {
+  try {
+    const r = await api('POST', '/start');
+    notify('ok', r.data && r.data.alreadyStarted ? 'The directory was already started.' : 'The directory is started.');
+    refreshData();
+  } catch (err) {
+    report(err, 'Could not start the directory');
+  }
+}
+
+// ---- Partitions -----------------------------------------------------------
+
+// partitionOf places a canonical email as partmap.PartitionOf does: 32-bit
+// FNV-1a over its bytes (ASCII, so one per character), modulo the count.
+function partitionOf(canonical) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < canonical.length; i++) {
+    h ^= canonical.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % PARTITIONS;
+}
+
+function partitionName(n) {
+  return 'partition-' + String(n).padStart(3, '0');
+}
+
+const cells = [];
+let selectedCell = -1;
+let currentCell = -1;
+let heatmapSeq = 0;
+
+function buildHeatmap() {
+  const grid = $('heatmap');
+  const frag = document.createDocumentFragment();
+  for (let i = 0; i < PARTITIONS; i++) {
+    const c = document.createElement('div');
+    c.className = 'cell empty';
+    c.dataset.partition = partitionName(i);
+    c.dataset.profiles = '0';
+    c.dataset.index = String(i);
+    c.title = partitionName(i) + ': not loaded';
+    frag.append(c);
+    cells.push(c);
+  }
+  grid.append(frag);
+  grid.addEventListener('click', (ev) => {
+    const c = ev.target.closest('.cell');
+    if (c) selectCell(Number(c.dataset.index));
+  });
+  grid.addEventListener('keydown', (ev) => {
+    const cols = 40;
+    const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -cols, ArrowDown: cols }[ev.key];
+    if (step === undefined) return;
+    ev.preventDefault();
+    const from = selectedCell < 0 ? 0 : selectedCell;
+    selectCell(Math.min(PARTITIONS - 1, Math.max(0, from + step)));
+  });
+}
+
+function profilesText(n) {
+  return n === 1 ? '1 profile' : n.toLocaleString('en') + ' profiles';
+}
+
+function selectCell(i) {
+  if (selectedCell >= 0) cells[selectedCell].classList.remove('selected');
+  selectedCell = i;
+  const c = cells[i];
+  c.classList.add('selected');
+  $('heatmap-detail').textContent = c.dataset.partition + ': ' + profilesText(Number(c.dataset.profiles));
+}
+
+function markCurrent(i) {
+  if (currentCell >= 0) cells[currentCell].classList.remove('current');
+  currentCell = i;
+  if (i >= 0) cells[i].classList.add('current');
+}
+
+// colour spreads counts on a log scale, so that a few full partitions do not
+// wash out the rest.
+function colour(n, max) {
+  const t = max <= 1 ? 1 : Math.log1p(n) / Math.log1p(max);
+  return 'hsl(212 72% ' + (84 - 54 * t).toFixed(1) + '%)';
+}
+
+async function loadHeatmap() {
+  const seq = ++heatmapSeq;
+  let r;
+  try {
+    r = await api('GET', '/partitions');
+  } catch (err) {
+    if (seq === heatmapSeq) report(err, 'Could not load the partitions');
+    return;
+  }
+  if (seq !== heatmapSeq) return; // a later refresh is on its way
+  const counts = new Array(PARTITIONS).fill(0);
+  let outside = 0;
+  for (const p of r.data.partitions) {
+    const n = Number(String(p.name).replace(/^partition-/, ''));
+    if (Number.isInteger(n) && n >= 0 && n < PARTITIONS) counts[n] = p.profiles;
+    else outside++;
+  }
+  const max = Math.max(1, ...counts);
+  counts.forEach((n, i) => {
+    const c = cells[i];
+    c.dataset.profiles = String(n);
+    c.classList.toggle('empty', n === 0);
+    c.style.backgroundColor = n === 0 ? '' : colour(n, max);
+    c.title = c.dataset.partition + ': ' + profilesText(n);
+  });
+  $('legend-max').textContent = max.toLocaleString('en');
+  let summary = profilesText(r.data.totalProfiles) + ' in ' + r.data.partitionsInUse + ' of ' + PARTITIONS +
+    ' partitions; the fullest holds ' + max.toLocaleString('en') + '.';
+  if (outside) summary += ' ' + outside + ' partitions beyond ' + partitionName(PARTITIONS - 1) + ' are not drawn.';
+  $('heatmap-summary').textContent = summary;
+  $('heatmap').dataset.loaded = String(seq);
+  if (selectedCell >= 0) selectCell(selectedCell);
+}
+
+// ---- One profile ----------------------------------------------------------
+
+const current = { profile: null, etag: '', mode: 'none' }; // mode: none, view, edit, create
+
+function setMode(mode) {
+  current.mode = mode;
+  $('profile-view').hidden = mode !== 'view';
+  $('editor').hidden = mode !== 'edit' && mode !== 'create';
+  $('delete-confirm').hidden = true;
+  if (mode === 'none') {
+    current.profile = null;
+    current.etag = '';
+    markCurrent(-1);
+  }
+}
+
+async function findProfile(email) {
+  try {
+    const r = await api('GET', '/customer-profile', { query: { emailAddress: email } });
+    showProfile(r.data, r.etag);
+  } catch (err) {
+    setMode('none');
+    report(err, 'Lookup failed');
+  }
+}
+
+function showProfile(profile, etag) {
+  current.profile = profile;
+  current.etag = etag || '';
+  const email = profile.emailAddress;
+  const p = partitionOf(email);
+  $('view-email').textContent = email;
+  $('view-partition').textContent = partitionName(p);
+  $('view-etag').textContent = current.etag;
+  const dl = $('view-fields');
+  dl.replaceChildren();
+  for (const [name, value] of Object.entries(profile)) {
+    if (name === 'emailAddress') continue;
+    const dt = document.createElement('dt');
+    dt.textContent = name;
+    const dd = document.createElement('dd');
+    dd.dataset.field = name;
+    dd.textContent = value;
+    if (value === '') dd.classList.add('blank');
+    dl.append(dt, dd);
+  }
+  if (dl.children.length === 0) {
+    const dd = document.createElement('dd');
+    dd.className = 'blank';
+    dd.textContent = 'No fields but the email address.';
+    dl.append(dd);
+  }
+  markCurrent(p);
+  setMode('view');
+}
+
+function addFieldRow(name = '', value = '') {
+  const row = document.createElement('div');
+  row.className = 'field-row';
+  const n = document.createElement('input');
+  n.type = 'text';
+  n.className = 'field-name';
+  n.placeholder = 'name';
+  n.setAttribute('aria-label', 'Field name');
+  n.spellcheck = false;
+  n.value = name;
+  const v = document.createElement('input');
+  v.type = 'text';
+  v.className = 'field-value';
+  v.placeholder = 'value';
+  v.setAttribute('aria-label', 'Value of the field');
+  v.value = value;
+  const del = document.createElement('button');
+  del.type = 'button';
+  del.className = 'quiet';
+  del.textContent = '\u00d7';
+  del.setAttribute('aria-label', 'Remove the field');
+  del.addEventListener('click', () => row.remove());
+  row.append(n, v, del);
+  $('extra-fields').append(row);
+  return n;
+}
+
+function openEditor(mode) {
+  const p = mode === 'edit' ? current.profile : {};
+  $('editor-title').textContent = mode === 'edit' ? 'Edit ' + p.emailAddress : 'New profile';
+  const email = $('edit-emailAddress');
+  email.value = p.emailAddress || '';
+  email.readOnly = mode === 'edit'; // the email is the key: another email is another profile
+  for (const f of DOCUMENTED) $('edit-' + f).value = p[f] ?? '';
+  $('extra-fields').replaceChildren();
+  for (const [name, value] of Object.entries(p)) {
+    if (name !== 'emailAddress' && !DOCUMENTED.includes(name)) addFieldRow(name, value);
+  }
+  setMode(mode);
+  (mode === 'edit' ? $('edit-fullName') : email).focus();
+}
+
+// collectProfile reads the editor into the JSON profile a PUT sends.
+function collectProfile() {
+  const profile = { emailAddress: $('edit-emailAddress').value };
+  for (const f of DOCUMENTED) {
+    const v = $('edit-' + f).value;
+    if (v !== '') profile[f] = v;
+  }
+  for (const row of $('extra-fields').querySelectorAll('.field-row')) {
+    const name = row.querySelector('.field-name').value;
+    const value = row.querySelector('.field-value').value;
+    if (name === '' && value === '') continue;
+    if (name === '') throw new FormError('A field with the value "' + value + '" has no name.');
+    if (name === 'emailAddress' || DOCUMENTED.includes(name)) {
+      throw new FormError('Set ' + name + ' in its own box above, not as another field.');
+    }
+    if (Object.hasOwn(profile, name)) throw new FormError('The field ' + name + ' is given twice.');
+    if (value !== '') profile[name] = value;
+  }
+  return profile;
+}
+
+async function saveProfile(ev) {
+  ev.preventDefault();
+  const creating = current.mode === 'create';
+  let profile;
+  try {
+    profile = collectProfile();
+  } catch (err) {
+    report(err, 'Not saved');
+    return;
+  }
+  // A new profile must not silently replace an existing one, and an edit
+  // must not overwrite a change made since it was loaded.
+  const headers = creating ? { 'If-None-Match': '*' } : { 'If-Match': current.etag };
+  const save = $('save-button');
+  save.disabled = true;
+  try {
+    const r = await api('PUT', '/customer-profile', { body: profile, headers });
+    showProfile(r.data, r.etag);
+    notify('ok', (r.status === 201 ? 'Created ' : 'Saved ') + r.data.emailAddress + '.');
+    refreshData();
+  } catch (err) {
+    if (err.code === 'precondition-failed' && creating) {
+      const email = profile.emailAddress;
+      notify('warn', 'Not created: a profile for ' + email.trim() + ' already exists, and New profile never replaces one (' + detailOf(err) + ').', {
+        code: err.code,
+        action: { label: 'Open it', run: () => findProfile(email) },
+      });
+    } else if (err.code === 'precondition-failed') {
+      conflict(err, 'Not saved');
+    } else {
+      report(err, creating ? 'Not created' : 'Not saved');
+    }
+  } finally {
+    save.disabled = false;
+  }
+}
+
+// conflict explains a 412 on a profile the user had loaded.
+function conflict(err, what) {
+  const email = current.profile.emailAddress;
+  notify('warn', what + ': ' + email + ' was changed or deleted since you loaded it, so your change could undo someone else\'s (' +
+    detailOf(err) + '). Reload it to see the current version, then try again.', {
+    code: err.code,
+    action: { label: 'Reload ' + email, run: () => findProfile(email) },
+  });
+}
+
+async function deleteProfile() {
+  const email = current.profile.emailAddress;
+  $('delete-confirm').hidden = true;
+  try {
+    await api('DELETE', '/customer-profile', { query: { emailAddress: email }, headers: { 'If-Match': current.etag } });
+    setMode('none');
+    notify('ok', 'Deleted ' + email + '.');
+    refreshData();
+  } catch (err) {
+    if (err.code === 'precondition-failed') conflict(err, 'Not deleted');
+    else report(err, 'Not deleted');
+  }
+}
+
+// ---- Browsing -------------------------------------------------------------
+
+// cursors[i] is the cursor of page i; page 0 has none.
+const browse = { cursors: [''], page: 0, next: null };
+let browseSeq = 0;
+
+function cell(text, className) {
+  const td = document.createElement('td');
+  td.textContent = text ?? '';
+  if (className) td.className = className;
+  return td;
+}
+
+async function loadPage() {
+  const seq = ++browseSeq;
+  const limit = $('page-size').value;
+  const cursor = browse.cursors[browse.page] || undefined;
+  let r;
+  try {
+    r = await api('GET', '/customer-profiles', { query: { limit, cursor } });
+  } catch (err) {
+    if (seq === browseSeq) report(err, 'Could not list the profiles');
+    return;
+  }
+  if (seq !== browseSeq) return;
+  const rows = [];
+  for (const p of r.data.profiles) {
+    const tr = document.createElement('tr');
+    tr.dataset.email = p.emailAddress;
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'link';
+    open.textContent = p.emailAddress;
+    open.addEventListener('click', () => findProfile(p.emailAddress));
+    const first = document.createElement('td');
+    first.append(open);
+    const others = Object.keys(p).filter((k) => k !== 'emailAddress' && !DOCUMENTED.includes(k));
+    tr.append(first, cell(p.fullName), cell(p.companyName), cell(p.customerTier),
+      cell(partitionName(partitionOf(p.emailAddress)), 'mono'), cell(others.join(', '), 'others'));
+    tr.lastChild.title = others.join(', ');
+    rows.push(tr);
+  }
+  if (rows.length === 0) {
+    const tr = document.createElement('tr');
+    const td = cell(browse.page === 0 ? 'No profiles yet.' : 'No profiles on this page.', 'blank');
+    td.colSpan = 6;
+    tr.append(td);
+    rows.push(tr);
+  }
+  $('browse-rows').replaceChildren(...rows);
+  browse.next = r.data.nextCursor;
+  $('browse-prev').disabled = browse.page === 0;
+  $('browse-first').disabled = browse.page === 0;
+  $('browse-next').disabled = !browse.next;
+  const from = browse.page * Number(limit);
+  $('browse-page').textContent = 'Page ' + (browse.page + 1) +
+    (r.data.profiles.length ? ' \u00b7 ' + (from + 1) + '\u2013' + (from + r.data.profiles.length) : '');
+  $('browse-table').dataset.page = String(browse.page + 1);
+}
+
+function firstPage() {
+  browse.cursors = [''];
+  browse.page = 0;
+  loadPage();
+}
+
+function nextPage() {
+  if (!browse.next) return;
+  browse.cursors[browse.page + 1] = browse.next;
+  browse.cursors.length = browse.page + 2;
+  browse.page++;
+  loadPage();
+}
+
+function prevPage() {
+  if (browse.page === 0) return;
+  browse.page--;
+  loadPage();
+}
+
+// ---- Wiring ---------------------------------------------------------------
+
+function refreshData() {
+  loadHeatmap();
+  loadPage();
+}
+
+function init() {
+  $('token').value = token();
+  $('token-form').addEventListener('submit', useToken);
+  $('token-forget').addEventListener('click', forgetToken);
+  $('notice-close').addEventListener('click', () => { $('notice').hidden = true; });
+  $('find-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    findProfile($('find-email').value);
+  });
+  $('new-button').addEventListener('click', () => openEditor('create'));
+  $('edit-button').addEventListener('click', () => openEditor('edit'));
+  $('delete-button').addEventListener('click', () => {
+    $('delete-confirm').hidden = false;
+    $('delete-no').focus();
+  });
+  $('delete-yes').addEventListener('click', deleteProfile);
+  $('delete-no').addEventListener('click', () => { $('delete-confirm').hidden = true; });
+  $('editor').addEventListener('submit', saveProfile);
+  $('add-field').addEventListener('click', () => addFieldRow().focus());
+  $('cancel-edit').addEventListener('click', () => setMode(current.profile ? 'view' : 'none'));
+  $('heatmap-refresh').addEventListener('click', loadHeatmap);
+  $('page-size').addEventListener('change', firstPage);
+  $('browse-first').addEventListener('click', firstPage);
+  $('browse-prev').addEventListener('click', prevPage);
+  $('browse-next').addEventListener('click', nextPage);
+  buildHeatmap();
+  refreshData();
+}
+
+init();
