@@ -53,11 +53,22 @@ type Store interface {
 	// ListProfiles returns a page of profiles in partition order, then
 	// canonical email order. A profile that exists for the whole of a scan
 	// is returned exactly once, whatever is written meanwhile. Start with an
-	// empty cursor; a cursor this directory did not issue is EINVALID.
+	// empty cursor; a cursor this directory did not issue, or issued for
+	// another search, is EINVALID.
+	//
+	// With Where, it searches: only profiles whose fields hold exactly every
+	// given value (AND), found through the secondary indexes. Every field
+	// named must be indexed (EINVALID otherwise), each at most once.
 	ListProfiles(ctx context.Context, opts ListOptions) (Page, error)
 
 	// ListPartitions describes the partitions that exist, in order.
 	ListPartitions(ctx context.Context) (PartitionStats, error)
+
+	// CheckPartition verifies that partition p's stored count and secondary
+	// index entries agree with its profiles, holding p's lock meanwhile so
+	// that the answer is exact, and reports any drift. It repairs nothing.
+	// A partition outside the map is EINVALID.
+	CheckPartition(ctx context.Context, p Partition) (PartitionCheck, error)
 
 	// UpsertProfiles upserts many profiles, for imports and preloading. It
 	// groups them by partition and commits each group atomically under that
@@ -113,8 +124,9 @@ type Increment struct {
 
 // ListOptions select a page of ListProfiles.
 type ListOptions struct {
-	Cursor string // "" for the first page
-	Limit  int    // 0 means DefaultPageLimit; at most MaxPageLimit
+	Cursor string  // "" for the first page
+	Limit  int     // 0 means DefaultPageLimit; at most MaxPageLimit
+	Where  []Match // search conditions, AND-ed; none lists everything
 }
 
 // Page sizes of ListProfiles.
@@ -138,6 +150,8 @@ type PartitionCount struct {
 
 // PartitionStats is the answer to ListPartitions.
 type PartitionStats struct {
-	Partitions    []PartitionCount
-	TotalProfiles int64
+	Partitions      []PartitionCount
+	TotalProfiles   int64
+	TotalPartitions int      // the map's partition count, in use or not
+	Indexes         []string // the indexed fields
 }

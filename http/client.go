@@ -173,6 +173,16 @@ func (c *Client) ListProfiles(ctx context.Context, opts partmap.ListOptions) (pa
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	for _, m := range opts.Where {
+		if m.Field == "limit" || m.Field == "cursor" {
+			return partmap.Page{}, &partmap.Error{Code: partmap.EINVALID, Field: m.Field,
+				Message: fmt.Sprintf("cannot search by %q over HTTP: the name is taken by paging", m.Field)}
+		}
+		if _, dup := q[m.Field]; dup {
+			return partmap.Page{}, &partmap.Error{Code: partmap.EINVALID, Field: m.Field, Message: fmt.Sprintf("%q is named twice; a field holds one value", m.Field)}
+		}
+		q.Set(m.Field, m.Value)
+	}
 	var out struct {
 		Profiles   []partmap.Profile `json:"profiles"`
 		NextCursor *string           `json:"nextCursor"`
@@ -196,12 +206,15 @@ func (c *Client) ListPartitions(ctx context.Context) (partmap.PartitionStats, er
 			Name     string `json:"name"`
 			Profiles int64  `json:"profiles"`
 		} `json:"partitions"`
-		TotalProfiles int64 `json:"totalProfiles"`
+		TotalProfiles   int64    `json:"totalProfiles"`
+		TotalPartitions int      `json:"totalPartitions"`
+		Indexes         []string `json:"indexes"`
 	}
 	if _, err := c.do(ctx, request{method: "GET", path: "/partitions"}, &out); err != nil {
 		return partmap.PartitionStats{}, err
 	}
-	stats := partmap.PartitionStats{TotalProfiles: out.TotalProfiles, Partitions: make([]partmap.PartitionCount, len(out.Partitions))}
+	stats := partmap.PartitionStats{TotalProfiles: out.TotalProfiles, TotalPartitions: out.TotalPartitions, Indexes: out.Indexes,
+		Partitions: make([]partmap.PartitionCount, len(out.Partitions))}
 	for i, p := range out.Partitions {
 		n, err := strconv.ParseUint(strings.TrimPrefix(p.Name, "partition-"), 10, 32)
 		if err != nil {

@@ -64,7 +64,7 @@ func TestRedisHashSemantics(t *testing.T) {
 		{"Unchanged", "GET", "/customer-profile" + q + "&fields=visits,nickname,big", "", nil, 200,
 			`{"visits":"5","nickname":"A","big":"9223372036854775807"}`},
 		{"Partitions", "GET", "/partitions", "", nil, 200,
-			`{"partitions":[{"name":"partition-562","profiles":1}],"partitionsInUse":1,"totalProfiles":1}`},
+			`{"partitions":[{"name":"partition-562","profiles":1}],"partitionsInUse":1,"totalProfiles":1,"totalPartitions":1000,"indexes":["companyName","customerTier"]}`},
 		{"List", "GET", "/customer-profiles?limit=5", "", nil, 200,
 			`{"profiles":[{"emailAddress":"ada@example.com","fullName":"Ada L","big":"9223372036854775807","logins":"-2","nickname":"A","visits":"5"}],"nextCursor":null}`},
 		{"ErrListLimit", "GET", "/customer-profiles?limit=0", "", nil, 400, "invalid"},
@@ -72,7 +72,7 @@ func TestRedisHashSemantics(t *testing.T) {
 		{"ErrListCursor", "GET", "/customer-profiles?cursor=forged", "", nil, 400, "invalid"},
 		{"Delete", "DELETE", "/customer-profile" + q, "", nil, 204, ""},
 		{"ErrDeleteAgain", "DELETE", "/customer-profile" + q, "", nil, 404, "not-found"},
-		{"PartitionGone", "GET", "/partitions", "", nil, 200, `{"partitions":[],"partitionsInUse":0,"totalProfiles":0}`},
+		{"PartitionGone", "GET", "/partitions", "", nil, 200, `{"partitions":[],"partitionsInUse":0,"totalProfiles":0,"totalPartitions":1000,"indexes":["companyName","customerTier"]}`},
 	}
 	for _, st := range steps {
 		var body io.Reader

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"mime"
 	"net"
@@ -63,10 +64,11 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"PATCH", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handlePatchProfile},
 		{"DELETE", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handleDeleteProfile},
 		{"POST", "/customer-profile/increment", ScopeWrite, []string{"emailAddress", "field", "by"}, s.handleIncrement},
-		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor"}, s.handleListProfiles},
+		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor", anyParam}, s.handleListProfiles},
 		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
 		{"GET", "/customer-profiles/export", ScopeRead, nil, s.handleExport},
+		{"GET", "/check", ScopeAdmin, []string{"partition"}, s.handleCheck},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
@@ -90,6 +92,10 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	return s
 }
 
+// anyParam in a route's parameters lets its handler take any name: a
+// search takes its conditions as FIELD=VALUE.
+const anyParam = "*"
+
 // handler serves one route. It gets the parsed query and returns its error,
 // so that every failure is answered the same way.
 type handler func(w http.ResponseWriter, r *http.Request, q url.Values) error
@@ -108,7 +114,7 @@ func (s *Server) serve(scope Scope, params []string, h handler) http.HandlerFunc
 			err = partmap.Errorf(partmap.EINVALID, "malformed query string: %v", err)
 		}
 		for name := range q {
-			if err == nil && !slices.Contains(params, name) {
+			if err == nil && !slices.Contains(params, name) && !slices.Contains(params, anyParam) {
 				err = unknownParam(name, params)
 			}
 		}
@@ -316,6 +322,18 @@ func (s *Server) handleListProfiles(w http.ResponseWriter, r *http.Request, q ur
 		return err
 	}
 	opts.Cursor = cursor
+	// Every other parameter is a search condition, FIELD=VALUE; the store
+	// refuses fields that are not indexed.
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if name == "limit" || name == "cursor" {
+			continue
+		}
+		v, err := oneParam(q, name, false)
+		if err != nil {
+			return err
+		}
+		opts.Where = append(opts.Where, partmap.Match{Field: name, Value: v})
+	}
 	page, err := s.store.ListProfiles(r.Context(), opts)
 	if err != nil {
 		return err
@@ -339,6 +357,8 @@ type partitionsReply struct {
 	Partitions      []partitionJSON `json:"partitions"`
 	PartitionsInUse int             `json:"partitionsInUse"`
 	TotalProfiles   int64           `json:"totalProfiles"`
+	TotalPartitions int             `json:"totalPartitions"`
+	Indexes         []string        `json:"indexes"`
 }
 
 func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request, q url.Values) error {
@@ -347,7 +367,11 @@ func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request, q 
 		return err
 	}
 	reply := partitionsReply{Partitions: make([]partitionJSON, len(stats.Partitions)),
-		PartitionsInUse: len(stats.Partitions), TotalProfiles: stats.TotalProfiles}
+		PartitionsInUse: len(stats.Partitions), TotalProfiles: stats.TotalProfiles,
+		TotalPartitions: stats.TotalPartitions, Indexes: stats.Indexes}
+	if reply.Indexes == nil {
+		reply.Indexes = []string{}
+	}
 	for i, p := range stats.Partitions {
 		reply.Partitions[i] = partitionJSON{p.Partition.String(), p.Profiles}
 	}

@@ -26,7 +26,7 @@ import (
 )
 
 // SchemaVersion is the on-disk layout this code reads and writes.
-const SchemaVersion = 1
+const SchemaVersion = 2 // 2 added secondary indexes; 1 has none
 
 // DefaultCacheBytes is the block cache size: large enough to keep the hot
 // records of a few million profiles, small enough for a modest server.
@@ -50,6 +50,10 @@ type Options struct {
 	MinSyncInterval time.Duration
 	// CacheBytes sizes Pebble's block cache; 0 means DefaultCacheBytes.
 	CacheBytes int64
+	// Indexes are the fields a new directory indexes for search; nil means
+	// partmap.DefaultIndexes and an empty slice none. An existing directory
+	// keeps its own, and refuses a non-nil Indexes that differs.
+	Indexes []string
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -122,8 +126,14 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
 	}
 	b := newBackend(db)
+	indexes, err := directory.ChooseIndexes(o.Indexes, fresh, meta.Indexes)
+	if err != nil {
+		db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("data directory %s: %w", path, err)
+	}
 	if fresh {
-		meta = engine.NewMeta(SchemaVersion, o.Partitions)
+		meta = engine.NewMeta(SchemaVersion, o.Partitions, indexes)
 		if err := b.Write(meta); err != nil {
 			db.Close()
 			lock.Close()
@@ -131,7 +141,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 	}
 	b.locks = engine.NewLocalLocks(meta.Partitions)
-	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits})
+	b.n, b.indexes = meta.Partitions, indexes
+	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: indexes})
 	return &Store{Directory: d, db: db, lock: lock}, nil
 }
 
@@ -151,7 +162,9 @@ func newBackend(db *pebble.DB) *backend {
 type backend struct {
 	db              *pebble.DB
 	locks           *engine.LocalLocks
-	*pebbledb.Store // metadata: Meta and Start
+	n               int      // partitions
+	indexes         []string // the indexed fields, in the metadata's order
+	*pebbledb.Store          // metadata: Meta and Start
 }
 
 func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Duration) (engine.Lease, error) {
@@ -254,6 +267,19 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	batch := b.db.NewBatch()
 	delta := make(map[partmap.Partition]int, 1)
 	for _, w := range writes {
+		remove, add := directory.IndexChanges(b.indexes, w)
+		for _, e := range remove {
+			if err := batch.Delete(indexKey(w.Partition, e), nil); err != nil {
+				batch.Close()
+				return nil, err
+			}
+		}
+		for _, e := range add {
+			if err := batch.Set(indexKey(w.Partition, e), nil, nil); err != nil {
+				batch.Close()
+				return nil, err
+			}
+		}
 		k := recordKey(w.Partition, w.Email)
 		var err error
 		switch {
@@ -292,6 +318,8 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	}
 	return pebbledb.Commit(b.db, batch)
 }
+
+func (b *backend) Count(_ context.Context, p partmap.Partition) (int64, error) { return b.count(p) }
 
 func (b *backend) count(p partmap.Partition) (int64, error) {
 	v, closer, err := b.db.Get(countKey(p))

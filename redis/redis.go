@@ -12,6 +12,7 @@ package redis
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,7 @@ import (
 )
 
 // SchemaVersion is the key layout this code reads and writes.
-const SchemaVersion = 1
+const SchemaVersion = 2 // 2 added secondary indexes; 1 has none
 
 // Options configure Open. A nil *Options means the defaults.
 type Options struct {
@@ -51,6 +52,10 @@ type Options struct {
 	// Namespace lets several directories share one Redis: it goes into
 	// every key, after the partition's hash tag. "" is the default directory.
 	Namespace string
+	// Indexes are the fields a new directory indexes for search; nil means
+	// partmap.DefaultIndexes and an empty slice none. An existing directory
+	// keeps its own, and refuses a non-nil Indexes that differs.
+	Indexes []string
 }
 
 // Store is a customer directory in Redis.
@@ -81,11 +86,12 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		o.ReplicaAckTimeout = time.Second
 	}
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout}
-	meta, err := b.openMeta(ctx)
+	meta, err := b.openMeta(ctx, o.Indexes)
 	if err != nil {
 		return nil, err
 	}
-	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits})
+	b.indexes = meta.Indexes
+	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: meta.Indexes})
 	return &Store{Directory: d, client: client}, nil
 }
 
@@ -94,6 +100,7 @@ func (s *Store) Close() error { return s.client.Close() }
 
 type backend struct {
 	client     goredis.UniversalClient
+	indexes    []string // the indexed fields, in the metadata's order
 	ttl        time.Duration
 	ns         string
 	acks       int
@@ -111,12 +118,35 @@ func (b *backend) recordKey(p partmap.Partition, e string) string {
 	return b.key(p) + "r:" + e
 }
 
-func (b *backend) openMeta(ctx context.Context) (engine.Meta, error) {
-	fresh := engine.NewMeta(SchemaVersion, partmap.DefaultPartitions)
+// indexKey is the sorted set of one indexed field's entries in p. Its
+// members are indexMember(value, email), all with score 0, so that they
+// sort by value, then email.
+func (b *backend) indexKey(p partmap.Partition, field int) string {
+	return b.key(p) + "x:" + strconv.Itoa(field)
+}
+
+// indexMember prefixes the value with its length (4 bytes, big-endian), so
+// that one value's members are exactly those that start with its prefix,
+// whatever bytes the value holds; the email (ASCII) follows.
+func indexMember(value, email string) string {
+	return valuePrefix(value) + email
+}
+
+func valuePrefix(value string) string {
+	return string(binary.BigEndian.AppendUint32(nil, uint32(len(value)))) + value
+}
+
+func (b *backend) openMeta(ctx context.Context, indexes []string) (engine.Meta, error) {
+	chosen, err := directory.ChooseIndexes(indexes, true, nil)
+	if err != nil {
+		return engine.Meta{}, err
+	}
+	fresh := engine.NewMeta(SchemaVersion, partmap.DefaultPartitions, chosen)
 	v, _ := json.Marshal(fresh)
 	// SET NX: of several servers opening a new directory at once, one
 	// writes the metadata and all read the same.
-	if err := b.client.SetNX(ctx, b.metaKey(), v, 0).Err(); err != nil {
+	created, err := b.client.SetNX(ctx, b.metaKey(), v, 0).Result()
+	if err != nil {
 		return engine.Meta{}, unavailable(err)
 	}
 	meta, err := b.Meta(ctx)
@@ -130,6 +160,9 @@ func (b *backend) openMeta(ctx context.Context) (engine.Meta, error) {
 		return meta, fmt.Errorf("redis: the key %s is not partmap's metadata", b.metaKey())
 	case meta.Partitions != partmap.DefaultPartitions:
 		return meta, fmt.Errorf("redis: the directory holds %d partitions but %d were expected", meta.Partitions, partmap.DefaultPartitions)
+	}
+	if meta.Indexes, err = directory.ChooseIndexes(indexes, created, meta.Indexes); err != nil {
+		return meta, fmt.Errorf("redis: %w", err)
 	}
 	return meta, nil
 }
@@ -253,26 +286,37 @@ func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (p
 	return rec, true, nil
 }
 
-// commitScript applies one partition's writes if, and only if, the caller
-// still holds the partition's lock. KEYS: lock, count, emails, then one
-// record key per write. ARGV: token, then per write: email, value ("" to
-// delete), existed ("1" or "0").
+// commitScript applies one partition's writes and their index changes if,
+// and only if, the caller still holds the partition's lock. KEYS: lock,
+// count, emails, one record key per write, then one index key per index
+// change. ARGV: token, the number of writes, then per write: email, value
+// ("" to delete), existed ("1" or "0"); then per index change: "+" or "-"
+// and the member.
 var commitScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('PARTMAP_LOCK_LOST')
 end
+local writes = tonumber(ARGV[2])
 local delta = 0
-for i = 4, #KEYS do
-  local a = 2 + (i - 4) * 3
+for w = 1, writes do
+  local k, a = 3 + w, 3 + (w - 1) * 3
   local email, value, existed = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   if value == '' then
-    redis.call('DEL', KEYS[i])
+    redis.call('DEL', KEYS[k])
     redis.call('ZREM', KEYS[3], email)
     if existed == '1' then delta = delta - 1 end
   else
-    redis.call('SET', KEYS[i], value)
+    redis.call('SET', KEYS[k], value)
     redis.call('ZADD', KEYS[3], 0, email)
     if existed == '0' then delta = delta + 1 end
+  end
+end
+for k = 4 + writes, #KEYS do
+  local a = 3 + writes * 3 + (k - 4 - writes) * 2
+  if ARGV[a] == '+' then
+    redis.call('ZADD', KEYS[k], 0, ARGV[a + 1])
+  else
+    redis.call('ZREM', KEYS[k], ARGV[a + 1])
   end
 end
 if delta ~= 0 then
@@ -295,7 +339,9 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 	}
 	for _, p := range order {
 		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p)}
-		args := []any{lease.token}
+		args := []any{lease.token, len(byPartition[p])}
+		var indexKeys []string
+		var indexArgs []any
 		for _, w := range byPartition[p] {
 			keys = append(keys, b.recordKey(p, w.Email))
 			value := ""
@@ -307,7 +353,18 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 				existed = "1"
 			}
 			args = append(args, w.Email, value, existed)
+			remove, add := directory.IndexChanges(b.indexes, w)
+			for _, e := range remove {
+				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
+				indexArgs = append(indexArgs, "-", indexMember(e.Value, e.Email))
+			}
+			for _, e := range add {
+				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
+				indexArgs = append(indexArgs, "+", indexMember(e.Value, e.Email))
+			}
 		}
+		keys = append(keys, indexKeys...)
+		args = append(args, indexArgs...)
 		if err := b.run(ctx, keys, args); err != nil {
 			if strings.Contains(err.Error(), "PARTMAP_LOCK_LOST") {
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p)
@@ -365,31 +422,39 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int
 		if after != nil && p == after.Partition {
 			min = "(" + after.Email
 		}
-		emails, err := b.client.ZRangeByLex(ctx, b.emailsKey(p), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit - len(items))}).Result()
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		if len(emails) == 0 {
-			continue
-		}
-		keys := make([]string, len(emails))
-		for i, e := range emails {
-			keys[i] = b.recordKey(p, e)
-		}
-		values, err := b.client.MGet(ctx, keys...).Result()
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		for i, v := range values {
-			s, ok := v.(string)
-			if !ok {
-				continue // deleted between the two reads
-			}
-			rec, err := record.Decode([]byte(s))
+		for len(items) < limit {
+			count := limit - len(items)
+			emails, err := b.client.ZRangeByLex(ctx, b.emailsKey(p), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(count)}).Result()
 			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
+				return nil, unavailable(err)
 			}
-			items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
+			if len(emails) == 0 {
+				break
+			}
+			keys := make([]string, len(emails))
+			for i, e := range emails {
+				keys[i] = b.recordKey(p, e)
+			}
+			values, err := b.client.MGet(ctx, keys...).Result()
+			if err != nil {
+				return nil, unavailable(err)
+			}
+			for i, v := range values {
+				s, ok := v.(string)
+				if !ok {
+					continue // deleted between the two reads
+				}
+				rec, err := record.Decode([]byte(s))
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
+				}
+				items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
+			}
+			// A full batch thinned by deletions may leave more in p.
+			if len(emails) < count {
+				break
+			}
+			min = "(" + emails[len(emails)-1]
 		}
 	}
 	return items, nil

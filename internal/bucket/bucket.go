@@ -41,7 +41,7 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 	b := &backend{db: db, locks: engine.NewLocalLocks(partmap.DefaultPartitions), Store: &pebbledb.Store{DB: db}}
 	if _, ok, err := b.Read(); err != nil || !ok {
 		if err == nil {
-			err = b.Write(engine.NewMeta(1, partmap.DefaultPartitions))
+			err = b.Write(engine.NewMeta(1, partmap.DefaultPartitions, []string{}))
 		}
 		if err != nil {
 			db.Close()
@@ -226,3 +226,18 @@ type quiet struct{}
 func (quiet) Infof(string, ...any)      {}
 func (quiet) Errorf(f string, a ...any) { fmt.Printf("pebble: "+f+"\n", a...) }
 func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// The baseline keeps no secondary indexes: its directory indexes no field,
+// so Search is never called.
+func (b *backend) Search(context.Context, []directory.IndexMatch, *directory.Position, int) ([]directory.Item, error) {
+	return nil, errors.New("bucket: no secondary indexes")
+}
+
+func (b *backend) IndexEntries(context.Context, partmap.Partition) ([]directory.IndexEntry, error) {
+	return nil, nil
+}
+
+func (b *backend) Count(_ context.Context, p partmap.Partition) (int64, error) {
+	bk, err := b.load(p)
+	return int64(len(bk)), err
+}

@@ -11,17 +11,17 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 func TestCursorRoundTrip(t *testing.T) {
 	for _, pos := range []Position{{0, ""}, {278, "alice@example.com"}, {999, strings.Repeat("z", 320)}} {
-		got, err := decodeCursor(testKey, encodeCursor(testKey, pos), partmap.DefaultPartitions)
+		got, err := decodeCursor(testKey, encodeCursor(testKey, pos, nil), partmap.DefaultPartitions, nil)
 		if err != nil || got != pos {
 			t.Fatalf("%+v → %+v, %v", pos, got, err)
 		}
 	}
 	// A cursor for a partition the directory does not have is refused, even
 	// when its MAC is right (it would come from before a resize).
-	if _, err := decodeCursor(testKey, encodeCursor(testKey, Position{1000, "a"}), 1000); err == nil {
+	if _, err := decodeCursor(testKey, encodeCursor(testKey, Position{1000, "a"}, nil), 1000, nil); err == nil {
 		t.Fatal("accepted a cursor beyond the partition count")
 	}
-	if _, err := decodeCursor([]byte("another key"), encodeCursor(testKey, Position{1, "a"}), 1000); err == nil {
+	if _, err := decodeCursor([]byte("another key"), encodeCursor(testKey, Position{1, "a"}, nil), 1000, nil); err == nil {
 		t.Fatal("accepted a cursor made with another key")
 	}
 }
@@ -30,21 +30,39 @@ func TestCursorRoundTrip(t *testing.T) {
 // directory made, unchanged, yields a position, so no forged cursor can
 // start a page anywhere.
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(encodeCursor(testKey, Position{278, "alice@example.com"}))
-	f.Add(encodeCursor(testKey, Position{0, ""}))
+	f.Add(encodeCursor(testKey, Position{278, "alice@example.com"}, nil))
+	f.Add(encodeCursor(testKey, Position{0, ""}, nil))
 	f.Add("")
 	f.Add("AAAA")
 	f.Add("!!!!")
 	f.Fuzz(func(t *testing.T, cursor string) {
-		pos, err := decodeCursor(testKey, cursor, partmap.DefaultPartitions)
+		pos, err := decodeCursor(testKey, cursor, partmap.DefaultPartitions, nil)
 		if err != nil {
 			if partmap.ErrorCode(err) != partmap.EINVALID {
 				t.Fatalf("%q: %v, want invalid", cursor, err)
 			}
 			return
 		}
-		if again := encodeCursor(testKey, pos); again != cursor {
+		if again := encodeCursor(testKey, pos, nil); again != cursor {
 			t.Fatalf("%q decoded to %+v, which encodes as %q", cursor, pos, again)
 		}
 	})
+}
+
+// A search's cursor continues that search only.
+func TestCursorIsBoundToItsSearch(t *testing.T) {
+	pos := Position{7, "a@b"}
+	gold := searchScope([]IndexMatch{{1, "gold"}})
+	c := encodeCursor(testKey, pos, gold)
+	if got, err := decodeCursor(testKey, c, 1000, gold); err != nil || got != pos {
+		t.Fatalf("same search: %v %v", got, err)
+	}
+	for _, other := range [][]byte{nil, searchScope([]IndexMatch{{1, "silver"}}), searchScope([]IndexMatch{{0, "gold"}})} {
+		if _, err := decodeCursor(testKey, c, 1000, other); err == nil {
+			t.Errorf("a cursor of %q was accepted for %q", gold, other)
+		}
+	}
+	if _, err := decodeCursor(testKey, encodeCursor(testKey, pos, nil), 1000, gold); err == nil {
+		t.Error("a listing's cursor was accepted for a search")
+	}
 }

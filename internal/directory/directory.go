@@ -32,6 +32,13 @@ type Backend interface {
 	Counts(ctx context.Context) ([]partmap.PartitionCount, error)
 	// Snapshot freezes the whole directory for an export.
 	Snapshot(ctx context.Context) (Snapshot, error)
+	// Search is Scan restricted to the profiles whose index entries match
+	// every condition (at least one is given).
+	Search(ctx context.Context, where []IndexMatch, after *Position, limit int) ([]Item, error)
+	// IndexEntries returns every index entry stored in partition p.
+	IndexEntries(ctx context.Context, p partmap.Partition) ([]IndexEntry, error)
+	// Count returns partition p's stored profile count.
+	Count(ctx context.Context, p partmap.Partition) (int64, error)
 }
 
 // Snapshot is a frozen view of every profile.
@@ -47,6 +54,7 @@ type Snapshot interface {
 type Options struct {
 	LockWait time.Duration   // 0 means fail fast; use DefaultLockWait for the default
 	Limits   *partmap.Limits // nil means partmap.DefaultLimits
+	Indexes  []string        // the indexed fields, from the metadata (see ChooseIndexes)
 }
 
 // Directory is the customer directory over one backend.
@@ -55,6 +63,7 @@ type Directory struct {
 	engine  *engine.Engine
 	limits  partmap.Limits
 	n       int
+	indexes []string
 	metrics *storeMetrics
 
 	// started only ever goes from false to true, so a cached true is safe.
@@ -72,6 +81,7 @@ func New(backend Backend, n int, opts Options) *Directory {
 		engine:  engine.New(backend, n, opts.LockWait),
 		limits:  partmap.DefaultLimits,
 		n:       n,
+		indexes: opts.Indexes,
 		metrics: newStoreMetrics(),
 	}
 	d.engine.SetHooks(d.metrics.hooks())

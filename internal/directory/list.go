@@ -38,27 +38,37 @@ func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) 
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.Page{}, err
 	}
+	where, err := d.indexMatches(opts.Where)
+	if err != nil {
+		return partmap.Page{}, err
+	}
+	scope := searchScope(where)
 	key, err := d.cursorKey(ctx)
 	if err != nil {
 		return partmap.Page{}, err
 	}
 	var after *Position
 	if opts.Cursor != "" {
-		pos, err := decodeCursor(key, opts.Cursor, d.n)
+		pos, err := decodeCursor(key, opts.Cursor, d.n, scope)
 		if err != nil {
 			return partmap.Page{}, err
 		}
 		after = &pos
 	}
 	// One more than asked tells whether another page follows.
-	items, err := d.backend.Scan(ctx, after, limit+1)
+	var items []Item
+	if len(where) == 0 {
+		items, err = d.backend.Scan(ctx, after, limit+1)
+	} else {
+		items, err = d.backend.Search(ctx, where, after, limit+1)
+	}
 	if err != nil {
 		return partmap.Page{}, err
 	}
 	var page partmap.Page
 	if len(items) > limit {
 		items = items[:limit]
-		page.NextCursor = encodeCursor(key, items[limit-1].Position)
+		page.NextCursor = encodeCursor(key, items[limit-1].Position, scope)
 	}
 	page.Profiles = make([]partmap.Record, len(items))
 	for i, it := range items {
@@ -75,7 +85,7 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 	if err != nil {
 		return partmap.PartitionStats{}, err
 	}
-	stats := partmap.PartitionStats{Partitions: counts}
+	stats := partmap.PartitionStats{Partitions: counts, TotalPartitions: d.n, Indexes: d.Indexes()}
 	for _, c := range counts {
 		stats.TotalProfiles += c.Profiles
 	}
@@ -100,14 +110,17 @@ func (d *Directory) cursorKey(ctx context.Context) ([]byte, error) {
 // A cursor is the last position of a page, authenticated with the
 // directory's secret, so that a cursor cannot be forged or corrupted into a
 // page the directory never served.
-func encodeCursor(key []byte, pos Position) string {
+//
+// A search's cursor is also bound to its conditions (scope), so that it
+// cannot continue another search or a plain listing.
+func encodeCursor(key []byte, pos Position, scope []byte) string {
 	b := binary.BigEndian.AppendUint32(nil, uint32(pos.Partition))
 	b = append(b, pos.Email...)
-	b = append(b, cursorMAC(key, b)...)
+	b = append(b, cursorMAC(key, b, scope)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(key []byte, cursor string, partitions int) (Position, error) {
+func decodeCursor(key []byte, cursor string, partitions int, scope []byte) (Position, error) {
 	bad := partmap.Errorf(partmap.EINVALID, "cursor is not one this directory issued; start again without a cursor")
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	// One spelling per cursor: the decoder would also take line breaks and
@@ -116,7 +129,7 @@ func decodeCursor(key []byte, cursor string, partitions int) (Position, error) {
 		return Position{}, bad
 	}
 	body, mac := b[:len(b)-cursorMACBytes], b[len(b)-cursorMACBytes:]
-	if !hmac.Equal(mac, cursorMAC(key, body)) {
+	if !hmac.Equal(mac, cursorMAC(key, body, scope)) {
 		return Position{}, bad
 	}
 	pos := Position{Partition: partmap.Partition(binary.BigEndian.Uint32(body)), Email: string(body[4:])}
@@ -126,10 +139,15 @@ func decodeCursor(key []byte, cursor string, partitions int) (Position, error) {
 	return pos, nil
 }
 
-func cursorMAC(key, body []byte) []byte {
+func cursorMAC(key, body, scope []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("partmap cursor v1\x00"))
 	m.Write(body)
+	if len(scope) > 0 {
+		// After the body, whose length the cursor fixes: no ambiguity.
+		m.Write([]byte("\x00search\x00"))
+		m.Write(scope)
+	}
 	return m.Sum(nil)[:cursorMACBytes]
 }
 

@@ -36,22 +36,27 @@ type Meta struct {
 	Partitions int    `json:"partitions"`
 	Started    bool   `json:"started"`
 	CursorKey  []byte `json:"cursorKey"` // authenticates enumeration cursors
+	// Indexes are the fields with a secondary index, in a fixed order: an
+	// index entry names its field by position in this list.
+	Indexes []string `json:"indexes,omitempty"`
 }
 
 // NewMeta describes a new directory, with a fresh random cursor key.
-func NewMeta(schema, partitions int) Meta {
+func NewMeta(schema, partitions int, indexes []string) Meta {
 	key := make([]byte, 32)
 	rand.Read(key)
-	return Meta{Schema: schema, Partitions: partitions, CursorKey: key}
+	return Meta{Schema: schema, Partitions: partitions, CursorKey: key, Indexes: indexes}
 }
 
-// Write is one staged change. Existed tells the backend whether the record
-// was there before, so it can keep per-partition counts without reading.
+// Write is one staged change. Previous is the record it replaces (nil when
+// there was none), so that a backend can keep per-partition counts and
+// secondary indexes without reading.
 type Write struct {
 	Partition partmap.Partition
 	Email     string
 	Record    *partmap.Record // nil deletes
 	Existed   bool
+	Previous  *partmap.Record // the stored record before this invocation
 }
 
 // Lease is a set of held partition locks. Release must be safe to call more
@@ -265,7 +270,7 @@ func (tx *Tx) stage(p partmap.Partition, email string, rec *partmap.Record) erro
 			return nil // nothing to delete
 		}
 		k.staged = len(tx.writes)
-		tx.writes = append(tx.writes, Write{Partition: p, Email: email, Existed: k.existed})
+		tx.writes = append(tx.writes, Write{Partition: p, Email: email, Existed: k.existed, Previous: k.rec})
 	}
 	tx.writes[k.staged].Record = rec
 	k.rec = rec

@@ -30,17 +30,27 @@ func listAll(t interface{ Fatalf(string, ...any) }, s partmap.Store, limit int) 
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
+	return listWhere(t, s, limit, nil, true)
+}
+
+// listWhere is listAll for a search. strict also refuses an empty page
+// reached through a cursor, which only concurrent deletes can explain: the
+// profile that told the previous page another one followed was deleted.
+func listWhere(t interface{ Fatalf(string, ...any) }, s partmap.Store, limit int, where []partmap.Match, strict bool) []partmap.Record {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	var all []partmap.Record
 	cursor := ""
 	for pages := 0; ; pages++ {
-		page, err := s.ListProfiles(context.Background(), partmap.ListOptions{Cursor: cursor, Limit: limit})
+		page, err := s.ListProfiles(context.Background(), partmap.ListOptions{Cursor: cursor, Limit: limit, Where: where})
 		if err != nil {
 			t.Fatalf("page %d: %v", pages, err)
 		}
 		if len(page.Profiles) > limit || (page.NextCursor != "" && len(page.Profiles) != limit) {
 			t.Fatalf("page %d has %d profiles with limit %d (next %q)", pages, len(page.Profiles), limit, page.NextCursor)
 		}
-		if cursor != "" && len(page.Profiles) == 0 {
+		if strict && cursor != "" && len(page.Profiles) == 0 {
 			t.Fatalf("page %d, reached through a cursor, is empty: the previous page should have been the last", pages)
 		}
 		for _, rec := range page.Profiles {
@@ -155,6 +165,8 @@ func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		var stop atomic.Bool
 		var wg sync.WaitGroup
+		// Stop the writers before the test ends, also when it fails.
+		defer func() { stop.Store(true); wg.Wait() }()
 		for w := range 4 {
 			wg.Go(func() {
 				for i := 0; !stop.Load(); i++ {
@@ -166,7 +178,7 @@ func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 						err = s.DeleteProfile(ctx, e, partmap.Condition{})
 					}
 					if err != nil && partmap.ErrorCode(err) != partmap.ENOTFOUND && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
-						t.Error(err)
+						t.Errorf("writer %d: %v", w, err)
 						return
 					}
 				}
@@ -174,7 +186,7 @@ func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		for range 3 {
 			seen := map[string]int{}
-			for _, rec := range listAll(t, s, 7) {
+			for _, rec := range listWhere(t, s, 7, nil, false) {
 				seen[rec.Profile.Email()]++
 			}
 			for e := range stable {
@@ -183,8 +195,6 @@ func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 				}
 			}
 		}
-		stop.Store(true)
-		wg.Wait()
 	})
 }
 
