@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -10,6 +11,15 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/model"
 )
+
+func matchesAll(p partmap.Profile, where []partmap.Match) bool {
+	for _, m := range where {
+		if v, ok := p[m.Field]; !ok || v != m.Value {
+			return false
+		}
+	}
+	return true
+}
 
 // RunModel checks random operation sequences against the sequential model
 // (internal/model), comparing every answer and, after each sequence, the
@@ -23,7 +33,12 @@ func RunModel(t *testing.T, open Opener) {
 	colliding, _ := Colliding(2, partmap.DefaultPartitions, "model")
 	spellings := append([]string{"a@x.io", " A@X.io\t", "b@x.io", "B@x.IO"}, colliding...)
 	genEmail := rapid.SampledFrom(spellings)
-	genField := rapid.SampledFrom([]string{"fullName", "visits", "n.x"})
+	stats, err := s.ListPartitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexes := stats.Indexes
+	genField := rapid.SampledFrom(append([]string{"fullName", "visits", "n.x"}, indexes...))
 	genValue := rapid.SampledFrom([]string{"", "0", "7", "-1", "abc", "9223372036854775807", "007", "é🙂"})
 	genFields := rapid.SliceOfNDistinct(genField, 0, 3, func(s string) string { return s })
 	genOp := rapid.Custom(func(rt *rapid.T) model.Op {
@@ -105,6 +120,38 @@ func RunModel(t *testing.T, open Opener) {
 				}
 			},
 		})
+		// Searches equal a brute-force filter over the enumeration, and the
+		// check finds no drift.
+		if len(indexes) > 0 {
+			all := listAll(rt, s, partmap.MaxPageLimit)
+			for range rapid.IntRange(1, 4).Draw(rt, "searches") {
+				fields := rapid.SliceOfNDistinct(rapid.SampledFrom(indexes), 1, len(indexes), func(s string) string { return s }).Draw(rt, "searchFields")
+				var where []partmap.Match
+				for _, f := range fields {
+					where = append(where, partmap.Match{Field: f, Value: genValue.Draw(rt, "searchValue")})
+				}
+				var want []string
+				for _, rec := range all {
+					if matchesAll(rec.Profile, where) {
+						want = append(want, rec.Profile.Email())
+					}
+				}
+				var got []string
+				for _, rec := range listWhere(rt, s, rapid.IntRange(1, 4).Draw(rt, "searchPageSize"), where, true) {
+					got = append(got, rec.Profile.Email())
+				}
+				if !slices.Equal(got, want) {
+					rt.Fatalf("search %v: got %v, brute force %v", where, got, want)
+				}
+			}
+			for _, e := range spellings {
+				c, err := s.CheckPartition(ctx, partmap.PartitionOf(canon(e), partmap.DefaultPartitions))
+				if err != nil || !c.OK() {
+					rt.Fatalf("check of %s: %+v %v", e, c, err)
+				}
+			}
+		}
+
 		// The enumeration and the partition counts agree with the model.
 		listed := listAll(rt, s, rapid.IntRange(1, 4).Draw(rt, "pageSize"))
 		if len(listed) != len(state) {

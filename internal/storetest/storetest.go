@@ -51,6 +51,7 @@ func RunStore(t *testing.T, open Opener) {
 	runList(t, started)
 	runBulk(t, started)
 	runExport(t, open, started)
+	runSearch(t, started)
 
 	t.Run("Start", func(t *testing.T) {
 		s := open(t)

@@ -1,0 +1,101 @@
+package pebble
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
+)
+
+// The check reports entries that went missing, entries no profile backs,
+// and a count that disagrees, and nothing else.
+func TestCheckReportsDrift(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(ctx)
+	const email = "drift@example.com"
+	p := partmap.PartitionOf(email, partmap.DefaultPartitions)
+	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.CheckPartition(ctx, p); err != nil || !c.OK() || c.IndexEntries != 2 {
+		t.Fatalf("before the damage: %+v %v", c, err)
+	}
+	// Damage the partition behind the store's back.
+	b := s.db.NewBatch()
+	b.Delete(indexKey(p, directory.IndexEntry{Field: 1, Value: "gold", Email: email}), nil)
+	b.Set(indexKey(p, directory.IndexEntry{Field: 0, Value: "Globex", Email: "ghost@example.com"}), nil, nil)
+	b.Set(countKey(p), binary.AppendUvarint(nil, 3), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CheckPartition(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []partmap.IndexDrift{
+		{Email: email, Field: "customerTier", Value: "gold", Missing: true},
+		{Email: "ghost@example.com", Field: "companyName", Value: "Globex"},
+	}
+	if c.OK() || c.Profiles != 1 || c.Counted != 3 || !slices.Equal(c.Drift, want) {
+		t.Fatalf("after the damage: %+v", c)
+	}
+	// A search sees what the index says: the lost entry hides the profile.
+	page, err := s.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "customerTier", Value: "gold"}}})
+	if err != nil || len(page.Profiles) != 0 {
+		t.Fatalf("search after the damage: %v %v", page, err)
+	}
+}
+
+// The indexed fields are chosen when a directory is created and kept.
+func TestIndexesArePersisted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, &Options{Indexes: []string{"city"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start(ctx)
+	s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "a@b.c", "city": "Oslo"}, partmap.Condition{})
+	s.Close()
+
+	for _, tc := range []struct {
+		want []string
+		ok   bool
+	}{{nil, true}, {[]string{"city"}, true}, {[]string{"companyName"}, false}, {[]string{"city", "city"}, false}} {
+		s, err := Open(dir, &Options{Indexes: tc.want})
+		if (err == nil) != tc.ok {
+			t.Fatalf("reopen with %v: %v", tc.want, err)
+		}
+		if err != nil {
+			continue
+		}
+		stats, _ := s.ListPartitions(ctx)
+		page, err := s.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "city", Value: "Oslo"}}})
+		s.Close()
+		if !slices.Equal(stats.Indexes, []string{"city"}) || err != nil || len(page.Profiles) != 1 {
+			t.Fatalf("reopen with %v: indexes %v, search %v %v", tc.want, stats.Indexes, page, err)
+		}
+	}
+	none, err := Open(t.TempDir(), &Options{Indexes: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Close()
+	none.Start(ctx)
+	if stats, err := none.ListPartitions(ctx); err != nil || len(stats.Indexes) != 0 {
+		t.Fatalf("a directory made with no indexes has %v (%v)", stats.Indexes, err)
+	}
+	if _, err := none.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "companyName", Value: "x"}}}); partmap.ErrorCode(err) != partmap.EINVALID {
+		t.Fatalf("search without indexes: %v", err)
+	}
+}

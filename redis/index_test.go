@@ -1,0 +1,69 @@
+package redis_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/redis"
+)
+
+// The check reports entries that went missing, entries no profile backs,
+// and a count that disagrees.
+func TestCheckReportsDrift(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	s.Start(ctx)
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	defer c.Close()
+	const email = "drift@example.com"
+	p := partmap.PartitionOf(email, partmap.DefaultPartitions)
+	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	member := func(value, email string) string {
+		return string(binary.BigEndian.AppendUint32(nil, uint32(len(value)))) + value + email
+	}
+	key := func(field int) string { return fmt.Sprintf("{%s}::x:%d", p, field) }
+	if n, err := c.ZRem(ctx, key(1), member("gold", email)).Result(); err != nil || n != 1 {
+		t.Fatalf("the index key layout changed (%d, %v): update this test", n, err)
+	}
+	c.ZAdd(ctx, key(0), goredis.Z{Member: member("Globex", "ghost@example.com")})
+	c.Set(ctx, fmt.Sprintf("{%s}::count", p), "3", 0)
+	check, err := s.CheckPartition(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []partmap.IndexDrift{
+		{Email: email, Field: "customerTier", Value: "gold", Missing: true},
+		{Email: "ghost@example.com", Field: "companyName", Value: "Globex"},
+	}
+	if check.OK() || check.Profiles != 1 || check.Counted != 3 || !slices.Equal(check.Drift, want) {
+		t.Fatalf("after the damage: %+v", check)
+	}
+}
+
+// Servers that open an existing directory share its indexed fields; one
+// asking for others is refused.
+func TestIndexesArePersisted(t *testing.T) {
+	ctx := context.Background()
+	a := open(t, &redis.Options{Indexes: []string{"city"}})
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	defer c.Close()
+	a.Start(ctx)
+	if _, err := redis.Open(ctx, c, &redis.Options{Indexes: []string{"companyName"}}); err == nil {
+		t.Fatal("opened with other indexes")
+	}
+	b, err := redis.Open(ctx, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := b.ListPartitions(ctx); err != nil || !slices.Equal(stats.Indexes, []string{"city"}) {
+		t.Fatalf("indexes %v, %v", stats.Indexes, err)
+	}
+}
