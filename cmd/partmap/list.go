@@ -11,15 +11,33 @@ import (
 )
 
 func runList(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "list", "")
+	return list(ctx, e, "list", args, 0)
+}
+
+func runSearch(ctx context.Context, e *env, args []string) error {
+	return list(ctx, e, "search", args, 1)
+}
+
+// list lists every profile, or those whose fields hold the values that the
+// FIELD=VALUE arguments give (a search through the indexes).
+func list(ctx context.Context, e *env, name string, args []string, minConditions int) error {
+	cf := newClientCommand(e, name, "[FIELD=VALUE]...")
 	pageSize := cf.fs.Int("page-size", partmap.DefaultPageLimit, fmt.Sprintf("profiles fetched per request (1 to %d)", partmap.MaxPageLimit))
 	asJSON := cf.fs.Bool("json", false, "print one JSON profile per line (JSON Lines) instead of a table")
-	_, cl, err := cf.parse(args, 0, 0)
+	conditions, cl, err := cf.parse(args, minConditions, partmap.MaxIndexes)
 	if err != nil {
 		return err
 	}
 	if *pageSize < 1 || *pageSize > partmap.MaxPageLimit {
 		return usagef("--page-size must be from 1 to %d", partmap.MaxPageLimit)
+	}
+	var where []partmap.Match
+	for _, c := range conditions {
+		field, value, ok := strings.Cut(c, "=")
+		if !ok || field == "" {
+			return usagef("a search condition is FIELD=VALUE, not %q", c)
+		}
+		where = append(where, partmap.Match{Field: field, Value: value})
 	}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
@@ -28,7 +46,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	}
 	n, cursor := 0, ""
 	for {
-		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: *pageSize})
+		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: *pageSize, Where: where})
 		if err != nil {
 			return err
 		}

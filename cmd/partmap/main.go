@@ -62,6 +62,8 @@ var commands = map[string]command{
 	"stats":      {"summarise partition sizes, with a histogram (--plot FILE for SVG or PNG)", runStats},
 	"token":      {"make a bearer token and its auth-file line", runToken},
 	"import":     {"import profiles from a JSON Lines or CSV file, validating first", runImport},
+	"search":     {"list the profiles whose indexed fields hold the given values", runSearch},
+	"check":      {"verify that every partition's count and indexes agree with its profiles", runCheck},
 	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},

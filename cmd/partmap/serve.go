@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
@@ -25,6 +26,7 @@ type serveConfig struct {
 	replicaAcks     int
 	lockWait        time.Duration
 	minSync         time.Duration
+	indexes         string // --index: "" keeps the directory's (or the default), "none" or a comma list
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
@@ -53,6 +55,9 @@ func (c serveConfig) Validate() error {
 	}
 	if c.minSync < 0 {
 		return usagef("--wal-min-sync-interval must not be negative")
+	}
+	if err := partmap.CheckIndexes(c.indexList()); err != nil {
+		return usagef("--index: %s", partmap.ErrorMessage(err))
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return usagef("--log-format must be text or json, not %q", c.logFormat)
@@ -85,7 +90,18 @@ func (c serveConfig) storeOptions() *pebble.Options {
 	if wait == 0 {
 		wait = -1
 	}
-	return &pebble.Options{LockWait: wait, MinSyncInterval: c.minSync}
+	return &pebble.Options{LockWait: wait, MinSyncInterval: c.minSync, Indexes: c.indexList()}
+}
+
+// indexList reads --index: nil leaves the choice to the directory.
+func (c serveConfig) indexList() []string {
+	switch c.indexes {
+	case "":
+		return nil
+	case "none":
+		return []string{}
+	}
+	return strings.Split(c.indexes, ",")
 }
 
 // isLoopback reports whether addr only accepts connections from this machine.
@@ -108,6 +124,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
 	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR), redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT[,HOST:PORT...]")
 	fs.IntVar(&c.replicaAcks, "redis-min-replicas-ack", 0, "with a Redis store, make each commit WAIT for `N` replica acknowledgements (0: do not wait)")
+	fs.StringVar(&c.indexes, "index", "", "comma-separated `fields` a new directory indexes for search, or none (default companyName,customerTier); an existing directory keeps its own")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")

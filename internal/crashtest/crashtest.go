@@ -46,11 +46,12 @@ type Result struct {
 	InFlight     int   // writes in flight at a kill
 	Landed       int   // of those, how many turned out to have landed
 	Verified     int   // profile checks after restarts
+	Checked      int   // partition checks (counts and indexes) after restarts
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("%d kill cycles, %d acknowledged writes, %d profile checks after restarts; "+
-		"%d writes were in flight at a kill and %d of them had landed", r.Cycles, r.Acknowledged, r.Verified, r.InFlight, r.Landed)
+	return fmt.Sprintf("%d kill cycles, %d acknowledged writes, %d profile checks and %d partition checks after restarts; "+
+		"%d writes were in flight at a kill and %d of them had landed", r.Cycles, r.Acknowledged, r.Verified, r.Checked, r.InFlight, r.Landed)
 }
 
 // key is the known state of one email: what the model says, and the
@@ -231,6 +232,21 @@ func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, res *R
 	if stats.TotalProfiles != live {
 		return fmt.Errorf("the directory holds %d profiles, but %d were written", stats.TotalProfiles, live)
 	}
+	// Every partition's count and index entries agree with its profiles: a
+	// kill never leaves a write half-indexed.
+	for p := range partmap.Partition(stats.TotalPartitions) {
+		c, err := cl.CheckPartition(ctx, p)
+		if err != nil {
+			return fmt.Errorf("check of %s: %w", p, err)
+		}
+		if !c.OK() {
+			return fmt.Errorf("check of %s found drift: %+v", p, c)
+		}
+		res.Checked++
+	}
+	if stats.TotalPartitions == 0 {
+		return fmt.Errorf("the server did not say how many partitions it has")
+	}
 	return nil
 }
 
@@ -262,7 +278,9 @@ type server struct {
 }
 
 func start(ctx context.Context, cfg Config) (*server, error) {
-	cmd := exec.CommandContext(ctx, cfg.Binary, "serve", "--addr", "127.0.0.1:0", "--data", cfg.Data, "--lock-wait", "10ms")
+	// The model writes the fields a and n: indexing them makes every write
+	// maintain index entries, which the check after each restart verifies.
+	cmd := exec.CommandContext(ctx, cfg.Binary, "serve", "--addr", "127.0.0.1:0", "--data", cfg.Data, "--lock-wait", "10ms", "--index", "a,n")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

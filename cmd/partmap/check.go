@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+)
+
+func runCheck(ctx context.Context, e *env, args []string) error {
+	cf := newClientCommand(e, "check", "")
+	only := cf.fs.Int("partition", -1, "check only this partition `number`")
+	_, cl, err := cf.parse(args, 0, 0)
+	if err != nil {
+		return err
+	}
+	stats, err := cl.ListPartitions(ctx)
+	if err != nil {
+		return err
+	}
+	n := stats.TotalPartitions
+	if n == 0 {
+		n = partmap.DefaultPartitions // a server from before totalPartitions
+	}
+	first, last := 0, n-1
+	if *only >= 0 {
+		if *only >= n {
+			return usagef("--partition must be from 0 to %d", n-1)
+		}
+		first, last = *only, *only
+	} else if *only != -1 {
+		return usagef("--partition must be from 0 to %d", n-1)
+	}
+	drifted, err := checkPartitions(ctx, cl, first, last, e)
+	if err != nil {
+		return err
+	}
+	if drifted > 0 {
+		return fmt.Errorf("%d of %d partitions have drifted (see above); nothing was repaired", drifted, last-first+1)
+	}
+	fmt.Fprintf(e.stdout, "checked %d partitions: counts and indexes (%s) agree with the profiles\n", last-first+1, indexList(stats.Indexes))
+	return nil
+}
+
+// checkPartitions checks first..last and prints every drift; it returns
+// how many partitions drifted.
+func checkPartitions(ctx context.Context, cl *pmhttp.Client, first, last int, e *env) (int, error) {
+	bar := progressbar.NewOptions(last-first+1, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
+		progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+	drifted := 0
+	for p := first; p <= last; p++ {
+		c, err := cl.CheckPartition(ctx, partmap.Partition(p))
+		if err != nil {
+			return drifted, fmt.Errorf("checking %s: %w", partmap.Partition(p), err)
+		}
+		bar.Add(1)
+		if c.OK() {
+			continue
+		}
+		drifted++
+		if c.Profiles != c.Counted {
+			fmt.Fprintf(e.stdout, "%s: %d profiles but the stored count is %d\n", c.Partition, c.Profiles, c.Counted)
+		}
+		for _, d := range c.Drift {
+			what := "stale index entry (no profile holds it)"
+			if d.Missing {
+				what = "missing index entry"
+			}
+			fmt.Fprintf(e.stdout, "%s: %s: %s %s=%q\n", c.Partition, what, d.Email, d.Field, d.Value)
+		}
+	}
+	bar.Finish()
+	return drifted, nil
+}
+
+func indexList(fields []string) string {
+	if len(fields) == 0 {
+		return "none"
+	}
+	return strings.Join(fields, ", ")
+}
