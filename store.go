@@ -1,6 +1,9 @@
 package partmap
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store is the contract every backend and the HTTP client implement. Errors
 // are *Error values; use errors.Is with the sentinels or ErrorCode.
@@ -80,6 +83,18 @@ type Store interface {
 	// whole (ENOTSTARTED, too many profiles).
 	UpsertProfiles(ctx context.Context, profiles []Profile) ([]BulkResult, error)
 
+	// LockWholeMap takes every partition's lock and holds it for d (more
+	// than 0, at most MaxWholeMapLock), for bulk maintenance: writers
+	// meanwhile fail with ELOCKCONFLICT (after their usual wait), exactly
+	// as behind any other writer, and retry; reads go on. One is held at a
+	// time (ELOCKCONFLICT otherwise). The lease releases it early; it
+	// releases itself when d has passed.
+	LockWholeMap(ctx context.Context, d time.Duration) (WholeMapLock, error)
+
+	// UnlockWholeMap releases the whole-map lock held under lease; an
+	// unknown or expired lease is ENOTFOUND.
+	UnlockWholeMap(ctx context.Context, lease string) error
+
 	// ExportProfiles calls fn with every profile, in ListProfiles order,
 	// from one consistent snapshot of the whole directory: the export shows
 	// the directory as it was at one instant, whatever is written meanwhile.
@@ -89,6 +104,15 @@ type Store interface {
 	// holds the whole-map lock, so writers meet lock conflicts meanwhile.
 	ExportProfiles(ctx context.Context, fn func(Record) error) error
 }
+
+// WholeMapLock is a held whole-map lock.
+type WholeMapLock struct {
+	Lease   string
+	Expires time.Time
+}
+
+// MaxWholeMapLock bounds how long one LockWholeMap holds every writer off.
+const MaxWholeMapLock = time.Hour
 
 // BulkResult is the outcome of one profile of UpsertProfiles.
 type BulkResult struct {

@@ -69,6 +69,8 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
 		{"GET", "/customer-profiles/export", ScopeRead, nil, s.handleExport},
 		{"GET", "/check", ScopeAdmin, []string{"partition"}, s.handleCheck},
+		{"POST", "/whole-map-lock", ScopeAdmin, []string{"seconds"}, s.handleLockWholeMap},
+		{"DELETE", "/whole-map-lock", ScopeAdmin, []string{"lease"}, s.handleUnlockWholeMap},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {

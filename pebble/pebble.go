@@ -351,3 +351,7 @@ func (quietLogger) Fatalf(format string, args ...any) {
 }
 
 var _ io.Closer = (*Store)(nil)
+
+func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Hold, error) {
+	return directory.HoldLocal(ctx, b.locks, b.n, wait)
+}

@@ -20,17 +20,41 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0`)
 
 // Snapshot freezes the directory by holding the whole-map lock: Redis has
-// no snapshots, and Redis Cluster cannot read many slots atomically. The
-// locks are kept alive past their TTL for as long as the export runs; a
-// lock that was lost anyway (a failover, a stalled process) fails the
-// export rather than passing off a moving view as a snapshot.
+// no snapshots, and Redis Cluster cannot read many slots atomically. A lock
+// lost meanwhile (a failover, a stalled process) fails the export rather
+// than passing off a moving view as a snapshot.
 func (b *backend) Snapshot(ctx context.Context) (directory.Snapshot, error) {
+	h, err := b.holdAll(ctx, snapshotLockWait)
+	if err != nil {
+		return nil, err
+	}
+	return snapshotHold{h}, nil
+}
+
+type snapshotHold struct{ *frozen }
+
+func (s snapshotHold) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.b.Scan(ctx, after, limit)
+}
+
+func (s snapshotHold) Close() error { return s.Release() }
+
+// HoldAll takes every partition lock and keeps them alive past their TTL
+// until Release.
+func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Hold, error) {
+	return b.holdAll(ctx, wait)
+}
+
+func (b *backend) holdAll(ctx context.Context, wait time.Duration) (*frozen, error) {
 	all := make([]partmap.Partition, partmap.DefaultPartitions)
 	for i := range all {
 		all[i] = partmap.Partition(i)
 	}
 	// The first locks must not expire while the last are awaited.
-	l, err := b.lock(ctx, all, snapshotLockWait, snapshotLockWait+b.ttl)
+	l, err := b.lock(ctx, all, wait, wait+b.ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +63,7 @@ func (b *backend) Snapshot(ctx context.Context) (directory.Snapshot, error) {
 	return s, nil
 }
 
+// frozen is the whole-map lock, kept alive until released.
 type frozen struct {
 	b     *backend
 	lease *lease
@@ -48,13 +73,6 @@ type frozen struct {
 
 	mu   sync.Mutex
 	lost error
-}
-
-func (s *frozen) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	if err := s.err(); err != nil {
-		return nil, err
-	}
-	return s.b.Scan(ctx, after, limit)
 }
 
 func (s *frozen) err() error {
@@ -101,7 +119,9 @@ func (s *frozen) extend() bool {
 	return true
 }
 
-func (s *frozen) Close() error {
+// Release stops the keep-alive and releases the locks; an error means one
+// was lost while held.
+func (s *frozen) Release() error {
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.done

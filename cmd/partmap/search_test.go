@@ -61,3 +61,28 @@ func TestServeIndexFlag(t *testing.T) {
 		t.Fatalf("search by a chosen index: %d %q %q", code, out, errOut)
 	}
 }
+
+func TestMapLockCommands(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	run(t, "", "start", srv)
+	code, lease, errOut := run(t, "", "map-lock", "--for", "30s", srv)
+	lease = strings.TrimSpace(lease)
+	if code != 0 || len(lease) != 32 || !strings.Contains(errOut, "map-unlock "+lease) {
+		t.Fatalf("map-lock: %d %q %q", code, lease, errOut)
+	}
+	if code, _, errOut := run(t, "", "map-lock", srv); code != 1 || !strings.Contains(errOut, "already held") {
+		t.Fatalf("a second map-lock: %d %q", code, errOut)
+	}
+	if code, _, _ := run(t, "", "map-unlock", lease, srv); code != 0 {
+		t.Fatalf("map-unlock: %d", code)
+	}
+	if code, _, errOut := run(t, "", "map-unlock", lease, srv); code != 1 || !strings.Contains(errOut, "no whole-map lock") {
+		t.Fatalf("a second map-unlock: %d %q", code, errOut)
+	}
+	for _, bad := range []string{"0s", "1500ms", "2h"} {
+		if code, _, _ := run(t, "", "map-lock", "--for", bad, srv); code != 2 {
+			t.Errorf("map-lock --for %s: exit %d, want 2", bad, code)
+		}
+	}
+}

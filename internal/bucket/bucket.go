@@ -241,3 +241,7 @@ func (b *backend) Count(_ context.Context, p partmap.Partition) (int64, error) {
 	bk, err := b.load(p)
 	return int64(len(bk)), err
 }
+
+func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Hold, error) {
+	return directory.HoldLocal(ctx, b.locks, partmap.DefaultPartitions, wait)
+}

@@ -39,6 +39,16 @@ type Backend interface {
 	IndexEntries(ctx context.Context, p partmap.Partition) ([]IndexEntry, error)
 	// Count returns partition p's stored profile count.
 	Count(ctx context.Context, p partmap.Partition) (int64, error)
+	// HoldAll takes the whole-map lock (every partition's), waiting up to
+	// wait for busy ones, and holds it until released, however long.
+	HoldAll(ctx context.Context, wait time.Duration) (Hold, error)
+}
+
+// Hold is the whole-map lock, held.
+type Hold interface {
+	// Release lets writers in again. An error means the lock was lost while
+	// held (on Redis: a failover, or a stall past the TTL).
+	Release() error
 }
 
 // Snapshot is a frozen view of every profile.
@@ -65,6 +75,8 @@ type Directory struct {
 	n       int
 	indexes []string
 	metrics *storeMetrics
+
+	wholeMap wholeMap // held by an operator, for bulk maintenance
 
 	// started only ever goes from false to true, so a cached true is safe.
 	started atomic.Bool
