@@ -378,3 +378,10 @@ func TestSlowBodyTimesOut(t *testing.T) {
 		t.Fatalf("got %d %s", r.status, r.body)
 	}
 }
+
+func TestResize(t *testing.T) {
+	storetest.RunResize(t, func(t *testing.T) partmap.Store {
+		srv, _ := newServer(t, &pebble.Options{LockWait: -1})
+		return newClient(t, srv.URL, nil)
+	})
+}

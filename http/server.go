@@ -71,6 +71,8 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"GET", "/check", ScopeAdmin, []string{"partition"}, s.handleCheck},
 		{"POST", "/whole-map-lock", ScopeAdmin, []string{"seconds"}, s.handleLockWholeMap},
 		{"DELETE", "/whole-map-lock", ScopeAdmin, []string{"lease"}, s.handleUnlockWholeMap},
+		{"POST", "/resize", ScopeAdmin, []string{"partitions"}, s.handleResize},
+		{"GET", "/resize", ScopeAdmin, nil, s.handleResizeStatus},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {

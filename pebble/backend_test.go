@@ -17,7 +17,7 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	b := newBackend(s.db)
+	b := newBackend(s.db, partmap.DefaultPartitions)
 	const p = partmap.Partition(278)
 	inv := engine.Invocation{Load: []partmap.Partition{p}, Lock: []partmap.Partition{p}}
 	write := func(fn func(tx *engine.Tx) error) {
@@ -31,7 +31,7 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 		if got, err := b.count(p); err != nil || got != want {
 			t.Fatalf("count: got %d, %v; want %d", got, err, want)
 		}
-		_, closer, err := s.db.Get(countKey(p))
+		_, closer, err := s.db.Get(countKey(nil, p))
 		if exists := err == nil; exists != (want > 0) {
 			t.Fatalf("count key exists=%v with %d profiles", exists, want)
 		}

@@ -32,9 +32,9 @@ func TestCheckReportsDrift(t *testing.T) {
 	}
 	// Damage the partition behind the store's back.
 	b := s.db.NewBatch()
-	b.Delete(indexKey(p, directory.IndexEntry{Field: 1, Value: "gold", Email: email}), nil)
-	b.Set(indexKey(p, directory.IndexEntry{Field: 0, Value: "Globex", Email: "ghost@example.com"}), nil, nil)
-	b.Set(countKey(p), binary.AppendUvarint(nil, 3), nil)
+	b.Delete(indexKey(nil, p, directory.IndexEntry{Field: 1, Value: "gold", Email: email}), nil)
+	b.Set(indexKey(nil, p, directory.IndexEntry{Field: 0, Value: "Globex", Email: "ghost@example.com"}), nil, nil)
+	b.Set(countKey(nil, p), binary.AppendUvarint(nil, 3), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	broken := directory.New(noLocks{newBackend(s.db)}, partmap.DefaultPartitions, directory.Options{})
+	broken := directory.New(noLocks{newBackend(s.db, partmap.DefaultPartitions)}, partmap.DefaultPartitions, directory.Options{})
 	if _, err := broken.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

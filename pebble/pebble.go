@@ -36,7 +36,8 @@ const DefaultCacheBytes = 64 << 20
 type Options struct {
 	// Partitions is the partition count the caller expects. A new directory
 	// is created with it; an existing one with another count is refused.
-	// 0 means partmap.DefaultPartitions.
+	// 0 means partmap.DefaultPartitions for a new directory, and whatever
+	// an existing one has (a resize may have changed it).
 	Partitions int
 	// LockWait is how long a write waits for its partition lock; a negative
 	// value fails at once. 0 means directory.DefaultLockWait.
@@ -76,6 +77,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
+	expect := o.Partitions // 0: whatever an existing directory has
 	if o.Partitions == 0 {
 		o.Partitions = partmap.DefaultPartitions
 	}
@@ -115,7 +117,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if !fresh {
 		// Check an existing directory read-only, so that a directory this
 		// code must refuse is left exactly as it was.
-		if meta, fresh, err = inspect(popts, path, o.Partitions); err != nil {
+		if meta, fresh, err = inspect(popts, path, expect); err != nil {
 			lock.Close()
 			return nil, fmt.Errorf("data directory %s: %w", path, err)
 		}
@@ -125,7 +127,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("open data directory %s: %w", path, err)
 	}
-	b := newBackend(db)
+	sp := &spaces{db: db, meta: &pebbledb.Store{DB: db}, locks: map[int]*engine.LocalLocks{}}
 	indexes, err := directory.ChooseIndexes(o.Indexes, fresh, meta.Indexes)
 	if err != nil {
 		db.Close()
@@ -134,15 +136,24 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	if fresh {
 		meta = engine.NewMeta(SchemaVersion, o.Partitions, indexes)
-		if err := b.Write(meta); err != nil {
+		if err := sp.meta.Write(meta); err != nil {
 			db.Close()
 			lock.Close()
 			return nil, fmt.Errorf("data directory %s: %w", path, err)
 		}
 	}
-	b.locks = engine.NewLocalLocks(meta.Partitions)
-	b.n, b.indexes = meta.Partitions, indexes
-	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: indexes})
+	sp.indexes = indexes
+	// A crash between a resize's switch and the removal of the version it
+	// left leaves that version behind: remove it now.
+	for v := range meta.Version {
+		if err := sp.Drop(context.Background(), directory.Space{Version: v}); err != nil {
+			db.Close()
+			lock.Close()
+			return nil, fmt.Errorf("data directory %s: removing version %d: %w", path, v, err)
+		}
+	}
+	d := directory.New(nil, 0, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: indexes, Spaces: sp, Meta: &meta})
+	d.ResumeResize() // after a crash in the middle of one
 	return &Store{Directory: d, db: db, lock: lock}, nil
 }
 
@@ -150,25 +161,139 @@ func Open(path string, opts *Options) (*Store, error) {
 // durable, so Close has nothing to save. Calling it again does nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.Directory.Close() // a resize in progress stops, to resume at the next open
 		s.closeErr = errors.Join(s.db.Close(), s.lock.Close())
 	})
 	return s.closeErr
 }
 
-func newBackend(db *pebble.DB) *backend {
-	return &backend{db: db, Store: &pebbledb.Store{DB: db}}
+// spaces builds backends over the directory's layout versions, which all
+// live in the one database.
+type spaces struct {
+	db      *pebble.DB
+	meta    *pebbledb.Store
+	indexes []string
+
+	mu    sync.Mutex
+	locks map[int]*engine.LocalLocks // by version: shared by every backend over it
+}
+
+func (s *spaces) Backend(versions ...directory.Space) directory.Backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := &backend{db: s.db, Store: s.meta, indexes: s.indexes}
+	for _, v := range versions {
+		locks, ok := s.locks[v.Version]
+		if !ok {
+			locks = engine.NewLocalLocks(v.Partitions)
+			s.locks[v.Version] = locks
+		}
+		b.spaces = append(b.spaces, space{version: v.Version, n: v.Partitions, prefix: spacePrefix(v.Version), locks: locks})
+	}
+	return b
+}
+
+// Drop deletes a version's keys with range deletions, durably.
+func (s *spaces) Drop(_ context.Context, v directory.Space) error {
+	batch := s.db.NewBatch()
+	defer batch.Close()
+	for _, r := range spaceRanges(v.Version) {
+		if err := batch.DeleteRange(r[0], r[1], nil); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	delete(s.locks, v.Version)
+	s.mu.Unlock()
+	return batch.Commit(pebble.Sync)
+}
+
+func (s *spaces) UpdateMeta(_ context.Context, fn func(*engine.Meta) error) (engine.Meta, error) {
+	return s.meta.Update(fn)
+}
+
+// space is one layout version as a backend sees it. A backend over two
+// numbers the second's partitions on after the first's.
+type space struct {
+	version int
+	n       int
+	prefix  []byte
+	locks   *engine.LocalLocks
+}
+
+// newBackend is a backend over version 0 of n partitions, for tests.
+func newBackend(db *pebble.DB, n int) *backend {
+	return &backend{db: db, Store: &pebbledb.Store{DB: db},
+		spaces: []space{{n: n, locks: engine.NewLocalLocks(n)}}}
 }
 
 type backend struct {
 	db              *pebble.DB
-	locks           *engine.LocalLocks
-	n               int      // partitions
+	spaces          []space  // the current version, then the next during a resize
 	indexes         []string // the indexed fields, in the metadata's order
 	*pebbledb.Store          // metadata: Meta and Start
 }
 
+// at maps a partition number to its space and its number there.
+func (b *backend) at(p partmap.Partition) (*space, partmap.Partition) {
+	for i := range b.spaces {
+		if int(p) < b.spaces[i].n {
+			return &b.spaces[i], p
+		}
+		p -= partmap.Partition(b.spaces[i].n)
+	}
+	panic(fmt.Sprintf("pebble: partition number beyond the backend's %d spaces", len(b.spaces)))
+}
+
+// cur is the current version, which serves reads, listings and searches.
+func (b *backend) cur() *space { return &b.spaces[0] }
+
+// Lock takes the partitions' locks space by space, in order; on a failure
+// it holds nothing.
 func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Duration) (engine.Lease, error) {
-	return b.locks.Lock(ctx, ps, wait)
+	if len(b.spaces) == 1 {
+		return b.spaces[0].locks.Lock(ctx, ps, wait)
+	}
+	bySpace := make([][]partmap.Partition, len(b.spaces))
+	for _, p := range ps {
+		for i := range b.spaces {
+			if int(p) < b.spaces[i].n {
+				bySpace[i] = append(bySpace[i], p)
+				break
+			}
+			p -= partmap.Partition(b.spaces[i].n)
+		}
+	}
+	var held multiLease
+	deadline := time.Now().Add(wait)
+	for i, lps := range bySpace {
+		if len(lps) == 0 {
+			continue
+		}
+		l, err := b.spaces[i].locks.Lock(ctx, lps, max(0, time.Until(deadline)))
+		if err != nil {
+			held.Release()
+			return nil, err
+		}
+		held = append(held, l)
+	}
+	return held, nil
+}
+
+type multiLease []engine.Lease
+
+func (m multiLease) Release() {
+	for _, l := range m {
+		l.Release()
+	}
+}
+
+func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Hold, error) {
+	n := 0
+	for _, sp := range b.spaces {
+		n += sp.n
+	}
+	return directory.HoldLocal(ctx, b, n, wait)
 }
 
 // checkDataDirectory creates path if it is missing and reports whether it
@@ -237,15 +362,16 @@ func checkMeta(meta engine.Meta, ok bool, err error, partitions int) error {
 		return fmt.Errorf("written by a newer partmap (schema %d; this one reads %d); refusing to open it", meta.Schema, SchemaVersion)
 	case meta.Schema < 1 || meta.Partitions < 1 || len(meta.CursorKey) == 0:
 		return fmt.Errorf("metadata is not partmap's; refusing to open it")
-	case meta.Partitions != partitions:
+	case partitions != 0 && meta.Partitions != partitions:
 		return fmt.Errorf("it holds %d partitions but %d were expected; the partition count is part of the data, "+
-			"and changing it needs a full rehash of every profile", meta.Partitions, partitions)
+			"and changing it needs a resize (partmap resize)", meta.Partitions, partitions)
 	}
 	return nil
 }
 
 func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
-	v, closer, err := b.db.Get(recordKey(p, email))
+	sp, lp := b.at(p)
+	v, closer, err := b.db.Get(recordKey(sp.prefix, lp, email))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return partmap.Record{}, false, nil
 	}
@@ -267,20 +393,21 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	batch := b.db.NewBatch()
 	delta := make(map[partmap.Partition]int, 1)
 	for _, w := range writes {
+		sp, lp := b.at(w.Partition)
 		remove, add := directory.IndexChanges(b.indexes, w)
 		for _, e := range remove {
-			if err := batch.Delete(indexKey(w.Partition, e), nil); err != nil {
+			if err := batch.Delete(indexKey(sp.prefix, lp, e), nil); err != nil {
 				batch.Close()
 				return nil, err
 			}
 		}
 		for _, e := range add {
-			if err := batch.Set(indexKey(w.Partition, e), nil, nil); err != nil {
+			if err := batch.Set(indexKey(sp.prefix, lp, e), nil, nil); err != nil {
 				batch.Close()
 				return nil, err
 			}
 		}
-		k := recordKey(w.Partition, w.Email)
+		k := recordKey(sp.prefix, lp, w.Email)
 		var err error
 		switch {
 		case w.Record != nil:
@@ -306,10 +433,11 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			batch.Close()
 			return nil, err
 		}
+		sp, lp := b.at(p)
 		if n += int64(d); n > 0 {
-			err = batch.Set(countKey(p), binary.AppendUvarint(nil, uint64(n)), nil)
+			err = batch.Set(countKey(sp.prefix, lp), binary.AppendUvarint(nil, uint64(n)), nil)
 		} else {
-			err = batch.Delete(countKey(p), nil) // a partition exists only while it holds a profile
+			err = batch.Delete(countKey(sp.prefix, lp), nil) // a partition exists only while it holds a profile
 		}
 		if err != nil {
 			batch.Close()
@@ -319,10 +447,13 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	return pebbledb.Commit(b.db, batch)
 }
 
+// Count reads p's count in the current version.
 func (b *backend) Count(_ context.Context, p partmap.Partition) (int64, error) { return b.count(p) }
 
+// count reads the count of partition number p, in whichever space.
 func (b *backend) count(p partmap.Partition) (int64, error) {
-	v, closer, err := b.db.Get(countKey(p))
+	sp, lp := b.at(p)
+	v, closer, err := b.db.Get(countKey(sp.prefix, lp))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}
@@ -351,7 +482,3 @@ func (quietLogger) Fatalf(format string, args ...any) {
 }
 
 var _ io.Closer = (*Store)(nil)
-
-func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Hold, error) {
-	return directory.HoldLocal(ctx, b.locks, b.n, wait)
-}

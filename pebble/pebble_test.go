@@ -51,3 +51,14 @@ func TestModel(t *testing.T) {
 		return s
 	})
 }
+
+func TestResize(t *testing.T) {
+	storetest.RunResize(t, func(t *testing.T) partmap.Store {
+		s, err := pebble.Open(t.TempDir(), &pebble.Options{LockWait: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -16,38 +16,41 @@ import (
 // snapshot. Across pages, each scan starts strictly after the last key
 // served, so a profile that exists throughout is served exactly once.
 func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	return scan(ctx, b.db, after, limit)
+	return scan(ctx, b.db, b.cur().prefix, after, limit)
 }
 
 // Snapshot is a Pebble snapshot: it costs writers nothing, and holds back
 // compaction only of what changes while it is open.
 func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
-	return snapshot{b.db.NewSnapshot()}, nil
+	return snapshot{b.db.NewSnapshot(), b.cur().prefix}, nil
 }
 
-type snapshot struct{ snap *pebble.Snapshot }
+type snapshot struct {
+	snap   *pebble.Snapshot
+	prefix []byte
+}
 
 func (s snapshot) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	return scan(ctx, s.snap, after, limit)
+	return scan(ctx, s.snap, s.prefix, after, limit)
 }
 
 func (s snapshot) Close() error { return s.snap.Close() }
 
-func scan(ctx context.Context, r pebble.Reader, after *directory.Position, limit int) ([]directory.Item, error) {
-	lower := []byte{prefixRecord}
+func scan(ctx context.Context, r pebble.Reader, pre []byte, after *directory.Position, limit int) ([]directory.Item, error) {
+	lower := kind(pre, prefixRecord, 0)
 	if after != nil {
-		lower = append(recordKey(after.Partition, after.Email), 0) // the next key after it
+		lower = append(recordKey(pre, after.Partition, after.Email), 0) // the next key after it
 	}
-	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixRecord + 1}})
+	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: kind(pre, prefixRecord+1, 0)})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	var items []directory.Item
 	for ok := it.First(); ok && len(items) < limit; ok = it.Next() {
-		k := it.Key()
+		k := it.Key()[len(pre):]
 		if len(k) < 5 {
-			return nil, fmt.Errorf("pebble: malformed record key %q", k)
+			return nil, fmt.Errorf("pebble: malformed record key %q", it.Key())
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -68,14 +71,15 @@ func scan(ctx context.Context, r pebble.Reader, after *directory.Position, limit
 // Counts reads the per-partition count keys; only existing partitions have
 // one.
 func (b *backend) Counts(ctx context.Context) ([]partmap.PartitionCount, error) {
-	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: []byte{prefixCount}, UpperBound: []byte{prefixCount + 1}})
+	pre := b.cur().prefix
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: kind(pre, prefixCount, 0), UpperBound: kind(pre, prefixCount+1, 0)})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	var out []partmap.PartitionCount
 	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
+		k := it.Key()[len(pre):]
 		n, w := binary.Uvarint(it.Value())
 		if len(k) != 5 || w <= 0 {
 			return nil, fmt.Errorf("pebble: malformed count %q=%q", k, it.Value())

@@ -15,7 +15,8 @@ import (
 // condition's entry confirms. One iterator serves the whole page: each
 // partition costs a seek, and a partition without matches nothing more.
 func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, after *directory.Position, limit int) ([]directory.Item, error) {
-	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}})
+	pre := b.cur().prefix
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: kind(pre, prefixIndex, 0), UpperBound: kind(pre, prefixIndex+1, 0)})
 	if err != nil {
 		return nil, err
 	}
@@ -25,8 +26,8 @@ func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, afte
 		first = after.Partition
 	}
 	var items []directory.Item
-	for p := first; int(p) < b.n && len(items) < limit; p++ {
-		prefix := indexPrefix(p, where[0].Field, where[0].Value)
+	for p := first; int(p) < b.cur().n && len(items) < limit; p++ {
+		prefix := indexPrefix(pre, p, where[0].Field, where[0].Value)
 		seek := prefix
 		if after != nil && p == after.Partition {
 			seek = append(append(bytes.Clone(prefix), after.Email...), 0) // strictly after it
@@ -61,7 +62,7 @@ func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, afte
 
 func (b *backend) matchesRest(p partmap.Partition, rest []directory.IndexMatch, email string) (bool, error) {
 	for _, m := range rest {
-		_, closer, err := b.db.Get(indexKey(p, directory.IndexEntry{Field: m.Field, Value: m.Value, Email: email}))
+		_, closer, err := b.db.Get(indexKey(b.cur().prefix, p, directory.IndexEntry{Field: m.Field, Value: m.Value, Email: email}))
 		if err == pebble.ErrNotFound {
 			return false, nil
 		}
@@ -75,15 +76,15 @@ func (b *backend) matchesRest(p partmap.Partition, rest []directory.IndexMatch, 
 
 // IndexEntries reads every index entry of p.
 func (b *backend) IndexEntries(ctx context.Context, p partmap.Partition) ([]directory.IndexEntry, error) {
-	prefix := partitionIndexPrefix(p)
-	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: partitionIndexPrefix(p + 1)})
+	pre := b.cur().prefix
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: partitionIndexPrefix(pre, p), UpperBound: partitionIndexPrefix(pre, p+1)})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	var out []directory.IndexEntry
 	for ok := it.First(); ok; ok = it.Next() {
-		e, ok := parseIndexKey(it.Key())
+		e, ok := parseIndexKey(it.Key()[len(pre):])
 		if !ok {
 			e = directory.IndexEntry{Field: -1, Email: string(it.Key())} // reported as drift
 		}

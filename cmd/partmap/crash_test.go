@@ -38,3 +38,30 @@ func TestCrashHarness(t *testing.T) {
 		t.Fatal("no write was acknowledged, so nothing was tested")
 	}
 }
+
+// The same, with the server resizing all along: kills land in the middle
+// of resizes, and every restart must resume the one in progress.
+func TestCrashHarnessDuringResizes(t *testing.T) {
+	cycles := 6
+	if s := os.Getenv("PARTMAP_CRASH_CYCLES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
+		}
+		cycles = n
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := crashtest.Run(context.Background(), crashtest.Config{
+		Binary: bin, Data: t.TempDir(), Clients: 16, Cycles: cycles, Seed: 2, Logf: t.Logf, Resize: true, Preload: 30000,
+	})
+	t.Log(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acknowledged == 0 || res.Resizes == 0 || res.Resumed == 0 {
+		t.Fatal("no write was acknowledged, or no resize was started and then resumed, so nothing was tested")
+	}
+}

@@ -64,6 +64,7 @@ var commands = map[string]command{
 	"import":     {"import profiles from a JSON Lines or CSV file, validating first", runImport},
 	"search":     {"list the profiles whose indexed fields hold the given values", runSearch},
 	"check":      {"verify that every partition's count and indexes agree with its profiles", runCheck},
+	"resize":     {"rehash every profile into another partition count, online", runResize},
 	"map-lock":   {"hold every partition lock for bulk maintenance (writers get lock conflicts)", runMapLock},
 	"map-unlock": {"release a map-lock early", runMapUnlock},
 	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,3 +87,42 @@ func TestMapLockCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestResizeCommand(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	run(t, "", "start", srv)
+	var in strings.Builder
+	for i := range 500 {
+		in.WriteString(`{"emailAddress":"u` + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + itoa(i) + `@example.com","customerTier":"gold"}` + "\n")
+	}
+	if code, _, errOut := run(t, in.String(), "import", "-", srv); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	if code, out, _ := run(t, "", "resize", srv); code != 0 || out != "1000 partitions (layout version 0)\n" {
+		t.Fatalf("resize status: %d %q", code, out)
+	}
+	code, out, errOut := run(t, "", "resize", "--partitions", "1500", srv)
+	if code != 0 || out != "1500 partitions (layout version 1)\n" {
+		t.Fatalf("resize: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := run(t, "", "check", srv); code != 0 || !strings.Contains(out, "checked 1500 partitions") {
+		t.Fatalf("check after the resize: %d %q", code, out)
+	}
+	if code, _, errOut := run(t, "", "search", "customerTier=gold", srv); code != 0 || !strings.Contains(errOut, "500 profiles") {
+		t.Fatalf("search after the resize: %d %q", code, errOut)
+	}
+	if code, out, _ := run(t, "", "partition", "alice@example.com"); code != 0 || !strings.Contains(out, "partition-278") {
+		t.Fatalf("partition: %q", out)
+	}
+	for _, bad := range []string{"-1", "1048577"} {
+		if code, _, _ := run(t, "", "resize", "--partitions", bad, srv); code != 2 {
+			t.Errorf("resize --partitions %s: exit %d, want 2", bad, code)
+		}
+	}
+	if code, _, errOut := run(t, "", "resize", "--partitions", "1500", srv); code != 1 || !strings.Contains(errOut, "already has 1500") {
+		t.Fatalf("resize to the same count: %d %q", code, errOut)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -37,6 +37,14 @@ type Config struct {
 	Cycles  int    // kill-and-restart cycles
 	Seed    uint64
 	Logf    func(format string, args ...any)
+	// Resize starts a resize to another partition count at every cycle
+	// that has none in progress, so that kills land in the middle of
+	// resizes and restarts must resume them.
+	Resize bool
+	// Preload bulk-loads this many more profiles, which no client touches,
+	// at the first cycle: with Resize, enough make a resize last longer
+	// than a cycle.
+	Preload int
 }
 
 // Result counts what a run checked.
@@ -47,11 +55,14 @@ type Result struct {
 	Landed       int   // of those, how many turned out to have landed
 	Verified     int   // profile checks after restarts
 	Checked      int   // partition checks (counts and indexes) after restarts
+	Resizes      int   // resizes started
+	Resumed      int   // restarts that found a resize in progress
 }
 
 func (r Result) String() string {
 	return fmt.Sprintf("%d kill cycles, %d acknowledged writes, %d profile checks and %d partition checks after restarts; "+
-		"%d writes were in flight at a kill and %d of them had landed", r.Cycles, r.Acknowledged, r.Verified, r.Checked, r.InFlight, r.Landed)
+		"%d writes were in flight at a kill and %d of them had landed; %d resizes started, %d restarts resumed one",
+		r.Cycles, r.Acknowledged, r.Verified, r.Checked, r.InFlight, r.Landed, r.Resizes, r.Resumed)
 }
 
 // key is the known state of one email: what the model says, and the
@@ -111,9 +122,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			srv.kill()
 			return res, fmt.Errorf("cycle %d: start: %w", cycle, err)
 		}
-		if err := verify(ctx, cl, keys, &res); err != nil {
+		if cycle == 0 && cfg.Preload > 0 {
+			if err := preload(ctx, cl, cfg.Preload); err != nil {
+				srv.kill()
+				return res, err
+			}
+		}
+		if err := verify(ctx, cl, keys, cfg.Preload, &res); err != nil {
 			srv.kill()
 			return res, fmt.Errorf("cycle %d, after the restart: %w", cycle, err)
+		}
+		if cfg.Resize {
+			if err := resize(ctx, cl, cycle, &res); err != nil {
+				srv.kill()
+				return res, fmt.Errorf("cycle %d: %w", cycle, err)
+			}
 		}
 
 		// Write until a random moment, then kill the server mid-flight.
@@ -179,7 +202,68 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer srv.kill()
 	cl, _ := pmhttp.NewClient(srv.url, nil)
-	return res, verify(ctx, cl, keys, &res)
+	if err := verify(ctx, cl, keys, cfg.Preload, &res); err != nil {
+		return res, err
+	}
+	if !cfg.Resize {
+		return res, nil
+	}
+	// Let the last resize finish, and check again on the final layout.
+	for {
+		st, err := cl.ResizeStatus(ctx)
+		if err != nil {
+			return res, err
+		}
+		if !st.Running {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return res, verify(ctx, cl, keys, cfg.Preload, &res)
+}
+
+// preload bulk-loads n profiles that no client writes.
+func preload(ctx context.Context, cl *pmhttp.Client, n int) error {
+	for i := 0; i < n; {
+		batch := make([]partmap.Profile, 0, min(n-i, partmap.MaxBulkProfiles))
+		for ; i < n && len(batch) < cap(batch); i++ {
+			batch = append(batch, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("preload%d@crash.test", i), "a": "1", "n": fmt.Sprint(i % 10)})
+		}
+		res, err := cl.UpsertProfiles(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return fmt.Errorf("preload: %w", r.Err)
+			}
+		}
+	}
+	return nil
+}
+
+// resizeCounts are the partition counts the harness resizes to in turn.
+var resizeCounts = []int{997, 1500, 64, 1000}
+
+// resize starts the next resize unless a restart resumed one.
+func resize(ctx context.Context, cl *pmhttp.Client, cycle int, res *Result) error {
+	st, err := cl.ResizeStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Running {
+		res.Resumed++
+		return nil
+	}
+	to := resizeCounts[cycle%len(resizeCounts)]
+	if to == st.Partitions {
+		to++
+	}
+	if _, err := cl.Resize(ctx, to); err != nil {
+		return fmt.Errorf("resize to %d: %w", to, err)
+	}
+	res.Resizes++
+	return nil
 }
 
 // write draws a write (no reads: they cannot be lost) on one of emails.
@@ -195,7 +279,7 @@ func write(r *rand.Rand, emails []string) model.Op {
 // state, or, if a write was in flight at the kill, in the state that write
 // would have produced; the one found becomes the known state. The profile
 // count must match too, so nothing appeared that nobody wrote.
-func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, res *Result) error {
+func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, preloaded int, res *Result) error {
 	live := int64(0)
 	for email, k := range keys {
 		rec, err := cl.FindProfile(ctx, email)
@@ -229,8 +313,8 @@ func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, res *R
 	if err != nil {
 		return err
 	}
-	if stats.TotalProfiles != live {
-		return fmt.Errorf("the directory holds %d profiles, but %d were written", stats.TotalProfiles, live)
+	if stats.TotalProfiles != live+int64(preloaded) {
+		return fmt.Errorf("the directory holds %d profiles, but %d were written and %d preloaded", stats.TotalProfiles, live, preloaded)
 	}
 	// Every partition's count and index entries agree with its profiles: a
 	// kill never leaves a write half-indexed.

@@ -20,24 +20,53 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 		return nil, err
 	}
 	results := make([]partmap.BulkResult, len(profiles))
-	groups := map[partmap.Partition][]int{} // partition → indexes, in order
 	canonical := make([]partmap.Profile, len(profiles))
+	var todo []int
 	for i, p := range profiles {
-		c, part, err := d.prepare(p)
+		c, err := d.prepare(p)
 		if err != nil {
 			results[i].Err = err
 			continue
 		}
 		canonical[i] = c
-		groups[part] = append(groups[part], i)
+		todo = append(todo, i)
+	}
+	// Groups planned on a layout that a resize then swapped run again on
+	// the new one.
+	for len(todo) > 0 {
+		todo = d.upsertGroups(ctx, canonical, todo, results)
+	}
+	return results, nil
+}
+
+// upsertGroups commits todo's profiles one partition group at a time and
+// returns those to run again.
+func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) []int {
+	L := d.acquire()
+	defer L.release()
+	groups := map[partmap.Partition][]int{} // partition → indexes, in order
+	for _, i := range todo {
+		p := L.partition(canonical[i].Email())
+		groups[p] = append(groups[p], i)
 	}
 	sem := make(chan struct{}, bulkParallelism)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var again []int
 	for part, idx := range groups {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := d.engine.Invoke(ctx, lockOne(part), func(tx *engine.Tx) error {
+			inv := lockOne(part)
+			for _, i := range idx {
+				if q, ok := L.mirror(canonical[i].Email()); ok {
+					inv.Load, inv.Lock = append(inv.Load, q), append(inv.Lock, q)
+				}
+			}
+			err := L.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
+				if d.layout.Load() != L {
+					return errStale
+				}
 				for _, i := range idx {
 					email := canonical[i].Email()
 					cur, exists, err := tx.Get(part, email)
@@ -45,14 +74,21 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 						return err
 					}
 					rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
-					if err := tx.Put(part, email, rec); err != nil {
+					st := staged{tx: tx, p: part, email: email}
+					st.q, st.mirror = L.mirror(email)
+					if err := st.Put(rec); err != nil {
 						return err
 					}
 					results[i] = partmap.BulkResult{Record: rec, Created: !exists}
 				}
 				return nil
 			})
-			if err != nil {
+			switch {
+			case err == errStale:
+				mu.Lock()
+				again = append(again, idx...)
+				mu.Unlock()
+			case err != nil:
 				for _, i := range idx {
 					results[i] = partmap.BulkResult{Err: err}
 				}
@@ -60,5 +96,5 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 		})
 	}
 	wg.Wait()
-	return results, nil
+	return again
 }

@@ -65,16 +65,21 @@ type Options struct {
 	LockWait time.Duration   // 0 means fail fast; use DefaultLockWait for the default
 	Limits   *partmap.Limits // nil means partmap.DefaultLimits
 	Indexes  []string        // the indexed fields, from the metadata (see ChooseIndexes)
+	// Spaces and Meta make a directory that can resize: New then builds its
+	// backend from Spaces, as Meta describes it, and ignores its arguments.
+	Spaces Spaces
+	Meta   *engine.Meta
 }
 
 // Directory is the customer directory over one backend.
 type Directory struct {
-	backend Backend
-	engine  *engine.Engine
-	limits  partmap.Limits
-	n       int
-	indexes []string
-	metrics *storeMetrics
+	layout   atomic.Pointer[layout]
+	spaces   Spaces
+	lockWait time.Duration
+	limits   partmap.Limits
+	indexes  []string
+	metrics  *storeMetrics
+	resizer  resizer
 
 	wholeMap wholeMap // held by an operator, for bulk maintenance
 
@@ -86,31 +91,56 @@ type Directory struct {
 
 var _ partmap.Store = (*Directory)(nil)
 
-// New returns a directory of n partitions over backend.
+// New returns a directory of n partitions over backend, or, with
+// opts.Spaces, one that can resize, in the layout opts.Meta describes.
 func New(backend Backend, n int, opts Options) *Directory {
 	d := &Directory{
-		backend: backend,
-		engine:  engine.New(backend, n, opts.LockWait),
-		limits:  partmap.DefaultLimits,
-		n:       n,
-		indexes: opts.Indexes,
-		metrics: newStoreMetrics(),
+		spaces:   opts.Spaces,
+		lockWait: opts.LockWait,
+		limits:   partmap.DefaultLimits,
+		indexes:  opts.Indexes,
+		metrics:  newStoreMetrics(),
 	}
-	d.engine.SetHooks(d.metrics.hooks())
 	if opts.Limits != nil {
 		d.limits = *opts.Limits
 	}
+	cur, next := Space{Partitions: n}, (*Space)(nil)
+	if d.spaces == nil {
+		d.spaces = fixedSpace{backend}
+	} else {
+		cur = Space{Version: opts.Meta.Version, Partitions: opts.Meta.Partitions}
+		if r := opts.Meta.Resize; r != nil {
+			next = &Space{Version: r.Version, Partitions: r.Partitions}
+		}
+	}
+	d.layout.Store(d.newLayout(cur, next))
 	return d
 }
 
-// Engine exposes the invocation engine, for maintenance and for tests.
-func (d *Directory) Engine() *engine.Engine { return d.engine }
+// fixedSpace is the one backend of a directory that cannot resize.
+type fixedSpace struct{ b Backend }
+
+func (f fixedSpace) Backend(...Space) Backend { return f.b }
+func (f fixedSpace) Drop(context.Context, Space) error {
+	return partmap.Errorf(partmap.EINVALID, "this store cannot resize")
+}
+func (f fixedSpace) UpdateMeta(context.Context, func(*engine.Meta) error) (engine.Meta, error) {
+	return engine.Meta{}, partmap.Errorf(partmap.EINVALID, "this store cannot resize")
+}
+
+// Engine exposes the current layout's invocation engine, for maintenance
+// and for tests.
+func (d *Directory) Engine() *engine.Engine { return d.layout.Load().engine }
+
+// backend is the current layout's backend, for what any version answers:
+// the metadata.
+func (d *Directory) backend() Backend { return d.layout.Load().backend }
 
 // Limits returns the limits the directory enforces.
 func (d *Directory) Limits() partmap.Limits { return d.limits }
 
 func (d *Directory) Start(ctx context.Context) (bool, error) {
-	now, err := d.backend.Start(ctx)
+	now, err := d.backend().Start(ctx)
 	if err == nil {
 		d.started.Store(true)
 	}
@@ -121,7 +151,7 @@ func (d *Directory) checkStarted(ctx context.Context) error {
 	if d.started.Load() {
 		return nil
 	}
-	meta, err := d.backend.Meta(ctx)
+	meta, err := d.backend().Meta(ctx)
 	if err != nil {
 		return err
 	}
@@ -134,12 +164,12 @@ func (d *Directory) checkStarted(ctx context.Context) error {
 }
 
 // locate canonicalises email and checks that the directory is started.
-func (d *Directory) locate(ctx context.Context, email string) (string, partmap.Partition, error) {
-	canonical, p, err := partmap.Locate(email, d.n)
+func (d *Directory) locate(ctx context.Context, email string) (string, error) {
+	canonical, _, err := partmap.Locate(email, partmap.DefaultPartitions)
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
-	return canonical, p, d.checkStarted(ctx)
+	return canonical, d.checkStarted(ctx)
 }
 
 func notFound(email string) error {
@@ -150,48 +180,52 @@ func notFound(email string) error {
 }
 
 func (d *Directory) FindProfile(ctx context.Context, email string) (partmap.Record, error) {
-	email, p, err := d.locate(ctx, email)
+	email, err := d.locate(ctx, email)
 	if err != nil {
 		return partmap.Record{}, err
 	}
 	var rec partmap.Record
-	err = d.engine.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
-		var ok bool
-		rec, ok, err = tx.Get(p, email)
-		if err == nil && !ok {
-			err = notFound(email)
-		}
-		return err
+	err = d.read(func(L *layout) error {
+		p := L.partition(email)
+		return L.engine.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+			var ok bool
+			var err error
+			rec, ok, err = tx.Get(p, email)
+			if err == nil && !ok {
+				err = notFound(email)
+			}
+			return err
+		})
 	})
 	return rec, err
 }
 
 // prepare validates a whole profile and returns a copy with its canonical
-// email, and its partition.
-func (d *Directory) prepare(profile partmap.Profile) (partmap.Profile, partmap.Partition, error) {
+// email.
+func (d *Directory) prepare(profile partmap.Profile) (partmap.Profile, error) {
 	raw, ok := profile[partmap.FieldEmail]
 	if !ok {
-		return nil, 0, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: "emailAddress is required"}
+		return nil, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: "emailAddress is required"}
 	}
 	// Text first, as a client's encoder does: bytes that are not UTF-8 are
 	// an encoding error before they are a bad address.
 	if err := d.limits.CheckField(partmap.FieldEmail, raw); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	email, p, err := partmap.Locate(raw, d.n)
+	email, _, err := partmap.Locate(raw, partmap.DefaultPartitions)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	profile = profile.Clone()
 	profile[partmap.FieldEmail] = email
 	if err := d.limits.CheckProfile(profile); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return profile, p, nil
+	return profile, nil
 }
 
 func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
-	profile, p, err := d.prepare(profile)
+	profile, err := d.prepare(profile)
 	if err != nil {
 		return partmap.Record{}, false, err
 	}
@@ -201,37 +235,54 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 	}
 	var rec partmap.Record
 	var created bool
-	err = d.guarded(ctx, p, email, cond, func(tx *engine.Tx, cur *partmap.Record) error {
+	err = d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record) error {
 		var prev partmap.Version
 		if cur != nil {
 			prev = cur.Version
 		}
 		rec = partmap.Record{Profile: profile, Version: nextVersion(prev)}
 		created = cur == nil
-		return tx.Put(p, email, rec)
+		return st.Put(rec)
 	})
 	return rec, created, err
 }
 
 // guarded runs fn under the lock of email's partition, with its current
 // record (nil when there is none), once cond holds for that record. Every
-// single-profile write goes through here.
-func (d *Directory) guarded(ctx context.Context, p partmap.Partition, email string, cond partmap.Condition,
-	fn func(tx *engine.Tx, cur *partmap.Record) error) error {
-	return d.engine.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-		rec, exists, err := tx.Get(p, email)
-		if err != nil {
+// single-profile write goes through here. During a resize it also locks
+// the profile's partition in the next version, and fn's write goes to both.
+func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Condition,
+	fn func(st staged, cur *partmap.Record) error) error {
+	for {
+		L := d.acquire()
+		st := staged{p: L.partition(email), email: email}
+		inv := lockOne(st.p)
+		if st.q, st.mirror = L.mirror(email); st.mirror {
+			inv = engine.Invocation{Load: []partmap.Partition{st.p, st.q}, Lock: []partmap.Partition{st.p, st.q}}
+		}
+		err := L.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
+			if d.layout.Load() != L {
+				return errStale
+			}
+			rec, exists, err := tx.Get(st.p, email)
+			if err != nil {
+				return err
+			}
+			var cur *partmap.Record
+			if exists {
+				cur = &rec
+			}
+			if err := cond.Check(cur); err != nil {
+				return err
+			}
+			st.tx = tx
+			return fn(st, cur)
+		})
+		L.release()
+		if err != errStale {
 			return err
 		}
-		var cur *partmap.Record
-		if exists {
-			cur = &rec
-		}
-		if err := cond.Check(cur); err != nil {
-			return err
-		}
-		return fn(tx, cur)
-	})
+	}
 }
 
 // lockOne is the invocation of every single-profile write: it loads and

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/engine"
 )
 
 func (d *Directory) ProjectProfile(ctx context.Context, email string, fields []string) (partmap.Projection, error) {
@@ -48,12 +47,12 @@ func checkFieldList(fields []string) error {
 // record is then written with a new version.
 func (d *Directory) update(ctx context.Context, email string, cond partmap.Condition,
 	fn func(email string, cur partmap.Profile) (partmap.Profile, error)) (partmap.Record, error) {
-	email, p, err := d.locate(ctx, email)
+	email, err := d.locate(ctx, email)
 	if err != nil {
 		return partmap.Record{}, err
 	}
 	var rec partmap.Record
-	err = d.guarded(ctx, p, email, cond, func(tx *engine.Tx, cur *partmap.Record) error {
+	err = d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record) error {
 		if cur == nil {
 			return notFound(email)
 		}
@@ -66,7 +65,7 @@ func (d *Directory) update(ctx context.Context, email string, cond partmap.Condi
 			return err
 		}
 		rec = partmap.Record{Profile: next, Version: nextVersion(cur.Version)}
-		return tx.Put(p, email, rec)
+		return st.Put(rec)
 	})
 	return rec, err
 }
@@ -159,14 +158,14 @@ func (d *Directory) IncrementField(ctx context.Context, email, field string, by 
 }
 
 func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
-	email, p, err := d.locate(ctx, email)
+	email, err := d.locate(ctx, email)
 	if err != nil {
 		return err
 	}
-	return d.guarded(ctx, p, email, cond, func(tx *engine.Tx, cur *partmap.Record) error {
+	return d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record) error {
 		if cur == nil {
 			return notFound(email)
 		}
-		return tx.Delete(p, email)
+		return st.Delete()
 	})
 }

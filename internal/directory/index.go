@@ -128,20 +128,26 @@ func searchScope(where []IndexMatch) []byte {
 func (d *Directory) Indexes() []string { return slices.Clone(d.indexes) }
 
 func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (partmap.PartitionCheck, error) {
-	if int(p) >= d.n || p < 0 {
-		return partmap.PartitionCheck{}, partmap.Errorf(partmap.EINVALID, "there is no %s in a map of %d partitions", p, d.n)
+	L := d.acquire()
+	defer L.release()
+	if n := L.cur.Partitions; int(p) >= n {
+		return partmap.PartitionCheck{}, partmap.Errorf(partmap.EINVALID, "there is no %s in a map of %d partitions", p, n)
 	}
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.PartitionCheck{}, err
 	}
 	check := partmap.PartitionCheck{Partition: p}
 	// Under the partition's lock nothing changes while the three are read,
-	// so any disagreement is real drift, not a write in flight.
-	err := d.engine.Invoke(ctx, lockOne(p), func(*engine.Tx) error {
+	// so any disagreement is real drift, not a write in flight. (During a
+	// resize this checks the current version, which serves reads.)
+	err := L.engine.Invoke(ctx, lockOne(p), func(*engine.Tx) error {
+		if d.layout.Load() != L {
+			return errStale
+		}
 		want := map[IndexEntry]bool{}
 		after := &Position{Partition: p}
 		for {
-			items, err := d.backend.Scan(ctx, after, exportPage)
+			items, err := L.backend.Scan(ctx, after, exportPage)
 			if err != nil {
 				return err
 			}
@@ -162,10 +168,10 @@ func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (pa
 			}
 		}
 		var err error
-		if check.Counted, err = d.backend.Count(ctx, p); err != nil {
+		if check.Counted, err = L.backend.Count(ctx, p); err != nil {
 			return err
 		}
-		have, err := d.backend.IndexEntries(ctx, p)
+		have, err := L.backend.IndexEntries(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -182,6 +188,9 @@ func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (pa
 		}
 		return nil
 	})
+	if err == errStale {
+		err = partmap.Errorf(partmap.ELOCKCONFLICT, "a resize switched versions during the check; check again")
+	}
 	slices.SortFunc(check.Drift, func(a, b partmap.IndexDrift) int {
 		return strings.Compare(a.Email+"\x00"+a.Field+"\x00"+a.Value, b.Email+"\x00"+b.Field+"\x00"+b.Value)
 	})

@@ -42,26 +42,36 @@ func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) 
 	if err != nil {
 		return partmap.Page{}, err
 	}
-	scope := searchScope(where)
 	key, err := d.cursorKey(ctx)
 	if err != nil {
 		return partmap.Page{}, err
 	}
-	var after *Position
-	if opts.Cursor != "" {
-		pos, err := decodeCursor(key, opts.Cursor, d.n, scope)
-		if err != nil {
-			return partmap.Page{}, err
-		}
-		after = &pos
-	}
-	// One more than asked tells whether another page follows.
 	var items []Item
-	if len(where) == 0 {
-		items, err = d.backend.Scan(ctx, after, limit+1)
-	} else {
-		items, err = d.backend.Search(ctx, where, after, limit+1)
-	}
+	var scope []byte
+	err = d.read(func(L *layout) error {
+		// A cursor is bound to its layout version too: positions mean
+		// nothing in another partition count.
+		scope = searchScope(where)
+		if L.cur.Version > 0 {
+			scope = fmt.Appendf(scope, "version=%d;", L.cur.Version)
+		}
+		var after *Position
+		if opts.Cursor != "" {
+			pos, err := decodeCursor(key, opts.Cursor, L.cur.Partitions, scope)
+			if err != nil {
+				return err
+			}
+			after = &pos
+		}
+		// One more than asked tells whether another page follows.
+		var err error
+		if len(where) == 0 {
+			items, err = L.backend.Scan(ctx, after, limit+1)
+		} else {
+			items, err = L.backend.Search(ctx, where, after, limit+1)
+		}
+		return err
+	})
 	if err != nil {
 		return partmap.Page{}, err
 	}
@@ -81,11 +91,18 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.PartitionStats{}, err
 	}
-	counts, err := d.backend.Counts(ctx)
+	var counts []partmap.PartitionCount
+	var n int
+	err := d.read(func(L *layout) error {
+		var err error
+		counts, err = L.backend.Counts(ctx)
+		n = L.cur.Partitions
+		return err
+	})
 	if err != nil {
 		return partmap.PartitionStats{}, err
 	}
-	stats := partmap.PartitionStats{Partitions: counts, TotalPartitions: d.n, Indexes: d.Indexes()}
+	stats := partmap.PartitionStats{Partitions: counts, TotalPartitions: n, Indexes: d.Indexes()}
 	for _, c := range counts {
 		stats.TotalProfiles += c.Profiles
 	}
@@ -96,7 +113,7 @@ func (d *Directory) cursorKey(ctx context.Context) ([]byte, error) {
 	if k := d.cursorSecret.Load(); k != nil {
 		return *k, nil
 	}
-	meta, err := d.backend.Meta(ctx)
+	meta, err := d.backend().Meta(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +175,11 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 	if err := d.checkStarted(ctx); err != nil {
 		return err
 	}
-	snap, err := d.backend.Snapshot(ctx)
+	// The layout stays in use until the export ends, so that a resize
+	// finishing meanwhile keeps the version it reads.
+	L := d.acquire()
+	defer L.release()
+	snap, err := L.backend.Snapshot(ctx)
 	if err != nil {
 		return err
 	}

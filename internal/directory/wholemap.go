@@ -37,7 +37,7 @@ func (d *Directory) LockWholeMap(ctx context.Context, dur time.Duration) (partma
 	if w.hold != nil {
 		return partmap.WholeMapLock{}, partmap.Errorf(partmap.ELOCKCONFLICT, "the whole-map lock is already held, until %s", w.expires.UTC().Format(time.RFC3339))
 	}
-	hold, err := d.backend.HoldAll(ctx, wholeMapWait)
+	hold, err := d.backend().HoldAll(ctx, wholeMapWait)
 	if err != nil {
 		return partmap.WholeMapLock{}, err
 	}

@@ -39,6 +39,20 @@ type Meta struct {
 	// Indexes are the fields with a secondary index, in a fixed order: an
 	// index entry names its field by position in this list.
 	Indexes []string `json:"indexes,omitempty"`
+	// Version numbers the directory's layout: each resize makes the next
+	// one, in a key space of its own.
+	Version int `json:"version,omitempty"`
+	// Resize is the resize in progress, if any.
+	Resize *Resize `json:"resize,omitempty"`
+}
+
+// Resize is a resize in progress: every profile is being copied into the
+// next version, of Partitions partitions. Partitions of the current version
+// below Copied have been copied; writes meanwhile go to both versions.
+type Resize struct {
+	Partitions int `json:"partitions"`
+	Version    int `json:"version"`
+	Copied     int `json:"copied"`
 }
 
 // NewMeta describes a new directory, with a fresh random cursor key.

@@ -57,14 +57,28 @@ func (s *Store) Meta(context.Context) (engine.Meta, error) {
 
 // Start is directory.Backend's Start: it persists started=true once.
 func (s *Store) Start(context.Context) (bool, error) {
+	now := false
+	_, err := s.Update(func(meta *engine.Meta) error {
+		now = !meta.Started
+		meta.Started = true
+		return nil
+	})
+	return now && err == nil, err
+}
+
+// Update applies fn to the metadata and writes it back durably; updates
+// are serialised, so none is lost.
+func (s *Store) Update(fn func(*engine.Meta) error) (engine.Meta, error) {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 	meta, _, err := s.Read()
-	if err != nil || meta.Started {
-		return false, err
+	if err != nil {
+		return meta, err
 	}
-	meta.Started = true
-	return true, s.Write(meta)
+	if err := fn(&meta); err != nil {
+		return meta, err
+	}
+	return meta, s.Write(meta)
 }
 
 // Commit applies batch and returns once it is visible; the returned wait

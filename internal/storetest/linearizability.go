@@ -54,6 +54,9 @@ type LinearizabilityOptions struct {
 	Clients      int // concurrent clients, each with its own Store
 	OpsPerClient int
 	Emails       int // distinct emails, all in one partition
+	// Until, if set, keeps each client going past OpsPerClient until it
+	// returns true (at most 50 times as many operations).
+	Until func() bool
 }
 
 // RecordHistory runs concurrent clients doing get, put, patch, increment and
@@ -72,7 +75,7 @@ func RecordHistory(t *testing.T, newClient func(i int) partmap.Store, opts Linea
 		wg.Go(func() {
 			s := newClient(c)
 			rng := rand.New(rand.NewPCG(uint64(c), 42))
-			for range opts.OpsPerClient {
+			for i := 0; i < opts.OpsPerClient || (opts.Until != nil && !opts.Until() && i < 50*opts.OpsPerClient); i++ {
 				op := model.Random(rng, emails)
 				call := time.Since(start).Nanoseconds()
 				out, err := op.Do(ctx, s)

@@ -20,8 +20,8 @@ func (a position) less(b position) bool {
 	return a.p < b.p || (a.p == b.p && a.email < b.email)
 }
 
-func positionOf(rec partmap.Record) position {
-	return position{partmap.PartitionOf(rec.Profile.Email(), partmap.DefaultPartitions), rec.Profile.Email()}
+func positionOf(rec partmap.Record, partitions int) position {
+	return position{partmap.PartitionOf(rec.Profile.Email(), partitions), rec.Profile.Email()}
 }
 
 // listAll follows cursors to the end, checking that the order is strictly
@@ -40,6 +40,11 @@ func listWhere(t interface{ Fatalf(string, ...any) }, s partmap.Store, limit int
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
+	stats, err := s.ListPartitions(context.Background())
+	if err != nil {
+		t.Fatalf("partitions: %v", err)
+	}
+	n := stats.TotalPartitions
 	var all []partmap.Record
 	cursor := ""
 	for pages := 0; ; pages++ {
@@ -54,7 +59,7 @@ func listWhere(t interface{ Fatalf(string, ...any) }, s partmap.Store, limit int
 			t.Fatalf("page %d, reached through a cursor, is empty: the previous page should have been the last", pages)
 		}
 		for _, rec := range page.Profiles {
-			if n := len(all); n > 0 && !positionOf(all[n-1]).less(positionOf(rec)) {
+			if k := len(all); k > 0 && !positionOf(all[k-1], n).less(positionOf(rec, n)) {
 				t.Fatalf("out of order or repeated: %s after %s", rec.Profile.Email(), all[n-1].Profile.Email())
 			}
 			all = append(all, rec)

@@ -1,0 +1,329 @@
+package directory
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// A resize rehashes every profile into a new layout version with another
+// partition count, while the directory keeps serving:
+//
+//  1. Under the whole-map lock, the metadata records the resize and the
+//     directory swaps in a layout with both versions. From then on every
+//     write goes to both, in one commit: the current version (which keeps
+//     serving reads, listings and searches) and the next.
+//  2. A mover copies the current version partition by partition, each under
+//     its lock and the locks of the next partitions its profiles go to, and
+//     records its progress, so that a resize interrupted by a crash resumes
+//     where it was. Writes make the next version's copy of a profile equal
+//     to the current's, and so does the copy, so when the last partition is
+//     copied the next version is complete.
+//  3. Under the whole-map lock of both versions, the metadata switches to
+//     the next version and the directory swaps in a layout of it alone.
+//  4. Once nothing reads the old version any more, it is deleted.
+
+// resizer is the directory's mover, when one runs in this process.
+type resizer struct {
+	mu      sync.Mutex
+	running bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	copied  atomic.Int64
+	lastErr atomic.Pointer[string]
+	retired []*layout // layouts over the version being replaced
+}
+
+// resizeRetry bounds the mover's backoff after a failure (a lock conflict,
+// Redis failing over): it retries until it succeeds or the store closes.
+const resizeRetry = 2 * time.Second
+
+// errRetarget: a partition gained a profile bound for a next partition the
+// copy did not lock; plan again.
+var errRetarget = errors.New("directory: the partition's profiles changed; lock again")
+
+func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeStatus, error) {
+	if partitions < 1 || partitions > partmap.MaxPartitions {
+		return partmap.ResizeStatus{}, partmap.Errorf(partmap.EINVALID, "partitions must be from 1 to %d, not %d", partmap.MaxPartitions, partitions)
+	}
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.ResizeStatus{}, err
+	}
+	r := &d.resizer
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	L := d.layout.Load()
+	switch {
+	case L.next != nil && L.next.Partitions != partitions:
+		return partmap.ResizeStatus{}, partmap.Errorf(partmap.EINVALID,
+			"a resize from %d to %d partitions is in progress; let it finish first", L.cur.Partitions, L.next.Partitions)
+	case L.next != nil:
+		d.startMover(L) // resumes it here if no mover runs
+		return d.ResizeStatus(ctx)
+	case partitions == L.cur.Partitions:
+		return partmap.ResizeStatus{}, partmap.Errorf(partmap.EINVALID, "the directory already has %d partitions", partitions)
+	}
+	hold, err := L.backend.HoldAll(ctx, wholeMapWait)
+	if err != nil {
+		return partmap.ResizeStatus{}, err
+	}
+	meta, err := d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
+		if m.Resize != nil || m.Version != L.cur.Version {
+			return partmap.Errorf(partmap.ELOCKCONFLICT, "another server changed the layout meanwhile; ask again")
+		}
+		m.Resize = &engine.Resize{Partitions: partitions, Version: m.Version + 1}
+		return nil
+	})
+	if err != nil {
+		hold.Release()
+		return partmap.ResizeStatus{}, err
+	}
+	L1 := d.newLayout(L.cur, &Space{Version: meta.Resize.Version, Partitions: partitions})
+	d.layout.Store(L1)
+	r.retired = append(r.retired, L)
+	r.copied.Store(0)
+	if err := hold.Release(); err != nil {
+		// Lost before the swap was visible to other servers' writes: the
+		// mover's copies fix what they wrote to the current version alone.
+		r.setErr(err)
+	}
+	d.startMover(L1)
+	return d.ResizeStatus(ctx)
+}
+
+// ResumeResize starts the mover if the metadata records a resize in
+// progress, as after a crash. Stores call it once they are open.
+func (d *Directory) ResumeResize() {
+	r := &d.resizer
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if L := d.layout.Load(); L.next != nil {
+		d.startMover(L)
+	}
+}
+
+// startMover runs the mover on L unless one runs; r.mu is held.
+func (d *Directory) startMover(L *layout) {
+	r := &d.resizer
+	if r.running {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.running, r.cancel, r.done = true, cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		err := d.move(ctx, L)
+		r.mu.Lock()
+		r.running = false
+		r.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			r.setErr(err)
+		}
+	}()
+}
+
+func (r *resizer) setErr(err error) {
+	msg := partmap.ErrorMessage(err)
+	if msg == "" || partmap.ErrorCode(err) == partmap.EINTERNAL {
+		msg = err.Error()
+	}
+	r.lastErr.Store(&msg)
+}
+
+// Close stops the mover, if one runs; a later open resumes it.
+func (d *Directory) Close() {
+	r := &d.resizer
+	r.mu.Lock()
+	running, cancel, done := r.running, r.cancel, r.done
+	r.mu.Unlock()
+	if running {
+		cancel()
+		<-done
+	}
+}
+
+// retry runs fn until it succeeds or ctx ends, backing off after failures.
+func (d *Directory) retry(ctx context.Context, fn func() error) error {
+	backoff := 10 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		d.resizer.setErr(err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, resizeRetry)
+	}
+}
+
+func (d *Directory) move(ctx context.Context, L *layout) error {
+	r := &d.resizer
+	meta, err := L.backend.Meta(ctx)
+	if err != nil {
+		return err
+	}
+	from := 0
+	if meta.Resize != nil && meta.Resize.Version == L.next.Version {
+		from = meta.Resize.Copied
+	}
+	r.copied.Store(int64(from))
+	n := L.cur.Partitions
+	for p := from; p < n; p++ {
+		if err := d.retry(ctx, func() error { return d.copyPartition(ctx, L, partmap.Partition(p)) }); err != nil {
+			return err
+		}
+		r.copied.Store(int64(p + 1))
+		// Progress is recorded now and then; a crash re-copies at most the
+		// partitions since, which is harmless.
+		if (p+1)%16 == 0 || p+1 == n {
+			copied := p + 1
+			if err := d.retry(ctx, func() error {
+				_, err := d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
+					if m.Resize != nil && m.Resize.Version == L.next.Version {
+						m.Resize.Copied = max(m.Resize.Copied, copied)
+					}
+					return nil
+				})
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := d.retry(ctx, func() error { return d.switchTo(ctx, L) }); err != nil {
+		return err
+	}
+	r.lastErr.Store(nil)
+	// The old version is deleted once the operations still running on it
+	// (a long export, say) have finished.
+	r.mu.Lock()
+	retired := append(r.retired, L)
+	r.retired = nil
+	r.mu.Unlock()
+	for _, old := range retired {
+		for old.active.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return d.retry(ctx, func() error { return d.spaces.Drop(ctx, L.cur) })
+}
+
+// copyPartition copies current partition p into the next version, under
+// p's lock and the locks of the next partitions its profiles go to.
+func (d *Directory) copyPartition(ctx context.Context, L *layout, p partmap.Partition) error {
+	for {
+		// Read without the lock to learn which next partitions to lock.
+		items, err := partitionItems(ctx, L.backend, p)
+		if err != nil {
+			return err
+		}
+		lock := []partmap.Partition{p}
+		for _, it := range items {
+			q, _ := L.mirror(it.Email)
+			lock = append(lock, q)
+		}
+		slices.Sort(lock)
+		lock = slices.Compact(lock)
+		err = L.engine.Invoke(ctx, engine.Invocation{Load: lock, Lock: lock}, func(tx *engine.Tx) error {
+			if d.layout.Load() != L {
+				return errStale
+			}
+			items, err := partitionItems(ctx, L.backend, p)
+			if err != nil {
+				return err
+			}
+			for _, it := range items {
+				q, _ := L.mirror(it.Email)
+				if _, ok := slices.BinarySearch(lock, q); !ok {
+					return errRetarget
+				}
+				if err := tx.Put(q, it.Email, it.Record); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != errRetarget {
+			return err
+		}
+	}
+}
+
+// partitionItems reads every profile of current partition p.
+func partitionItems(ctx context.Context, b Backend, p partmap.Partition) ([]Item, error) {
+	var out []Item
+	after := &Position{Partition: p}
+	for {
+		items, err := b.Scan(ctx, after, exportPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if it.Partition != p {
+				return out, nil
+			}
+			out = append(out, it)
+		}
+		if len(items) < exportPage {
+			return out, nil
+		}
+		after = &items[len(items)-1].Position
+	}
+}
+
+// switchTo makes L's next version the current one, under the whole-map
+// lock of both versions, so that no write is half on either side of it.
+func (d *Directory) switchTo(ctx context.Context, L *layout) error {
+	hold, err := L.backend.HoldAll(ctx, wholeMapWait)
+	if err != nil {
+		return err
+	}
+	next := *L.next
+	_, err = d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
+		if m.Resize == nil || m.Resize.Version != next.Version {
+			return partmap.Errorf(partmap.ELOCKCONFLICT, "the resize to version %d is no longer the one in progress", next.Version)
+		}
+		m.Partitions, m.Version, m.Resize = next.Partitions, next.Version, nil
+		return nil
+	})
+	if err != nil {
+		hold.Release()
+		return err
+	}
+	d.layout.Store(d.newLayout(next, nil))
+	return hold.Release()
+}
+
+func (d *Directory) ResizeStatus(ctx context.Context) (partmap.ResizeStatus, error) {
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.ResizeStatus{}, err
+	}
+	L := d.layout.Load()
+	st := partmap.ResizeStatus{Partitions: L.cur.Partitions, Version: L.cur.Version}
+	if msg := d.resizer.lastErr.Load(); msg != nil {
+		st.LastError = *msg
+	}
+	if L.next == nil {
+		return st, nil
+	}
+	st.Running, st.To = true, L.next.Partitions
+	st.Copied = int(d.resizer.copied.Load())
+	if meta, err := L.backend.Meta(ctx); err == nil && meta.Resize != nil && meta.Resize.Copied > st.Copied {
+		st.Copied = meta.Resize.Copied // another server's mover is ahead
+	}
+	return st, nil
+}
