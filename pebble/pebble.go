@@ -208,6 +208,10 @@ func (s *spaces) Drop(_ context.Context, v directory.Space) error {
 	return batch.Commit(pebble.Sync)
 }
 
+// Mark does nothing: one process serves a Pebble directory, and its layout
+// is all the marking it needs.
+func (s *spaces) Mark(context.Context, directory.Space, string) error { return nil }
+
 func (s *spaces) UpdateMeta(_ context.Context, fn func(*engine.Meta) error) (engine.Meta, error) {
 	return s.meta.Update(fn)
 }

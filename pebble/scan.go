@@ -15,8 +15,8 @@ import (
 // Scan reads one page from a single iterator, which sees one consistent
 // snapshot. Across pages, each scan starts strictly after the last key
 // served, so a profile that exists throughout is served exactly once.
-func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	return scan(ctx, b.db, b.cur().prefix, after, limit)
+func (b *backend) Scan(ctx context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
+	return scan(ctx, b.db, b.cur().prefix, after, end, limit)
 }
 
 // Snapshot is a Pebble snapshot: it costs writers nothing, and holds back
@@ -30,18 +30,18 @@ type snapshot struct {
 	prefix []byte
 }
 
-func (s snapshot) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	return scan(ctx, s.snap, s.prefix, after, limit)
+func (s snapshot) Scan(ctx context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
+	return scan(ctx, s.snap, s.prefix, after, end, limit)
 }
 
 func (s snapshot) Close() error { return s.snap.Close() }
 
-func scan(ctx context.Context, r pebble.Reader, pre []byte, after *directory.Position, limit int) ([]directory.Item, error) {
+func scan(ctx context.Context, r pebble.Reader, pre []byte, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
 	lower := kind(pre, prefixRecord, 0)
 	if after != nil {
 		lower = append(recordKey(pre, after.Partition, after.Email), 0) // the next key after it
 	}
-	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: kind(pre, prefixRecord+1, 0)})
+	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: recordKey(pre, end, "")})
 	if err != nil {
 		return nil, err
 	}

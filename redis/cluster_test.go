@@ -72,3 +72,7 @@ func TestReplicaAcknowledgements(t *testing.T) {
 		t.Fatalf("server without replicas: got %v, want unavailable", err)
 	}
 }
+
+func TestClusterResize(t *testing.T) {
+	storetest.RunResize(t, func(t *testing.T) partmap.Store { return openCluster(t, &redis.Options{LockWait: -1}) })
+}

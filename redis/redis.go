@@ -91,26 +91,76 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		return nil, err
 	}
 	b.indexes = meta.Indexes
-	d := directory.New(b, meta.Partitions, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: meta.Indexes})
+	d := directory.New(nil, 0, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: meta.Indexes,
+		Spaces: &spaces{base: *b}, Meta: &meta})
+	d.ResumeResize() // after a crash in the middle of one
 	return &Store{Directory: d, client: client}, nil
 }
 
 // Close closes the client.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *Store) Close() error {
+	s.Directory.Close() // a resize in progress stops, to resume at the next open
+	return s.client.Close()
+}
 
 type backend struct {
 	client     goredis.UniversalClient
 	indexes    []string // the indexed fields, in the metadata's order
 	ttl        time.Duration
-	ns         string
+	ns         string // the directory's namespace
 	acks       int
 	ackTimeout time.Duration
+	// spaces are the layout versions the backend serves: the current one,
+	// then the next during a resize, whose partitions are numbered on
+	// after the current's.
+	spaces []space
 }
+
+// space is one layout version: its partition count and the namespace its
+// keys carry, NS for version 0 and NS@V for version V.
+type space struct {
+	version int
+	n       int
+	ns      string
+	// accept is the state mark (see stateKey) under which this backend may
+	// write the space: none for the current version alone, "resizing" for
+	// the current version during a resize. Another mark means the layout
+	// changed under this server, which must reload it.
+	accept string
+}
+
+func spaceNS(ns string, version int) string {
+	if version == 0 {
+		return ns
+	}
+	return ns + "@" + strconv.Itoa(version)
+}
+
+// at maps a partition number to its space and its number there.
+func (b *backend) at(p partmap.Partition) (*space, partmap.Partition) {
+	for i := range b.spaces {
+		if int(p) < b.spaces[i].n {
+			return &b.spaces[i], p
+		}
+		p -= partmap.Partition(b.spaces[i].n)
+	}
+	panic(fmt.Sprintf("redis: partition number beyond the backend's %d spaces", len(b.spaces)))
+}
+
+func (b *backend) cur() *space { return &b.spaces[0] }
 
 // Keys. A partition's keys start with its hash tag, before anything else:
 // the namespace and the email may themselves contain braces.
-func (b *backend) metaKey() string                      { return "partmap:" + b.ns + ":meta" }
-func (b *backend) key(p partmap.Partition) string       { return "{" + p.String() + "}:" + b.ns + ":" }
+func (b *backend) metaKey() string { return "partmap:" + b.ns + ":meta" }
+func (b *backend) key(p partmap.Partition) string {
+	sp, lp := b.at(p)
+	return "{" + lp.String() + "}:" + sp.ns + ":"
+}
+
+// stateKey marks a partition of a version that a resize is replacing
+// ("resizing") or has replaced ("retired"), so that a server that has not
+// noticed the resize cannot write, or read, the wrong version.
+func (b *backend) stateKey(p partmap.Partition) string { return b.key(p) + "state" }
 func (b *backend) lockKey(p partmap.Partition) string   { return b.key(p) + "lock" }
 func (b *backend) countKey(p partmap.Partition) string  { return b.key(p) + "count" }
 func (b *backend) emailsKey(p partmap.Partition) string { return b.key(p) + "emails" }
@@ -158,8 +208,8 @@ func (b *backend) openMeta(ctx context.Context, indexes []string) (engine.Meta, 
 		return meta, fmt.Errorf("redis: written by a newer partmap (schema %d; this one reads %d)", meta.Schema, SchemaVersion)
 	case meta.Schema < 1 || len(meta.CursorKey) == 0:
 		return meta, fmt.Errorf("redis: the key %s is not partmap's metadata", b.metaKey())
-	case meta.Partitions != partmap.DefaultPartitions:
-		return meta, fmt.Errorf("redis: the directory holds %d partitions but %d were expected", meta.Partitions, partmap.DefaultPartitions)
+	case meta.Partitions < 1:
+		return meta, fmt.Errorf("redis: the key %s is not partmap's metadata", b.metaKey())
 	}
 	if meta.Indexes, err = directory.ChooseIndexes(indexes, created, meta.Indexes); err != nil {
 		return meta, fmt.Errorf("redis: %w", err)
@@ -271,15 +321,48 @@ func sortedUnique(ps []partmap.Partition) []partmap.Partition {
 	return slices.Compact(ps)
 }
 
-func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
-	v, err := b.client.Get(ctx, b.recordKey(p, email)).Bytes()
-	if errors.Is(err, goredis.Nil) {
-		return partmap.Record{}, false, nil
+// spaceIndex is 0 for the current version's partitions, 1 for the next's.
+func (b *backend) spaceIndex(p partmap.Partition) int {
+	for i := range b.spaces {
+		if int(p) < b.spaces[i].n {
+			return i
+		}
+		p -= partmap.Partition(b.spaces[i].n)
 	}
+	return len(b.spaces)
+}
+
+// checkCurrent refuses, as stale, a listing of a version another server's
+// resize has retired (and dropped).
+func (b *backend) checkCurrent(ctx context.Context) error {
+	state, err := b.client.Get(ctx, b.stateKey(0)).Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return nil
+	case err != nil:
+		return unavailable(err)
+	case state == directory.StateRetired:
+		return directory.ErrStale
+	}
+	return nil
+}
+
+// Get reads the record and the partition's state in one MGET (one slot):
+// a retired version must not answer for the one that replaced it.
+func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
+	vals, err := b.client.MGet(ctx, b.recordKey(p, email), b.stateKey(p)).Result()
 	if err != nil {
 		return partmap.Record{}, false, unavailable(err)
 	}
-	rec, err := record.Decode(v)
+	sp, _ := b.at(p)
+	if state, _ := vals[1].(string); state != sp.accept && state == directory.StateRetired {
+		return partmap.Record{}, false, directory.ErrStale
+	}
+	v, ok := vals[0].(string)
+	if !ok {
+		return partmap.Record{}, false, nil
+	}
+	rec, err := record.Decode([]byte(v))
 	if err != nil {
 		return partmap.Record{}, false, fmt.Errorf("%s %s: %w", p, email, err)
 	}
@@ -287,19 +370,24 @@ func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (p
 }
 
 // commitScript applies one partition's writes and their index changes if,
-// and only if, the caller still holds the partition's lock. KEYS: lock,
-// count, emails, one record key per write, then one index key per index
-// change. ARGV: token, the number of writes, then per write: email, value
-// ("" to delete), existed ("1" or "0"); then per index change: "+" or "-"
-// and the member.
+// and only if, the caller still holds the partition's lock and knows the
+// partition's state (see stateKey). KEYS: lock, count, emails, state, one
+// record key per write, then one index key per index change. ARGV: token,
+// the number of writes, the state the caller expects, then per write:
+// email, value ("" to delete), existed ("1" or "0"); then per index change:
+// "+" or "-" and the member.
 var commitScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('PARTMAP_LOCK_LOST')
 end
+local state = redis.call('GET', KEYS[4]) or ''
+if state ~= ARGV[3] then
+  return redis.error_reply('PARTMAP_STALE ' .. state)
+end
 local writes = tonumber(ARGV[2])
 local delta = 0
 for w = 1, writes do
-  local k, a = 3 + w, 3 + (w - 1) * 3
+  local k, a = 4 + w, 4 + (w - 1) * 3
   local email, value, existed = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   if value == '' then
     redis.call('DEL', KEYS[k])
@@ -311,8 +399,8 @@ for w = 1, writes do
     if existed == '0' then delta = delta + 1 end
   end
 end
-for k = 4 + writes, #KEYS do
-  local a = 3 + writes * 3 + (k - 4 - writes) * 2
+for k = 5 + writes, #KEYS do
+  local a = 4 + writes * 3 + (k - 5 - writes) * 2
   if ARGV[a] == '+' then
     redis.call('ZADD', KEYS[k], 0, ARGV[a + 1])
   else
@@ -337,9 +425,15 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		}
 		byPartition[w.Partition] = append(byPartition[w.Partition], w)
 	}
+	// The next version first: a crash between the two leaves the write in
+	// the next version only, where it is an unacknowledged write that
+	// landed; the current version's copy is the one reads see, and the
+	// next write of the profile rewrites both.
+	slices.SortStableFunc(order, func(x, y partmap.Partition) int { return b.spaceIndex(y) - b.spaceIndex(x) })
 	for _, p := range order {
-		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p)}
-		args := []any{lease.token, len(byPartition[p])}
+		sp, _ := b.at(p)
+		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p)}
+		args := []any{lease.token, len(byPartition[p]), sp.accept}
 		var indexKeys []string
 		var indexArgs []any
 		for _, w := range byPartition[p] {
@@ -368,6 +462,9 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		if err := b.run(ctx, keys, args); err != nil {
 			if strings.Contains(err.Error(), "PARTMAP_LOCK_LOST") {
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p)
+			}
+			if strings.Contains(err.Error(), "PARTMAP_STALE") {
+				return nil, directory.ErrStale
 			}
 			return nil, unavailable(err)
 		}
@@ -411,13 +508,16 @@ func (b *backend) run(ctx context.Context, keys []string, args []any) error {
 }
 
 // Scan reads partitions in order, each in email order from its sorted set.
-func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+func (b *backend) Scan(ctx context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
+	if err := b.checkCurrent(ctx); err != nil {
+		return nil, err
+	}
 	var items []directory.Item
 	first := partmap.Partition(0)
 	if after != nil {
 		first = after.Partition
 	}
-	for p := first; int(p) < partmap.DefaultPartitions && len(items) < limit; p++ {
+	for p := first; p < end && len(items) < limit; p++ {
 		min := "-"
 		if after != nil && p == after.Partition {
 			min = "(" + after.Email
@@ -462,8 +562,11 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, limit int
 
 // Counts reads every partition's count key in one pipeline.
 func (b *backend) Counts(ctx context.Context) ([]partmap.PartitionCount, error) {
+	if err := b.checkCurrent(ctx); err != nil {
+		return nil, err
+	}
 	pipe := b.client.Pipeline()
-	cmds := make([]*goredis.StringCmd, partmap.DefaultPartitions)
+	cmds := make([]*goredis.StringCmd, b.cur().n)
 	for p := range cmds {
 		cmds[p] = pipe.Get(ctx, b.countKey(partmap.Partition(p)))
 	}

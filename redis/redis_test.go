@@ -141,3 +141,95 @@ func TestExpiredLockCannotCommit(t *testing.T) {
 		t.Fatalf("after the refused commit: %v, %v", rec.Profile, err)
 	}
 }
+
+func TestResize(t *testing.T) {
+	storetest.RunResize(t, func(t *testing.T) partmap.Store { return open(t, &redis.Options{LockWait: -1}) })
+}
+
+// One server resizes while another, which learns of it only from the
+// partitions' marks, keeps writing: the clients of both make one
+// linearizable history, and the other server ends on the new layout.
+func TestResizeSeenByAnotherServer(t *testing.T) {
+	ctx := context.Background()
+	a, b := openShared(t, &redis.Options{LockWait: -1})
+	if _, err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var profiles []partmap.Profile
+	for i := range 2000 {
+		profiles = append(profiles, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i), "customerTier": "gold"})
+	}
+	if _, err := a.UpsertProfiles(ctx, profiles); err != nil {
+		t.Fatal(err)
+	}
+	// c opens before the resize and does nothing until it is over: its
+	// first read and write meet the retired version's marks.
+	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	c, err := redis.Open(ctx, cc, &redis.Options{LockWait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var done atomic.Bool
+	historyDone := make(chan []porcupine.Operation)
+	go func() {
+		historyDone <- storetest.RecordHistory(t, func(i int) partmap.Store {
+			if i%2 == 0 {
+				return a
+			}
+			return b
+		}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 40, Emails: 6, Until: done.Load})
+	}()
+	if _, err := a.Resize(ctx, 250); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WaitResized(t, a)
+	done.Store(true)
+	if res := storetest.CheckHistory(t, <-historyDone); res != porcupine.Ok {
+		t.Fatalf("history across a resize seen by two servers: %v", res)
+	}
+	for _, s := range []partmap.Store{a, b} {
+		page, err := s.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "customerTier", Value: "gold"}}, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(page.Profiles)
+		for page.NextCursor != "" {
+			if page, err = s.ListProfiles(ctx, partmap.ListOptions{Cursor: page.NextCursor, Limit: 1000, Where: []partmap.Match{{Field: "customerTier", Value: "gold"}}}); err != nil {
+				t.Fatal(err)
+			}
+			n += len(page.Profiles)
+		}
+		stats, err := s.ListPartitions(ctx)
+		if err != nil || stats.TotalPartitions != 250 || n != 2000 {
+			t.Fatalf("after the resize: %d partitions, %d gold profiles, %v", stats.TotalPartitions, n, err)
+		}
+	}
+	storetest.CheckAll(t, b)
+
+	if rec, err := c.FindProfile(ctx, "p7@example.com"); err != nil || rec.Profile["customerTier"] != "gold" {
+		t.Fatalf("a read by a server that missed the resize: %v %v", rec, err)
+	}
+	c2 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	stale, err := redis.Open(ctx, c2, &redis.Options{LockWait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	if _, err := a.Resize(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WaitResized(t, a)
+	// Fail-fast locks: the resize may still be releasing its own.
+	_, _, err = stale.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
+	for try := 0; errors.Is(err, partmap.ErrLockConflict) && try < 100; try++ {
+		time.Sleep(20 * time.Millisecond)
+		_, _, err = stale.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.FindProfile(ctx, "late@example.com"); err != nil {
+		t.Fatalf("a write by a server that missed the resize is lost: %v", err)
+	}
+}

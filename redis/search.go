@@ -23,6 +23,9 @@ const searchChunk = 100
 // in email order, confirms the other conditions with ZSCORE, and reads the
 // survivors' records with MGET, one partition (one slot) at a time.
 func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, after *directory.Position, limit int) ([]directory.Item, error) {
+	if err := b.checkCurrent(ctx); err != nil {
+		return nil, err
+	}
 	first := partmap.Partition(0)
 	if after != nil {
 		first = after.Partition
@@ -38,8 +41,9 @@ func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, afte
 		return &goredis.ZRangeBy{Min: min, Max: "(" + prefix + "\xff", Count: int64(count)}
 	}
 	var items []directory.Item
-	for lo := first; int(lo) < partmap.DefaultPartitions && len(items) < limit; lo += searchChunk {
-		hi := min(lo+searchChunk, partmap.DefaultPartitions)
+	n := partmap.Partition(b.cur().n)
+	for lo := first; lo < n && len(items) < limit; lo += searchChunk {
+		hi := min(lo+searchChunk, n)
 		want := limit - len(items)
 		pipe := b.client.Pipeline()
 		cmds := make([]*goredis.StringSliceCmd, hi-lo)

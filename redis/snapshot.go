@@ -33,11 +33,11 @@ func (b *backend) Snapshot(ctx context.Context) (directory.Snapshot, error) {
 
 type snapshotHold struct{ *frozen }
 
-func (s snapshotHold) Scan(ctx context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
+func (s snapshotHold) Scan(ctx context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
 	if err := s.err(); err != nil {
 		return nil, err
 	}
-	return s.b.Scan(ctx, after, limit)
+	return s.b.Scan(ctx, after, end, limit)
 }
 
 func (s snapshotHold) Close() error { return s.Release() }
@@ -49,7 +49,11 @@ func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Ho
 }
 
 func (b *backend) holdAll(ctx context.Context, wait time.Duration) (*frozen, error) {
-	all := make([]partmap.Partition, partmap.DefaultPartitions)
+	n := 0
+	for _, sp := range b.spaces {
+		n += sp.n
+	}
+	all := make([]partmap.Partition, n)
 	for i := range all {
 		all[i] = partmap.Partition(i)
 	}

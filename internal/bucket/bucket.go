@@ -167,8 +167,8 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 }
 
 // Scan walks buckets in partition order and each bucket in email order.
-func (b *backend) Scan(_ context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	return scan(b.db, after, limit)
+func (b *backend) Scan(_ context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
+	return scan(b.db, after, end, limit)
 }
 
 func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
@@ -177,19 +177,19 @@ func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
 
 type snapshot struct{ snap *pebble.Snapshot }
 
-func (s snapshot) Scan(_ context.Context, after *directory.Position, limit int) ([]directory.Item, error) {
-	return scan(s.snap, after, limit)
+func (s snapshot) Scan(_ context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
+	return scan(s.snap, after, end, limit)
 }
 
 func (s snapshot) Close() error { return s.snap.Close() }
 
-func scan(r pebble.Reader, after *directory.Position, limit int) ([]directory.Item, error) {
+func scan(r pebble.Reader, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
 	var items []directory.Item
 	first := partmap.Partition(0)
 	if after != nil {
 		first = after.Partition
 	}
-	for p := first; int(p) < partmap.DefaultPartitions && len(items) < limit; p++ {
+	for p := first; p < end && len(items) < limit; p++ {
 		bk, err := load(r, p)
 		if err != nil {
 			return nil, err

@@ -318,8 +318,20 @@ func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, preloa
 	}
 	// Every partition's count and index entries agree with its profiles: a
 	// kill never leaves a write half-indexed.
-	for p := range partmap.Partition(stats.TotalPartitions) {
+	n := stats.TotalPartitions
+	for p := partmap.Partition(0); int(p) < n; p++ {
 		c, err := cl.CheckPartition(ctx, p)
+		if partmap.ErrorCode(err) == partmap.EINVALID {
+			// A resize resumed by the restart finished meanwhile, with
+			// fewer partitions: check those.
+			if stats, err = cl.ListPartitions(ctx); err != nil {
+				return err
+			}
+			if n = stats.TotalPartitions; int(p) >= n {
+				break
+			}
+			c, err = cl.CheckPartition(ctx, p)
+		}
 		if err != nil {
 			return fmt.Errorf("check of %s: %w", p, err)
 		}

@@ -34,14 +34,23 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 	// Groups planned on a layout that a resize then swapped run again on
 	// the new one.
 	for len(todo) > 0 {
-		todo = d.upsertGroups(ctx, canonical, todo, results)
+		var L *layout
+		todo, L = d.upsertGroups(ctx, canonical, todo, results)
+		if len(todo) > 0 {
+			if err := d.reload(L); err != nil {
+				for _, i := range todo {
+					results[i] = partmap.BulkResult{Err: err}
+				}
+				break
+			}
+		}
 	}
 	return results, nil
 }
 
 // upsertGroups commits todo's profiles one partition group at a time and
 // returns those to run again.
-func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) []int {
+func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) ([]int, *layout) {
 	L := d.acquire()
 	defer L.release()
 	groups := map[partmap.Partition][]int{} // partition → indexes, in order
@@ -96,5 +105,5 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 		})
 	}
 	wg.Wait()
-	return again
+	return again, L
 }

@@ -26,8 +26,9 @@ type Backend interface {
 	// Start persists started=true; startedNow is false if it already was.
 	Start(ctx context.Context) (startedNow bool, err error)
 	// Scan returns up to limit profiles after a position (nil: from the
-	// start), in partition and then email order, from one consistent view.
-	Scan(ctx context.Context, after *Position, limit int) ([]Item, error)
+	// start) and before partition end, in partition and then email order,
+	// from one consistent view.
+	Scan(ctx context.Context, after *Position, end partmap.Partition, limit int) ([]Item, error)
 	// Counts returns the profile count of every partition that exists.
 	Counts(ctx context.Context) ([]partmap.PartitionCount, error)
 	// Snapshot freezes the whole directory for an export.
@@ -54,7 +55,7 @@ type Hold interface {
 // Snapshot is a frozen view of every profile.
 type Snapshot interface {
 	// Scan is Backend.Scan, over the frozen view.
-	Scan(ctx context.Context, after *Position, limit int) ([]Item, error)
+	Scan(ctx context.Context, after *Position, end partmap.Partition, limit int) ([]Item, error)
 	// Close releases the view. An error means it did not stay frozen, so
 	// what was read from it is not a consistent snapshot.
 	Close() error
@@ -124,6 +125,7 @@ func (f fixedSpace) Backend(...Space) Backend { return f.b }
 func (f fixedSpace) Drop(context.Context, Space) error {
 	return partmap.Errorf(partmap.EINVALID, "this store cannot resize")
 }
+func (f fixedSpace) Mark(context.Context, Space, string) error { return nil }
 func (f fixedSpace) UpdateMeta(context.Context, func(*engine.Meta) error) (engine.Meta, error) {
 	return engine.Meta{}, partmap.Errorf(partmap.EINVALID, "this store cannot resize")
 }
@@ -279,7 +281,10 @@ func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Cond
 			return fn(st, cur)
 		})
 		L.release()
-		if err != errStale {
+		if err != ErrStale {
+			return err
+		}
+		if err := d.reload(L); err != nil {
 			return err
 		}
 	}

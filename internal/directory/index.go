@@ -145,29 +145,16 @@ func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (pa
 			return errStale
 		}
 		want := map[IndexEntry]bool{}
-		after := &Position{Partition: p}
-		for {
-			items, err := L.backend.Scan(ctx, after, exportPage)
-			if err != nil {
-				return err
-			}
-			done := len(items) < exportPage
-			for _, it := range items {
-				if it.Partition != p {
-					done = true
-					break
-				}
-				check.Profiles++
-				for _, e := range entriesOf(d.indexes, it.Email, it.Record.Profile) {
-					want[e] = true
-				}
-				after = &it.Position
-			}
-			if done {
-				break
+		items, err := partitionItems(ctx, L.backend, p)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			check.Profiles++
+			for _, e := range entriesOf(d.indexes, it.Email, it.Record.Profile) {
+				want[e] = true
 			}
 		}
-		var err error
 		if check.Counted, err = L.backend.Count(ctx, p); err != nil {
 			return err
 		}

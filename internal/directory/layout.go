@@ -29,7 +29,18 @@ type Spaces interface {
 	// UpdateMeta applies fn to the stored metadata and stores the result;
 	// concurrent updates are serialised.
 	UpdateMeta(ctx context.Context, fn func(*engine.Meta) error) (engine.Meta, error)
+	// Mark records on every partition of version v that a resize is
+	// replacing it (StateResizing) or has replaced it (StateRetired), for
+	// stores shared by several servers; a store served by one process may
+	// do nothing.
+	Mark(ctx context.Context, v Space, state string) error
 }
+
+// Partition states that Spaces.Mark records.
+const (
+	StateResizing = "resizing"
+	StateRetired  = "retired"
+)
 
 // layout is what the directory serves from: the current version, and the
 // next one while a resize copies into it. It never changes; a resize swaps
@@ -44,9 +55,14 @@ type layout struct {
 	active atomic.Int64
 }
 
-// errStale aborts an invocation that took its locks after a resize swapped
-// the layout it was planned on; it runs again on the new one.
-var errStale = errors.New("directory: the layout changed; run again")
+// ErrStale aborts an invocation that was planned on a layout a resize has
+// since replaced: the directory's own (it took its locks after the swap),
+// or, said by a backend, another server's (Redis marks the partitions of a
+// version being replaced). It runs again on the current layout.
+var ErrStale = errors.New("directory: the layout changed; run again")
+
+// errStale is ErrStale, by its old name inside the package.
+var errStale = ErrStale
 
 func (d *Directory) newLayout(cur Space, next *Space) *layout {
 	L := &layout{cur: cur, next: next}
@@ -98,10 +114,39 @@ func (d *Directory) read(fn func(L *layout) error) error {
 		L := d.acquire()
 		err := fn(L)
 		L.release()
+		if err == ErrStale {
+			if err := d.reload(L); err != nil {
+				return err
+			}
+			continue
+		}
 		if d.layout.Load() == L {
 			return err
 		}
 	}
+}
+
+// reload replaces L, which a backend found stale, with the layout the
+// metadata describes now: another server started or finished a resize.
+func (d *Directory) reload(L *layout) error {
+	if d.layout.Load() != L {
+		return nil // replaced already
+	}
+	ctx := context.Background()
+	meta, err := L.backend.Meta(ctx)
+	if err != nil {
+		return err
+	}
+	cur := Space{Version: meta.Version, Partitions: meta.Partitions}
+	var next *Space
+	if r := meta.Resize; r != nil {
+		next = &Space{Version: r.Version, Partitions: r.Partitions}
+	}
+	if cur == L.cur && (next == nil) == (L.next == nil) && (next == nil || *next == *L.next) {
+		return partmap.Errorf(partmap.EUNAVAILABLE, "the store's partition marks disagree with its metadata (layout version %d); retry", meta.Version)
+	}
+	d.layout.CompareAndSwap(L, d.newLayout(cur, next))
+	return nil
 }
 
 // staged stages a single-profile write on the current version and, during

@@ -66,7 +66,7 @@ func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) 
 		// One more than asked tells whether another page follows.
 		var err error
 		if len(where) == 0 {
-			items, err = L.backend.Scan(ctx, after, limit+1)
+			items, err = L.backend.Scan(ctx, after, partmap.Partition(L.cur.Partitions), limit+1)
 		} else {
 			items, err = L.backend.Search(ctx, where, after, limit+1)
 		}
@@ -191,7 +191,7 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 	}()
 	var after *Position
 	for {
-		items, err := snap.Scan(ctx, after, exportPage)
+		items, err := snap.Scan(ctx, after, partmap.Partition(L.cur.Partitions), exportPage)
 		if err != nil {
 			return err
 		}

@@ -32,12 +32,29 @@ import (
 // resizer is the directory's mover, when one runs in this process.
 type resizer struct {
 	mu      sync.Mutex
-	running bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	run     *moverRun // the last mover started; nil if none
+	drops   sync.WaitGroup
+	closed  bool
 	copied  atomic.Int64
 	lastErr atomic.Pointer[string]
 	retired []*layout // layouts over the version being replaced
+}
+
+// moverRun is one mover goroutine, for one resize.
+type moverRun struct {
+	layout *layout
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (m *moverRun) finished() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // resizeRetry bounds the mover's backoff after a failure (a lock conflict,
@@ -80,6 +97,11 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 		m.Resize = &engine.Resize{Partitions: partitions, Version: m.Version + 1}
 		return nil
 	})
+	if err == nil {
+		// Other servers' writes to the current version now fail as stale
+		// until they reload the layout and write both versions.
+		err = d.spaces.Mark(ctx, L.cur, StateResizing)
+	}
 	if err != nil {
 		hold.Release()
 		return partmap.ResizeStatus{}, err
@@ -108,21 +130,26 @@ func (d *Directory) ResumeResize() {
 	}
 }
 
-// startMover runs the mover on L unless one runs; r.mu is held.
+// startMover runs the mover on L unless one runs on it; r.mu is held.
 func (d *Directory) startMover(L *layout) {
 	r := &d.resizer
-	if r.running {
+	if r.closed {
 		return
 	}
+	if r.run != nil && !r.run.finished() {
+		if r.run.layout == L {
+			return
+		}
+		// The previous resize's mover has switched layouts and is about to
+		// return: let it.
+		<-r.run.done
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.running, r.cancel, r.done = true, cancel, make(chan struct{})
+	run := &moverRun{layout: L, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	r.run = run
 	go func() {
-		defer close(r.done)
-		err := d.move(ctx, L)
-		r.mu.Lock()
-		r.running = false
-		r.mu.Unlock()
-		if err != nil && ctx.Err() == nil {
+		defer close(run.done)
+		if err := d.move(ctx, L); err != nil && ctx.Err() == nil {
 			r.setErr(err)
 		}
 	}()
@@ -136,24 +163,28 @@ func (r *resizer) setErr(err error) {
 	r.lastErr.Store(&msg)
 }
 
-// Close stops the mover, if one runs; a later open resumes it.
+// Close stops the mover, if one runs (a later open resumes it), and any
+// removal of an old version (a later open finishes it).
 func (d *Directory) Close() {
 	r := &d.resizer
 	r.mu.Lock()
-	running, cancel, done := r.running, r.cancel, r.done
+	r.closed = true
+	run := r.run
 	r.mu.Unlock()
-	if running {
-		cancel()
-		<-done
+	if run != nil {
+		run.cancel()
+		<-run.done
 	}
+	r.drops.Wait()
 }
 
 // retry runs fn until it succeeds or ctx ends, backing off after failures.
+// ErrStale ends it too: another server has moved the layout on.
 func (d *Directory) retry(ctx context.Context, fn func() error) error {
 	backoff := 10 * time.Millisecond
 	for {
 		err := fn()
-		if err == nil || ctx.Err() != nil {
+		if err == nil || err == ErrStale || ctx.Err() != nil {
 			return err
 		}
 		d.resizer.setErr(err)
@@ -179,7 +210,11 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 	r.copied.Store(int64(from))
 	n := L.cur.Partitions
 	for p := from; p < n; p++ {
-		if err := d.retry(ctx, func() error { return d.copyPartition(ctx, L, partmap.Partition(p)) }); err != nil {
+		err := d.retry(ctx, func() error { return d.copyPartition(ctx, L, partmap.Partition(p)) })
+		if err == ErrStale {
+			return nil // another server finished the resize
+		}
+		if err != nil {
 			return err
 		}
 		r.copied.Store(int64(p + 1))
@@ -200,26 +235,36 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 			}
 		}
 	}
-	if err := d.retry(ctx, func() error { return d.switchTo(ctx, L) }); err != nil {
+	switch err := d.retry(ctx, func() error { return d.switchTo(ctx, L) }); err {
+	case nil:
+	case ErrStale:
+		return nil // another server switched, and drops the old version
+	default:
 		return err
 	}
 	r.lastErr.Store(nil)
-	// The old version is deleted once the operations still running on it
-	// (a long export, say) have finished.
+	// The old version is deleted in the background, once the operations
+	// still running on it (a long export, say) have finished; the mover is
+	// done, so that another resize may start meanwhile.
 	r.mu.Lock()
 	retired := append(r.retired, L)
 	r.retired = nil
+	r.drops.Add(1)
 	r.mu.Unlock()
-	for _, old := range retired {
-		for old.active.Load() > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(10 * time.Millisecond):
+	go func() {
+		defer r.drops.Done()
+		for _, old := range retired {
+			for old.active.Load() > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
 			}
 		}
-	}
-	return d.retry(ctx, func() error { return d.spaces.Drop(ctx, L.cur) })
+		d.retry(ctx, func() error { return d.spaces.Drop(ctx, L.cur) })
+	}()
+	return nil
 }
 
 // copyPartition copies current partition p into the next version, under
@@ -268,7 +313,7 @@ func partitionItems(ctx context.Context, b Backend, p partmap.Partition) ([]Item
 	var out []Item
 	after := &Position{Partition: p}
 	for {
-		items, err := b.Scan(ctx, after, exportPage)
+		items, err := b.Scan(ctx, after, p+1, exportPage)
 		if err != nil {
 			return nil, err
 		}
@@ -294,12 +339,23 @@ func (d *Directory) switchTo(ctx context.Context, L *layout) error {
 	}
 	next := *L.next
 	_, err = d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
+		if m.Resize == nil && m.Version == next.Version {
+			return nil // switched already, by a try whose marking failed
+		}
 		if m.Resize == nil || m.Resize.Version != next.Version {
-			return partmap.Errorf(partmap.ELOCKCONFLICT, "the resize to version %d is no longer the one in progress", next.Version)
+			return ErrStale
 		}
 		m.Partitions, m.Version, m.Resize = next.Partitions, next.Version, nil
 		return nil
 	})
+	if err == nil {
+		// Other servers' reads and writes of the old version now fail as
+		// stale until they reload the layout.
+		err = d.spaces.Mark(ctx, L.cur, StateRetired)
+	}
+	if err == ErrStale {
+		d.reload(L)
+	}
 	if err != nil {
 		hold.Release()
 		return err
