@@ -160,7 +160,7 @@ func (b *backend) key(p partmap.Partition) string {
 // stateKey marks a partition of a version that a resize is replacing
 // ("resizing") or has replaced ("retired"), so that a server that has not
 // noticed the resize cannot write, or read, the wrong version.
-func (b *backend) stateKey(p partmap.Partition) string { return b.key(p) + "state" }
+func (b *backend) stateKey(p partmap.Partition) string  { return b.key(p) + "state" }
 func (b *backend) lockKey(p partmap.Partition) string   { return b.key(p) + "lock" }
 func (b *backend) countKey(p partmap.Partition) string  { return b.key(p) + "count" }
 func (b *backend) emailsKey(p partmap.Partition) string { return b.key(p) + "emails" }
