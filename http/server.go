@@ -167,10 +167,12 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, q url.
 			return err
 		}
 	}
+	nm, err := notModified(r, version)
+	if err != nil {
+		return err // a 400 describes no version of the profile
+	}
 	w.Header().Set("ETag", version.ETag())
-	if nm, err := notModified(r, version); err != nil {
-		return err
-	} else if nm {
+	if nm {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
