@@ -378,7 +378,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 	if err != nil {
 		return err
 	}
-	var reply BulkReplyJSON
+	reply := BulkReplyJSON{Results: []BulkResultJSON{}} // [] for an empty body, never null
 	var profiles []partmap.Profile
 	var lines []int
 	for n, line := range bytes.Split(body, []byte("\n")) {
