@@ -83,6 +83,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		s.writeError(w, r, partmap.Errorf(partmap.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	s.metrics = newMetrics(store)
+	s.routeOpenAPI()
 	s.routeOps()
 	s.handler = s.metrics.instrument(s.mux)
 	return s
