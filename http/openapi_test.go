@@ -685,7 +685,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	for _, x := range []exchange{
 		xGet(of(alice)), xHead(of(alice)), xPut(profile, `{"emailAddress":"`+alice+`"}`),
 		xPatch(of(alice), `{"a":"1"}`), xDelete(of(alice)), xPost(inc+"?emailAddress="+alice+"&field=n", ""),
-		xGet(list), xHead(list), xGet(b + "/partitions"), xHead(b + "/partitions"),
+		xGet(list), xHead(list), xGet(list + "?companyName=Acme"), xGet(b + "/partitions"), xHead(b + "/partitions"),
 		xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...),
 	} {
 		c.expect(t, x, 409, partmap.ENOTSTARTED)
@@ -741,6 +741,36 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xBad(xGet(list+"?limit=1001")), 400, partmap.EINVALID)
 	c.expect(t, xGet(list+"?cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAA"), 400, partmap.EINVALID)
 	c.expect(t, xBad(xGet(b+"/partitions?verbose=1")), 400, partmap.EINVALID)
+
+	// Searches: conditions on indexed fields, ANDed, with cursors bound to
+	// their search.
+	c.expect(t, xPut(profile, `{"emailAddress":"carol@example.com","companyName":"Acme","customerTier":"gold"}`), 201, "")
+	c.expect(t, xPut(profile, `{"emailAddress":"dave@example.com","companyName":"Acme","customerTier":"gold"}`), 201, "")
+	c.expect(t, xPut(profile, `{"emailAddress":"eve@example.com","companyName":"Acme","customerTier":"silver"}`), 201, "")
+	search := list + "?companyName=Acme&customerTier=gold"
+	r = c.expect(t, xGet(search+"&limit=1"), 200, "")
+	var found struct {
+		Profiles   []map[string]string
+		NextCursor string
+	}
+	json.Unmarshal(r.body, &found)
+	if len(found.Profiles) != 1 || found.NextCursor == "" {
+		t.Errorf("search for two conditions, limit 1: %s", r.body)
+	}
+	cursor := found.NextCursor
+	r = c.expect(t, xGet(list+"?customerTier=gold&cursor="+cursor+"&companyName=Acme"), 200, "") // the same search, spelt otherwise
+	found.NextCursor = ""
+	json.Unmarshal(r.body, &found)
+	if len(found.Profiles) != 1 || found.NextCursor != "" || found.Profiles[0]["customerTier"] != "gold" {
+		t.Errorf("search for two conditions, second page: %s", r.body)
+	}
+	c.expect(t, xHead(search), 200, "")
+	c.expect(t, xGet(list+"?companyName=B%20%26%20Co"), 200, "")
+	c.expect(t, xGet(list+"?companyName=Acme&cursor="+cursor), 400, partmap.EINVALID)
+	c.expect(t, xGet(list+"?cursor="+cursor), 400, partmap.EINVALID)
+	c.expect(t, xGet(list+"?fullName=Alice"), 400, partmap.EINVALID)
+	c.expect(t, xHead(list+"?fullName=Alice"), 400, "")
+	c.expect(t, xGet(search+"&customerTier=silver"), 400, partmap.EINVALID)
 
 	fields := map[string]string{"emailAddress": "many@example.com"}
 	for i := len(fields); i < partmap.DefaultLimits.MaxFields; i++ {
