@@ -341,11 +341,13 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 var notYetRouted = []string{"exportProfiles", "headExport", "getConsole", "headConsole"}
 
 // faultStore is a real Pebble store whose reads can be made to fail, for the
-// 500 and 503 replies that a healthy store never gives.
+// 500 and 503 replies that a healthy store never gives, and whose checks can
+// be made to report drift, which a healthy store never has.
 type faultStore struct {
 	*pebble.Store
 	mu    sync.Mutex
 	fault error
+	drift []partmap.IndexDrift
 }
 
 func (s *faultStore) fail(err error) {
@@ -365,6 +367,23 @@ func (s *faultStore) FindProfile(ctx context.Context, email string) (partmap.Rec
 		return partmap.Record{}, err
 	}
 	return s.Store.FindProfile(ctx, email)
+}
+
+func (s *faultStore) driftWith(drift ...partmap.IndexDrift) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drift = drift
+}
+
+func (s *faultStore) CheckPartition(ctx context.Context, p partmap.Partition) (partmap.PartitionCheck, error) {
+	if err := s.err(); err != nil {
+		return partmap.PartitionCheck{}, err
+	}
+	c, err := s.Store.CheckPartition(ctx, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.Drift = append(c.Drift, s.drift...)
+	return c, err
 }
 
 func (s *faultStore) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
@@ -669,6 +688,8 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	of := func(email string) string { return profile + "?emailAddress=" + email }
 	inc := b + "/customer-profile/increment"
 	list := b + "/customer-profiles"
+	check := b + "/check?partition="
+	partitionOf := func(email string) partmap.Partition { return partmap.PartitionOf(email, partmap.DefaultPartitions) }
 	bulk := b + "/customer-profiles/bulk"
 	ndjson := []string{"Content-Type", "application/x-ndjson"}
 
@@ -686,6 +707,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		xGet(of(alice)), xHead(of(alice)), xPut(profile, `{"emailAddress":"`+alice+`"}`),
 		xPatch(of(alice), `{"a":"1"}`), xDelete(of(alice)), xPost(inc+"?emailAddress="+alice+"&field=n", ""),
 		xGet(list), xHead(list), xGet(list + "?companyName=Acme"), xGet(b + "/partitions"), xHead(b + "/partitions"),
+		xGet(check + "1"), xHead(check + "1"),
 		xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...),
 	} {
 		c.expect(t, x, 409, partmap.ENOTSTARTED)
@@ -771,6 +793,35 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xGet(list+"?fullName=Alice"), 400, partmap.EINVALID)
 	c.expect(t, xHead(list+"?fullName=Alice"), 400, "")
 	c.expect(t, xGet(search+"&customerTier=silver"), 400, partmap.EINVALID)
+
+	// Checks of a partition, by number and by name, and the drift they report.
+	carol := partitionOf("carol@example.com")
+	r = c.expect(t, xGet(fmt.Sprint(check, int(carol))), 200, "")
+	var report struct {
+		Partition string
+		Profiles  int64
+		OK        bool
+		Drift     []struct{ Problem string }
+	}
+	if json.Unmarshal(r.body, &report); report.Partition != carol.String() || report.Profiles < 1 || !report.OK || len(report.Drift) != 0 {
+		t.Errorf("check of %s: %s", carol, r.body)
+	}
+	c.expect(t, xHead(check+carol.String()), 200, "")
+	srv.store.driftWith(partmap.IndexDrift{Email: "carol@example.com", Field: "customerTier", Value: "gold", Missing: true},
+		partmap.IndexDrift{Email: "ghost@example.com", Field: "#7", Value: "x"})
+	r = c.expect(t, xGet(check+carol.String()), 200, "")
+	if json.Unmarshal(r.body, &report); report.OK || len(report.Drift) != 2 || report.Drift[0].Problem != "missing" || report.Drift[1].Problem != "stale" {
+		t.Errorf("check with drift: %s", r.body)
+	}
+	srv.store.driftWith()
+	c.expect(t, xGet(check+"1000"), 400, partmap.EINVALID)
+	c.expect(t, xGet(check+"99999999999"), 400, partmap.EINVALID)
+	c.expect(t, xHead(check+"1000"), 400, "")
+	c.expect(t, xBad(xGet(check+"partition-")), 400, partmap.EINVALID)
+	c.expect(t, xBad(xGet(check+"-1")), 400, partmap.EINVALID)
+	c.expect(t, xBad(xGet(b+"/check")), 400, partmap.EINVALID)
+	c.expect(t, xGet(check+"1&partition=2"), 400, partmap.EINVALID)
+	c.expect(t, xBad(xGet(check+"1&verbose=1")), 400, partmap.EINVALID)
 
 	fields := map[string]string{"emailAddress": "many@example.com"}
 	for i := len(fields); i < partmap.DefaultLimits.MaxFields; i++ {
@@ -887,6 +938,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPatch(of(alice), `{"n":"2"}`), 409, partmap.ELOCKCONFLICT)
 	c.expect(t, xPost(inc+"?emailAddress="+alice+"&field=visits", ""), 409, partmap.ELOCKCONFLICT)
 	c.expect(t, xDelete(of(alice)), 409, partmap.ELOCKCONFLICT)
+	c.expect(t, xGet(fmt.Sprint(check, int(partitionOf(alice)))), 409, partmap.ELOCKCONFLICT)
 	r = c.expect(t, xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...), 200, "")
 	json.Unmarshal(r.body, &bulkReply)
 	bulkCodes()
@@ -896,11 +948,13 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	srv.store.fail(errors.New("disk on fire"))
 	c.expect(t, xGet(of(alice)), 500, partmap.EINTERNAL)
 	c.expect(t, xGet(b+"/partitions"), 500, partmap.EINTERNAL)
+	c.expect(t, xGet(check+"1"), 500, partmap.EINTERNAL)
 	c.expect(t, xGet("/readyz"), 503, partmap.EUNAVAILABLE)
 	c.expect(t, xGet("/metrics"), 200, "") // the gauges read NaN
 	srv.store.fail(partmap.Errorf(partmap.EUNAVAILABLE, "the store is away"))
 	c.expect(t, xGet(of(alice)), 503, partmap.EUNAVAILABLE)
 	c.expect(t, xHead(of(alice)), 503, "")
+	c.expect(t, xGet(check+"1"), 503, partmap.EUNAVAILABLE)
 	srv.store.fail(nil)
 
 	// Outside the operations: another method, another path.
@@ -911,6 +965,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPut(b+"/partitions", "{}"), 405, partmap.EMETHOD)
 	c.expect(t, xGet(inc), 405, partmap.EMETHOD)
 	c.expect(t, xGet(bulk), 405, partmap.EMETHOD)
+	c.expect(t, xPost(check+"1", ""), 405, partmap.EMETHOD)
 	c.expect(t, xGet("/nope"), 404, partmap.ENOTFOUND)
 	c.expect(t, xGet("/no%20such%20page"), 404, partmap.ENOTFOUND)
 	c.expect(t, xGet(profile+"/"), 404, partmap.ENOTFOUND)
@@ -1026,6 +1081,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"bulkUpsertProfiles": {target: b + "/customer-profiles/bulk", body: `{"emailAddress":"a@example.com"}`, header: []string{"Content-Type", "application/jsonl"}},
 		"listPartitions":     {target: b + "/partitions"},
 		"headPartitions":     {target: b + "/partitions"},
+		"checkPartition":     {target: b + "/check?partition=1"},
+		"headCheck":          {target: b + "/check?partition=1"},
 		"getHealth":          {target: "/healthz"},
 		"headHealth":         {target: "/healthz"},
 		"getReadiness":       {target: "/readyz"},
