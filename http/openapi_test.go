@@ -689,6 +689,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	inc := b + "/customer-profile/increment"
 	list := b + "/customer-profiles"
 	check := b + "/check?partition="
+	wholeMap := b + "/whole-map-lock"
 	partitionOf := func(email string) partmap.Partition { return partmap.PartitionOf(email, partmap.DefaultPartitions) }
 	bulk := b + "/customer-profiles/bulk"
 	ndjson := []string{"Content-Type", "application/x-ndjson"}
@@ -707,11 +708,12 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		xGet(of(alice)), xHead(of(alice)), xPut(profile, `{"emailAddress":"`+alice+`"}`),
 		xPatch(of(alice), `{"a":"1"}`), xDelete(of(alice)), xPost(inc+"?emailAddress="+alice+"&field=n", ""),
 		xGet(list), xHead(list), xGet(list + "?companyName=Acme"), xGet(b + "/partitions"), xHead(b + "/partitions"),
-		xGet(check + "1"), xHead(check + "1"),
+		xGet(check + "1"), xHead(check + "1"), xPost(wholeMap+"?seconds=60", ""),
 		xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...),
 	} {
 		c.expect(t, x, 409, partmap.ENOTSTARTED)
 	}
+	c.expect(t, xDelete(wholeMap+"?lease=0123"), 404, partmap.ENOTFOUND)
 	c.expect(t, xBad(xPost(b+"/start?now=1", "")), 400, partmap.EINVALID)
 	c.expect(t, xPost(b+"/start", ""), 200, "")
 	c.expect(t, xPost(b+"/start", ""), 200, "")
@@ -822,6 +824,31 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xBad(xGet(b+"/check")), 400, partmap.EINVALID)
 	c.expect(t, xGet(check+"1&partition=2"), 400, partmap.EINVALID)
 	c.expect(t, xBad(xGet(check+"1&verbose=1")), 400, partmap.EINVALID)
+
+	// The whole-map lock: writers and checks meet lock conflicts while it is
+	// held, reads go on, and its lease releases it once.
+	r = c.expect(t, xPost(wholeMap+"?seconds=60", ""), 200, "")
+	var held struct {
+		Lease   string
+		Expires time.Time
+	}
+	if err := json.Unmarshal(r.body, &held); err != nil || held.Lease == "" || time.Until(held.Expires) < 50*time.Second || time.Until(held.Expires) > 70*time.Second {
+		t.Errorf("whole-map lock: %s", r.body)
+	}
+	c.expect(t, xPost(wholeMap+"?seconds=1", ""), 409, partmap.ELOCKCONFLICT)
+	c.expect(t, xPut(profile, `{"emailAddress":"carol@example.com"}`), 409, partmap.ELOCKCONFLICT)
+	c.expect(t, xGet(check+carol.String()), 409, partmap.ELOCKCONFLICT)
+	c.expect(t, xGet(of("carol@example.com")), 200, "")
+	c.expect(t, xGet(search), 200, "")
+	c.expect(t, xDelete(wholeMap+"?lease="+held.Lease), 204, "")
+	c.expect(t, xDelete(wholeMap+"?lease="+held.Lease), 404, partmap.ENOTFOUND)
+	c.expect(t, xGet(check+carol.String()), 200, "")
+	for _, q := range []string{"", "?seconds=0", "?seconds=3601", "?seconds=1.5", "?seconds=soon", "?seconds=60&for=1"} {
+		c.expect(t, xBad(xPost(wholeMap+q, "")), 400, partmap.EINVALID)
+	}
+	c.expect(t, xPost(wholeMap+"?seconds=60&seconds=60", ""), 400, partmap.EINVALID)
+	c.expect(t, xBad(xDelete(wholeMap)), 400, partmap.EINVALID)
+	c.expect(t, xDelete(wholeMap+"?lease=a&lease=b"), 400, partmap.EINVALID)
 
 	fields := map[string]string{"emailAddress": "many@example.com"}
 	for i := len(fields); i < partmap.DefaultLimits.MaxFields; i++ {
@@ -966,6 +993,8 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xGet(inc), 405, partmap.EMETHOD)
 	c.expect(t, xGet(bulk), 405, partmap.EMETHOD)
 	c.expect(t, xPost(check+"1", ""), 405, partmap.EMETHOD)
+	c.expect(t, xGet(wholeMap), 405, partmap.EMETHOD)
+	c.expect(t, xPut(wholeMap, "{}"), 405, partmap.EMETHOD)
 	c.expect(t, xGet("/nope"), 404, partmap.ENOTFOUND)
 	c.expect(t, xGet("/no%20such%20page"), 404, partmap.ENOTFOUND)
 	c.expect(t, xGet(profile+"/"), 404, partmap.ENOTFOUND)
@@ -1083,6 +1112,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"headPartitions":     {target: b + "/partitions"},
 		"checkPartition":     {target: b + "/check?partition=1"},
 		"headCheck":          {target: b + "/check?partition=1"},
+		"lockWholeMap":       {target: b + "/whole-map-lock?seconds=1"}, // with admin's token, writers wait a second
+		"unlockWholeMap":     {target: b + "/whole-map-lock?lease=0123"},
 		"getHealth":          {target: "/healthz"},
 		"headHealth":         {target: "/healthz"},
 		"getReadiness":       {target: "/readyz"},
