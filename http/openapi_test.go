@@ -474,7 +474,9 @@ func newChecker(t *testing.T, srv *docServer, cov *docCoverage) *docChecker {
 		// as the array of its lines, as the document describes it.
 		openapi3filter.RegisterBodyDecoder("application/jsonl", decodeJSONLines)
 		openapi3filter.RegisterBodyDecoder("application/x-ndjson", decodeJSONLines)
-		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+		for _, t := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml", "multipart/byteranges"} {
+			openapi3filter.RegisterBodyDecoder(t, openapi3filter.PlainBodyDecoder)
+		}
 		openapi3filter.RegisterBodyDecoder("application/vnd.google.protobuf", openapi3filter.FileBodyDecoder)
 	})
 	return &docChecker{doc: doc, router: router, srv: srv, auth: openapi3filter.NoopAuthenticationFunc,
@@ -564,10 +566,10 @@ func (c *docChecker) send(t *testing.T, x exchange) docReply {
 	switch {
 	case routeErr == nil:
 		c.cov.ops[route.Operation.OperationID] = true
-	case errors.Is(routeErr, routers.ErrMethodNotAllowed) && strings.HasPrefix(path, pmhttp.BasePath+"/"):
+	case errors.Is(routeErr, routers.ErrMethodNotAllowed) && answers405(path):
 		route = c.outside(req, "MethodNotAllowed", http.StatusMethodNotAllowed)
 		var documented []string
-		for m := range c.doc.Paths.Value(path).Operations() {
+		for m := range c.pathItem(path).Operations() {
 			documented = append(documented, m)
 		}
 		allowed := strings.Split(r.header.Get("Allow"), ", ")
@@ -581,6 +583,33 @@ func (c *docChecker) send(t *testing.T, x exchange) docReply {
 	}
 	c.checkReply(t, x, req, route, params, r)
 	return r
+}
+
+// answers405 reports whether the server answers a method that path does
+// not take with 405 (the MethodNotAllowed response) rather than 404: the
+// directory's paths and the console's do.
+func answers405(path string) bool {
+	return strings.HasPrefix(path, pmhttp.BasePath+"/") || path == "/" || strings.HasPrefix(path, "/console/")
+}
+
+// pathItem returns the document's path item for a request's path: the one
+// of that name, or else the one whose template it fits.
+func (c *docChecker) pathItem(path string) *openapi3.PathItem {
+	if item := c.doc.Paths.Value(path); item != nil {
+		return item
+	}
+	got := strings.Split(path, "/")
+	for p, item := range c.doc.Paths.Map() {
+		tmpl := strings.Split(p, "/")
+		fits := len(tmpl) == len(got)
+		for i := 0; fits && i < len(tmpl); i++ {
+			fits = tmpl[i] == got[i] || strings.HasPrefix(tmpl[i], "{") && got[i] != ""
+		}
+		if fits {
+			return item
+		}
+	}
+	return nil
 }
 
 // outside is a route for a reply the document gives outside its
@@ -1023,10 +1052,56 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		c.expect(t, xGet(b+"/customer-profiles/export"), 200, "")
 		c.expect(t, xHead(b+"/customer-profiles/export"), 200, "")
 	}
-	if srv.routed("GET", "/") {
-		c.expect(t, xGet("/"), 200, "")
-		c.expect(t, xHead("/"), 200, "")
+
+	// The console: its page and files, revalidated by ETag, in ranges, and
+	// refused for names it does not have and methods it does not take.
+	indexTag := c.expect(t, xGet("/"), 200, "").header.Get("ETag")
+	c.expect(t, xHead("/"), 200, "")
+	c.expect(t, xGet("/", "If-None-Match", indexTag), 304, "")
+	c.expect(t, xHead("/", "If-None-Match", indexTag), 304, "")
+	c.expect(t, xGet("/", "If-None-Match", `"0123456789abcdef"`), 200, "")
+	c.expect(t, xGet("/", "Range", "bytes=0-9"), 206, "")
+	c.expect(t, xGet("/", "If-Match", `"0123456789abcdef"`), 412, "")
+	c.expect(t, xPost("/", ""), 405, partmap.EMETHOD)
+	c.expect(t, exchange{method: "DELETE", target: "/"}, 405, partmap.EMETHOD)
+	var files []string
+	entries, err := os.ReadDir("console")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, e := range entries {
+		if e.Name() != "index.html" {
+			files = append(files, e.Name())
+		}
+	}
+	var documented []string
+	for _, name := range loadOpenAPI(t).Components.Parameters["consoleFile"].Value.Schema.Value.Enum {
+		documented = append(documented, name.(string))
+	}
+	if slices.Sort(documented); !slices.Equal(documented, files) {
+		t.Errorf("the document names the console files %q; http/console has %q", documented, files)
+	}
+	for _, name := range files {
+		etag := c.expect(t, xGet("/console/"+name), 200, "").header.Get("ETag")
+		c.expect(t, xHead("/console/"+name), 200, "")
+		c.expect(t, xGet("/console/"+name, "If-None-Match", etag), 304, "")
+		c.expect(t, xHead("/console/"+name, "If-None-Match", `"0123456789abcdef", `+etag), 304, "")
+	}
+	css := "/console/console.css"
+	c.expect(t, xGet(css, "Range", "bytes=0-9"), 206, "")
+	c.expect(t, xHead(css, "Range", "bytes=0-9"), 206, "")
+	c.expect(t, xGet(css, "Range", "bytes=0-9,20-29"), 206, "")
+	c.expect(t, xGet(css, "Range", "bytes=10-19", "If-Range", `"0123456789abcdef"`), 200, "")
+	c.expect(t, xGet(css, "Range", "bytes=99999999-"), 416, "")
+	c.expect(t, xHead(css, "Range", "bytes=99999999-"), 416, "")
+	c.expect(t, xGet(css, "If-Match", `"0123456789abcdef"`), 412, "")
+	c.expect(t, xGet(css, "If-Match", "*"), 200, "")
+	c.expect(t, xBad(xGet("/console/nope.js")), 404, partmap.ENOTFOUND)
+	c.expect(t, xBad(xGet("/console/index.html")), 404, partmap.ENOTFOUND)
+	c.expect(t, xBad(xHead("/console/nope.js")), 404, "")
+	c.expect(t, xPost(css, ""), 405, partmap.EMETHOD)
+	c.expect(t, xGet("/console/"), 404, partmap.ENOTFOUND)
+	c.expect(t, xGet("/console/a/b"), 404, partmap.ENOTFOUND)
 
 	// A body that does not arrive within the read timeout.
 	slow := newChecker(t, newDocServer(t, nil, 300*time.Millisecond), cov)
@@ -1124,6 +1199,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"headOpenAPI":        {target: "/openapi.json"},
 		"getConsole":         {target: "/"},
 		"headConsole":        {target: "/"},
+		"getConsoleFile":     {target: "/console/console.js"},
+		"headConsoleFile":    {target: "/console/console.js"},
 		"pprofIndex":         {target: "/debug/pprof/"},
 		"pprofNamedProfile":  {target: "/debug/pprof/heap"},
 		"pprofCmdline":       {target: "/debug/pprof/cmdline"},
