@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -386,6 +387,20 @@ func (s *faultStore) CheckPartition(ctx context.Context, p partmap.Partition) (p
 	return c, err
 }
 
+// ExportProfiles fails, when told to, after the first profile, when the
+// stream has started and only a trailer can say so.
+func (s *faultStore) ExportProfiles(ctx context.Context, fn func(partmap.Record) error) error {
+	n := 0
+	return s.Store.ExportProfiles(ctx, func(rec partmap.Record) error {
+		if n++; n > 1 {
+			if err := s.err(); err != nil {
+				return err
+			}
+		}
+		return fn(rec)
+	})
+}
+
 func (s *faultStore) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
 	if err := s.err(); err != nil {
 		return partmap.PartitionStats{}, err
@@ -455,9 +470,10 @@ type exchange struct {
 }
 
 type docReply struct {
-	status int
-	header http.Header
-	body   []byte
+	status  int
+	header  http.Header
+	body    []byte
+	trailer http.Header
 }
 
 var registerDecoders sync.Once
@@ -560,7 +576,12 @@ func (c *docChecker) send(t *testing.T, x exchange) docReply {
 	if err != nil {
 		t.Fatalf("%s %s: reading the reply: %v", x.method, x.target, err)
 	}
-	r := docReply{resp.StatusCode, resp.Header, body}
+	if len(resp.Trailer) > 0 && resp.Header.Get("Trailer") == "" {
+		// Go's client moves the Trailer header into resp.Trailer; put it
+		// back, so that the header is checked as the server sent it.
+		resp.Header.Set("Trailer", strings.Join(slices.Sorted(maps.Keys(resp.Trailer)), ", "))
+	}
+	r := docReply{resp.StatusCode, resp.Header, body, resp.Trailer}
 
 	path := req.URL.Path
 	switch {
@@ -719,6 +740,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	list := b + "/customer-profiles"
 	check := b + "/check?partition="
 	wholeMap := b + "/whole-map-lock"
+	export := b + "/customer-profiles/export"
 	partitionOf := func(email string) partmap.Partition { return partmap.PartitionOf(email, partmap.DefaultPartitions) }
 	bulk := b + "/customer-profiles/bulk"
 	ndjson := []string{"Content-Type", "application/x-ndjson"}
@@ -738,6 +760,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		xPatch(of(alice), `{"a":"1"}`), xDelete(of(alice)), xPost(inc+"?emailAddress="+alice+"&field=n", ""),
 		xGet(list), xHead(list), xGet(list + "?companyName=Acme"), xGet(b + "/partitions"), xHead(b + "/partitions"),
 		xGet(check + "1"), xHead(check + "1"), xPost(wholeMap+"?seconds=60", ""),
+		xGet(export), xHead(export),
 		xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...),
 	} {
 		c.expect(t, x, 409, partmap.ENOTSTARTED)
@@ -1005,6 +1028,10 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xGet(of(alice)), 500, partmap.EINTERNAL)
 	c.expect(t, xGet(b+"/partitions"), 500, partmap.EINTERNAL)
 	c.expect(t, xGet(check+"1"), 500, partmap.EINTERNAL)
+	r = c.expect(t, xGet(export), 200, "") // failed after its first profile
+	if got := r.trailer.Get(pmhttp.ExportErrorTrailer); got != "internal: Internal error" || r.trailer.Get(pmhttp.ExportCountTrailer) != "" || bytes.Count(r.body, []byte("\n")) != 1 {
+		t.Errorf("export that fails midway: trailers %v, body %q", r.trailer, r.body)
+	}
 	c.expect(t, xGet("/readyz"), 503, partmap.EUNAVAILABLE)
 	c.expect(t, xGet("/metrics"), 200, "") // the gauges read NaN
 	srv.store.fail(partmap.Errorf(partmap.EUNAVAILABLE, "the store is away"))
@@ -1023,6 +1050,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xGet(bulk), 405, partmap.EMETHOD)
 	c.expect(t, xPost(check+"1", ""), 405, partmap.EMETHOD)
 	c.expect(t, xGet(wholeMap), 405, partmap.EMETHOD)
+	c.expect(t, xPost(export, ""), 405, partmap.EMETHOD)
 	c.expect(t, xPut(wholeMap, "{}"), 405, partmap.EMETHOD)
 	c.expect(t, xGet("/nope"), 404, partmap.ENOTFOUND)
 	c.expect(t, xGet("/no%20such%20page"), 404, partmap.ENOTFOUND)
@@ -1047,11 +1075,15 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xGet("/debug/pprof/trace?seconds=0.05"), 200, "")
 	c.expect(t, xGet("/debug/pprof/profile?seconds=1"), 200, "")
 
-	// Routes other branches are adding, once they are here.
-	if srv.routed("GET", b+"/customer-profiles/export") {
-		c.expect(t, xGet(b+"/customer-profiles/export"), 200, "")
-		c.expect(t, xHead(b+"/customer-profiles/export"), 200, "")
+	// The export: every profile, then the count in a trailer.
+	r = c.expect(t, xGet(export), 200, "")
+	var parts struct{ TotalProfiles int }
+	json.Unmarshal(c.expect(t, xGet(b+"/partitions"), 200, "").body, &parts)
+	if lines := fmt.Sprint(bytes.Count(r.body, []byte("\n"))); r.trailer.Get(pmhttp.ExportCountTrailer) != lines || lines != fmt.Sprint(parts.TotalProfiles) {
+		t.Errorf("export: %s lines, trailers %v, %d profiles", lines, r.trailer, parts.TotalProfiles)
 	}
+	c.expect(t, xHead(export), 200, "")
+	c.expect(t, xBad(xGet(export+"?limit=1")), 400, partmap.EINVALID)
 
 	// The console: its page and files, revalidated by ETag, in ranges, and
 	// refused for names it does not have and methods it does not take.
