@@ -84,6 +84,19 @@ func TestErrorsAtTheEdges(t *testing.T) {
 	})
 }
 
+// A bulk body without a profile is an empty batch, whose results are an
+// empty list like any other list in a reply.
+func TestBulkOfNothing(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	start(t, srv.URL)
+	for _, body := range []string{"", "\n", " \r\n\n"} {
+		r := send(t, "POST", srv.URL+base+"/customer-profiles/bulk", strings.NewReader(body), "Content-Type", "application/x-ndjson")
+		if want := `{"created":0,"replaced":0,"failed":0,"results":[]}`; r.status != 200 || strings.TrimSpace(string(r.body)) != want {
+			t.Errorf("bulk of %q: %d %s, want 200 %s", body, r.status, r.body, want)
+		}
+	}
+}
+
 // A proxy between client and server may answer with a bare status; the
 // client still classifies it.
 func TestClientClassifiesBareStatuses(t *testing.T) {

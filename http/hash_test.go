@@ -172,6 +172,9 @@ func TestETags(t *testing.T) {
 	if r := send(t, "GET", u+q, nil, "If-None-Match", "*"); r.status != 304 || len(r.body) != 0 {
 		t.Fatalf("GET with If-None-Match: * of an existing profile: %d %s", r.status, r.body)
 	}
+	if r := send(t, "GET", u+q, nil, "If-None-Match", "0000000000000001"); r.status != 400 || r.header.Get("ETag") != "" {
+		t.Fatalf("GET with a malformed If-None-Match: %d, ETag %q; want 400 without one", r.status, r.header.Get("ETag"))
+	}
 	// Malformed lists and a tag in a write's If-None-Match are refused.
 	for _, h := range [][]string{{"If-Match", `"0000000000000001" ` + cur}, {"If-None-Match", `"0000000000000001"`}} {
 		r := send(t, "PATCH", u+q, strings.NewReader(`{"x":"9"}`), "Content-Type", "application/merge-patch+json", h[0], h[1])

@@ -90,6 +90,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		s.writeError(w, r, partmap.Errorf(partmap.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	s.metrics = newMetrics(store)
+	s.routeOpenAPI()
 	s.routeOps()
 	s.routeConsole()
 	s.handler = s.metrics.instrument(s.mux)
@@ -179,10 +180,12 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, q url.
 			return err
 		}
 	}
+	nm, err := notModified(r, version)
+	if err != nil {
+		return err // a 400 describes no version of the profile
+	}
 	w.Header().Set("ETag", version.ETag())
-	if nm, err := notModified(r, version); err != nil {
-		return err
-	} else if nm {
+	if nm {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -406,7 +409,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 	if err != nil {
 		return err
 	}
-	var reply BulkReplyJSON
+	reply := BulkReplyJSON{Results: []BulkResultJSON{}} // [] for an empty body, never null
 	var profiles []partmap.Profile
 	var lines []int
 	for n, line := range bytes.Split(body, []byte("\n")) {
