@@ -39,6 +39,17 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 		}
 		where = append(where, partmap.Match{Field: field, Value: value})
 	}
+	partitions := partmap.DefaultPartitions
+	if !*asJSON {
+		// The partition column follows the server's layout, resized or not.
+		stats, err := cl.ListPartitions(ctx)
+		if err != nil {
+			return err
+		}
+		if stats.TotalPartitions > 0 {
+			partitions = stats.TotalPartitions
+		}
+	}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
 	if !*asJSON {
@@ -60,7 +71,7 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 				out.Write(append(b, '\n'))
 			} else {
 				fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\n", p.Email(), cell(p[partmap.FieldFullName]), cell(p[partmap.FieldCompanyName]),
-					cell(p[partmap.FieldCustomerTier]), partmap.PartitionOf(p.Email(), partmap.DefaultPartitions))
+					cell(p[partmap.FieldCustomerTier]), partmap.PartitionOf(p.Email(), partitions))
 			}
 		}
 		n += len(page.Profiles)

@@ -28,7 +28,8 @@ const (
 
 var statsHelp = fmt.Sprintf(`usage: partmap stats [flags]
 
-Shows how the profiles spread over all %[1]d partitions of the map, an empty
+Shows how the profiles spread over all the partitions of the map (%[1]d unless
+resized), an empty
 partition counting as 0: the profile count, the partitions in use,
 min/median/p99/max profiles per partition, the mean, standard deviation and
 coefficient of variation (stddev/mean), a chi-square test against a uniform
@@ -87,7 +88,11 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sizes, err := partitionSizes(ps, partmap.DefaultPartitions)
+	n := ps.TotalPartitions
+	if n == 0 {
+		n = partmap.DefaultPartitions // a server from before totalPartitions
+	}
+	sizes, err := partitionSizes(ps, n)
 	if err != nil {
 		return err
 	}
