@@ -28,9 +28,9 @@ const (
 
 var statsHelp = fmt.Sprintf(`usage: partmap stats [flags]
 
-Shows how the profiles spread over all the partitions of the map (%[1]d unless
-resized), an empty
-partition counting as 0: the profile count, the partitions in use,
+Shows how the profiles spread over all the partitions of the map (%[1]d
+unless resized), an empty partition counting as 0: the profile count, the
+partitions in use,
 min/median/p99/max profiles per partition, the mean, standard deviation and
 coefficient of variation (stddev/mean), a chi-square test against a uniform
 hash, the largest partitions and a histogram of partition sizes.
