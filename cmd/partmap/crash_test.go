@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/partmap/partmap/internal/crashtest"
 )
@@ -56,6 +58,31 @@ func TestCrashHarnessDuringResizes(t *testing.T) {
 	}
 	res, err := crashtest.Run(context.Background(), crashtest.Config{
 		Binary: bin, Data: t.TempDir(), Clients: 16, Cycles: cycles, Seed: 2, Logf: t.Logf, Resize: true, Preload: 30000,
+	})
+	t.Log(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acknowledged == 0 || res.Resizes == 0 || res.Resumed == 0 {
+		t.Fatal("no write was acknowledged, or no resize was started and then resumed, so nothing was tested")
+	}
+}
+
+// The same on a Redis Cluster: the partmap server is SIGKILLed in the middle
+// of resizes (holding locks, between a mirrored write's two scripts, in a
+// copy), and the restarted server resumes them from the cluster.
+func TestCrashHarnessDuringResizesOnRedisCluster(t *testing.T) {
+	c, err := testCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-namespace", "crash" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	res, err := crashtest.Run(context.Background(), crashtest.Config{
+		Binary: bin, Clients: 16, Cycles: 4, Seed: 3, Logf: t.Logf, Resize: true, Preload: 5000, Store: store,
 	})
 	t.Log(res)
 	if err != nil {

@@ -27,6 +27,7 @@ type serveConfig struct {
 	lockWait        time.Duration
 	minSync         time.Duration
 	indexes         string // --index: "" keeps the directory's (or the default), "none" or a comma list
+	namespace       string // --redis-namespace
 	logFormat       string
 	logLevel        string
 	shutdownTimeout time.Duration
@@ -43,6 +44,12 @@ type serveConfig struct {
 func (c serveConfig) Validate() error {
 	if c.data == "" {
 		return usagef("--data must name a directory")
+	}
+	if c.namespace != "" && !strings.HasPrefix(c.store, "redis") {
+		return usagef("--redis-namespace needs a redis:// or redis-cluster:// --store")
+	}
+	if strings.ContainsAny(c.namespace, ":{}") {
+		return usagef("--redis-namespace must not contain ':', '{' or '}'")
 	}
 	if c.replicaAcks < 0 || (c.replicaAcks > 0 && !strings.HasPrefix(c.store, "redis")) {
 		return usagef("--redis-min-replicas-ack needs a redis:// or redis-cluster:// --store and a count of 0 or more")
@@ -124,6 +131,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
 	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR), redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT[,HOST:PORT...]")
 	fs.IntVar(&c.replicaAcks, "redis-min-replicas-ack", 0, "with a Redis store, make each commit WAIT for `N` replica acknowledgements (0: do not wait)")
+	fs.StringVar(&c.namespace, "redis-namespace", "", "keep this directory's keys under `NS`, so that several directories can share one Redis")
 	fs.StringVar(&c.indexes, "index", "", "comma-separated `fields` a new directory indexes for search, or none (default companyName,customerTier); an existing directory keeps its own")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")

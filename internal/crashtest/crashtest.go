@@ -41,6 +41,9 @@ type Config struct {
 	// that has none in progress, so that kills land in the middle of
 	// resizes and restarts must resume them.
 	Resize bool
+	// Store, if set, is serve's --store (with its other flags, such as
+	// --redis-namespace) instead of --data Data.
+	Store []string
 	// Preload bulk-loads this many more profiles, which no client touches,
 	// at the first cycle: with Resize, enough make a resize last longer
 	// than a cycle.
@@ -376,7 +379,13 @@ type server struct {
 func start(ctx context.Context, cfg Config) (*server, error) {
 	// The model writes the fields a and n: indexing them makes every write
 	// maintain index entries, which the check after each restart verifies.
-	cmd := exec.CommandContext(ctx, cfg.Binary, "serve", "--addr", "127.0.0.1:0", "--data", cfg.Data, "--lock-wait", "10ms", "--index", "a,n")
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--lock-wait", "10ms", "--index", "a,n"}
+	if cfg.Store != nil {
+		args = append(args, cfg.Store...)
+	} else {
+		args = append(args, "--data", cfg.Data)
+	}
+	cmd := exec.CommandContext(ctx, cfg.Binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
