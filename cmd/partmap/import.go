@@ -296,19 +296,32 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		readErr <- err
 	}()
+	// Two batches go at once, so that the server's work on one overlaps its
+	// work on the other; a batch that shares an email with one in flight
+	// waits for it, so that the file's order still decides.
+	type sent struct {
+		batch
+		emails map[string]bool
+		res    []partmap.BulkResult
+		err    error
+		done   chan struct{}
+	}
+	var inFlight []*sent
 	written, created := 0, 0
 	var writeErr error
-	for b := range batches {
-		res, err := cl.UpsertProfiles(ctx, b.profiles)
-		if err != nil {
-			writeErr = err
+	collect := func(s *sent) {
+		<-s.done
+		if s.err != nil {
+			if writeErr == nil {
+				writeErr = s.err
+			}
 			stopReading()
-			break
+			return
 		}
-		for i, r := range res {
+		for i, r := range s.res {
 			switch {
 			case r.Err != nil:
-				bad = append(bad, lineError{b.lines[i], r.Err})
+				bad = append(bad, lineError{s.lines[i], r.Err})
 			case r.Created:
 				created++
 				written++
@@ -316,9 +329,44 @@ func runImport(ctx context.Context, e *env, args []string) error {
 				written++
 			}
 		}
-		bar.Set64(b.read)
+		bar.Set64(max(bar.State().CurrentNum, s.read))
 	}
-	for range batches {
+	for b := range batches {
+		if writeErr != nil {
+			continue // drain
+		}
+		s := &sent{batch: b, emails: make(map[string]bool, len(b.profiles)), done: make(chan struct{})}
+		for _, p := range b.profiles {
+			e, _ := partmap.CanonicalEmail(p.Email())
+			s.emails[e] = true
+		}
+		kept := inFlight[:0]
+		for _, f := range inFlight {
+			overlaps := false
+			for e := range s.emails {
+				if f.emails[e] {
+					overlaps = true
+					break
+				}
+			}
+			if overlaps {
+				collect(f)
+				continue
+			}
+			kept = append(kept, f)
+		}
+		if len(kept) >= 2 {
+			collect(kept[0])
+			kept = kept[1:]
+		}
+		inFlight = append(kept, s)
+		go func() {
+			defer close(s.done)
+			s.res, s.err = cl.UpsertProfiles(ctx, s.profiles)
+		}()
+	}
+	for _, f := range inFlight {
+		collect(f)
 	}
 	if err := <-readErr; writeErr == nil && err != nil {
 		writeErr = err

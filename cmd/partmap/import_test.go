@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"bufio"
 	"os"
 	"path/filepath"
@@ -66,5 +67,28 @@ func TestImportCommand(t *testing.T) {
 	code, _, errOut = run(t, "{\"emailAddress\":\"stdin@example.com\"}\n", "import", "-", srv)
 	if code != 0 || !strings.Contains(errOut, "imported 1 profiles") {
 		t.Fatalf("stdin: %d %q", code, errOut)
+	}
+}
+
+// Batches go two at a time, but a profile repeated across batches still
+// ends as its last line says.
+func TestImportKeepsFileOrderAcrossBatches(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	run(t, "", "start", srv)
+	var in strings.Builder
+	for i := range 3*importBatch + 5 {
+		email := fmt.Sprintf("u%d@example.com", i)
+		if i%(importBatch/2) == 0 {
+			email = "same@example.com" // in every batch, several times
+		}
+		fmt.Fprintf(&in, "{\"emailAddress\":%q,\"n\":\"%d\"}\n", email, i)
+	}
+	if code, _, errOut := run(t, in.String(), "import", "-", srv); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	last := (3*importBatch + 4) / (importBatch / 2) * (importBatch / 2)
+	if code, out, _ := run(t, "", "get", "same@example.com", "--fields", "n", srv); code != 0 || !strings.Contains(out, fmt.Sprintf("%q", fmt.Sprint(last))) {
+		t.Fatalf("the repeated profile: %q, want n=%d", out, last)
 	}
 }
