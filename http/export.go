@@ -32,6 +32,18 @@ const exportStall = time.Minute
 // error before the first profile is an ordinary problem reply; one after it
 // can only be reported in a trailer.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ url.Values) error {
+	if r.Method == http.MethodHead {
+		// What a GET would answer, without reading (or, on Redis, freezing)
+		// the whole directory for nothing.
+		if _, err := s.store.ListPartitions(r.Context()); err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/jsonl")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Trailer", ExportCountTrailer+", "+ExportErrorTrailer)
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	rc := http.NewResponseController(w)
 	out := bufio.NewWriterSize(w, 64<<10)
 	started := func() {

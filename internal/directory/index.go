@@ -97,6 +97,10 @@ func entriesOf(fields []string, email string, p partmap.Profile) []IndexEntry {
 func (d *Directory) indexMatches(where []partmap.Match) ([]IndexMatch, error) {
 	out := make([]IndexMatch, 0, len(where))
 	for i, m := range where {
+		// A value no profile could hold is a mistake, not an empty result.
+		if err := d.limits.CheckField(m.Field, m.Value); err != nil {
+			return nil, err
+		}
 		pos := slices.Index(d.indexes, m.Field)
 		switch {
 		case pos < 0 && len(d.indexes) == 0:

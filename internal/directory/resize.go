@@ -176,6 +176,15 @@ func (d *Directory) Close() {
 		<-run.done
 	}
 	r.drops.Wait()
+	// A whole-map lock an operator holds goes too (on Redis, its keep-alive
+	// would otherwise outlive the store).
+	w := &d.wholeMap
+	w.mu.Lock()
+	lease := w.lease
+	w.mu.Unlock()
+	if lease != "" {
+		d.UnlockWholeMap(context.Background(), lease)
+	}
 }
 
 // retry runs fn until it succeeds or ctx ends, backing off after failures.

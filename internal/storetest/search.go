@@ -227,3 +227,15 @@ func runCheck(t *testing.T, started func(*testing.T) partmap.Store, indexed bool
 		}
 	}
 }
+
+func runSearchInput(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchRefusesValuesNoProfileHolds", func(t *testing.T) {
+		s := started(t)
+		for _, w := range []partmap.Match{{Field: "companyName", Value: "\xff"}, {Field: "\xff", Value: "x"}} {
+			_, err := s.ListProfiles(context.Background(), partmap.ListOptions{Where: []partmap.Match{w}})
+			if code := partmap.ErrorCode(err); code != partmap.EINVALIDUTF8 {
+				t.Errorf("search %q=%q: got %v, want invalid-utf8", w.Field, w.Value, err)
+			}
+		}
+	})
+}

@@ -52,6 +52,7 @@ func RunStore(t *testing.T, open Opener) {
 	runBulk(t, started)
 	runExport(t, open, started)
 	runSearch(t, started)
+	runSearchInput(t, started)
 	runWholeMapLock(t, started)
 
 	t.Run("Start", func(t *testing.T) {
