@@ -256,10 +256,8 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
 		progressbar.OptionSetDescription("importing"), progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish())
-	// One goroutine reads and validates the next batch while the previous
-	// one is on the wire, so that parsing overlaps the server's commits.
-	// Batches still go one at a time, in file order, so that a profile
-	// repeated in the file ends as its last line says.
+	// One goroutine reads and validates the next batch while earlier ones
+	// are on the wire, so that parsing overlaps the server's commits.
 	type batch struct {
 		profiles []partmap.Profile
 		lines    []int
