@@ -153,7 +153,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 	}
 	d := directory.New(nil, 0, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: indexes, Spaces: sp, Meta: &meta})
-	d.ResumeResize() // after a crash in the middle of one
+	d.ResumeResize() // after a crash in the middle of one; it cannot fail on Pebble
 	return &Store{Directory: d, db: db, lock: lock}, nil
 }
 
@@ -211,6 +211,9 @@ func (s *spaces) Drop(_ context.Context, v directory.Space) error {
 // Mark does nothing: one process serves a Pebble directory, and its layout
 // is all the marking it needs.
 func (s *spaces) Mark(context.Context, directory.Space, string) error { return nil }
+
+// SplitCommits is false: a write to both versions is one batch.
+func (s *spaces) SplitCommits() bool { return false }
 
 func (s *spaces) UpdateMeta(_ context.Context, fn func(*engine.Meta) error) (engine.Meta, error) {
 	return s.meta.Update(fn)

@@ -93,7 +93,10 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	b.indexes = meta.Indexes
 	d := directory.New(nil, 0, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: meta.Indexes,
 		Spaces: &spaces{base: *b}, Meta: &meta})
-	d.ResumeResize() // after a crash in the middle of one
+	// After a crash in the middle of a resize, carry on with it.
+	if err := d.ResumeResize(); err != nil {
+		return nil, err
+	}
 	return &Store{Directory: d, client: client}, nil
 }
 

@@ -31,6 +31,10 @@ func (s *spaces) Backend(versions ...directory.Space) directory.Backend {
 
 func (s *spaces) over(v directory.Space) *backend { return s.Backend(v).(*backend) }
 
+// SplitCommits is true: a profile's two versions live in different slots,
+// written by two scripts.
+func (s *spaces) SplitCommits() bool { return true }
+
 // Mark sets every partition's state in one pipeline per chunk.
 func (s *spaces) Mark(ctx context.Context, v directory.Space, state string) error {
 	b := s.over(v)
@@ -55,7 +59,9 @@ func (s *spaces) Drop(ctx context.Context, v directory.Space) error {
 		if err != nil {
 			return unavailable(err)
 		}
-		keys := []string{b.emailsKey(p), b.countKey(p), b.lockKey(p)}
+		// Not the lock key: a whole-map lock may hold it (a resize starting
+		// its copy over), and an old lock expires by itself.
+		keys := []string{b.emailsKey(p), b.countKey(p)}
 		for f := range b.indexes {
 			keys = append(keys, b.indexKey(p, f))
 		}

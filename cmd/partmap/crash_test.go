@@ -80,9 +80,15 @@ func TestCrashHarnessDuringResizesOnRedisCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cycles := 4
+	if s := os.Getenv("PARTMAP_CRASH_CYCLES"); s != "" {
+		if cycles, err = strconv.Atoi(s); err != nil || cycles < 1 {
+			t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
+		}
+	}
 	store := []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-namespace", "crash" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	res, err := crashtest.Run(context.Background(), crashtest.Config{
-		Binary: bin, Clients: 16, Cycles: 4, Seed: 3, Logf: t.Logf, Resize: true, Preload: 5000, Store: store,
+		Binary: bin, Clients: 16, Cycles: cycles, Seed: 3, Logf: t.Logf, Resize: true, Preload: 5000, Store: store,
 	})
 	t.Log(res)
 	if err != nil {

@@ -126,6 +126,7 @@ func (f fixedSpace) Drop(context.Context, Space) error {
 	return partmap.Errorf(partmap.EINVALID, "this store cannot resize")
 }
 func (f fixedSpace) Mark(context.Context, Space, string) error { return nil }
+func (f fixedSpace) SplitCommits() bool                        { return false }
 func (f fixedSpace) UpdateMeta(context.Context, func(*engine.Meta) error) (engine.Meta, error) {
 	return engine.Meta{}, partmap.Errorf(partmap.EINVALID, "this store cannot resize")
 }

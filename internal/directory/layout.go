@@ -34,6 +34,11 @@ type Spaces interface {
 	// stores shared by several servers; a store served by one process may
 	// do nothing.
 	Mark(ctx context.Context, v Space, state string) error
+	// SplitCommits reports whether a write to both versions commits in two
+	// steps (Redis: one script per slot), so that a crash between them can
+	// leave the versions apart; a resize resumed after a crash then copies
+	// everything again.
+	SplitCommits() bool
 }
 
 // Partition states that Spaces.Mark records.

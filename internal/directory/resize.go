@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -121,13 +122,53 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 
 // ResumeResize starts the mover if the metadata records a resize in
 // progress, as after a crash. Stores call it once they are open.
-func (d *Directory) ResumeResize() {
+//
+// Where a write to both versions commits in two steps (Redis), a crash may
+// have left a profile's versions apart: the next version holds a write the
+// current one never got. The copy then starts over: under the whole-map
+// lock, the next version is emptied, and a new epoch tells any other
+// server's mover to stop.
+func (d *Directory) ResumeResize() error {
 	r := &d.resizer
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if L := d.layout.Load(); L.next != nil {
-		d.startMover(L)
+	L := d.layout.Load()
+	if L.next == nil {
+		return nil
 	}
+	if d.spaces.SplitCommits() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := d.retry(ctx, func() error { return d.restartCopy(ctx, L) })
+		if err == ErrStale {
+			return nil // another server finished it meanwhile: the next call sees
+		}
+		if err != nil {
+			return fmt.Errorf("resuming the resize to %d partitions: %w", L.next.Partitions, err)
+		}
+	}
+	d.startMover(L)
+	return nil
+}
+
+func (d *Directory) restartCopy(ctx context.Context, L *layout) error {
+	hold, err := L.backend.HoldAll(ctx, wholeMapWait)
+	if err != nil {
+		return err
+	}
+	defer hold.Release()
+	if err := d.spaces.Drop(ctx, *L.next); err != nil {
+		return err
+	}
+	_, err = d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
+		if m.Resize == nil || m.Resize.Version != L.next.Version {
+			return ErrStale
+		}
+		m.Resize.Copied = 0
+		m.Resize.Epoch++
+		return nil
+	})
+	return err
 }
 
 // startMover runs the mover on L unless one runs on it; r.mu is held.
@@ -212,13 +253,22 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 	if err != nil {
 		return err
 	}
-	from := 0
+	from, epoch := 0, 0
 	if meta.Resize != nil && meta.Resize.Version == L.next.Version {
-		from = meta.Resize.Copied
+		from, epoch = meta.Resize.Copied, meta.Resize.Epoch
+	}
+	// superseded reports whether another server has started the copy over
+	// (or finished the resize): this mover then stops.
+	superseded := func() bool {
+		m, err := L.backend.Meta(ctx)
+		return err == nil && (m.Resize == nil || m.Resize.Version != L.next.Version || m.Resize.Epoch != epoch)
 	}
 	r.copied.Store(int64(from))
 	n := L.cur.Partitions
 	for p := from; p < n; p++ {
+		if d.spaces.SplitCommits() && superseded() {
+			return nil
+		}
 		err := d.retry(ctx, func() error { return d.copyPartition(ctx, L, partmap.Partition(p)) })
 		if err == ErrStale {
 			return nil // another server finished the resize
@@ -233,7 +283,7 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 			copied := p + 1
 			if err := d.retry(ctx, func() error {
 				_, err := d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
-					if m.Resize != nil && m.Resize.Version == L.next.Version {
+					if m.Resize != nil && m.Resize.Version == L.next.Version && m.Resize.Epoch == epoch {
 						m.Resize.Copied = max(m.Resize.Copied, copied)
 					}
 					return nil
@@ -244,7 +294,7 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 			}
 		}
 	}
-	switch err := d.retry(ctx, func() error { return d.switchTo(ctx, L) }); err {
+	switch err := d.retry(ctx, func() error { return d.switchTo(ctx, L, epoch) }); err {
 	case nil:
 	case ErrStale:
 		return nil // another server switched, and drops the old version
@@ -341,7 +391,7 @@ func partitionItems(ctx context.Context, b Backend, p partmap.Partition) ([]Item
 
 // switchTo makes L's next version the current one, under the whole-map
 // lock of both versions, so that no write is half on either side of it.
-func (d *Directory) switchTo(ctx context.Context, L *layout) error {
+func (d *Directory) switchTo(ctx context.Context, L *layout, epoch int) error {
 	hold, err := L.backend.HoldAll(ctx, wholeMapWait)
 	if err != nil {
 		return err
@@ -351,8 +401,8 @@ func (d *Directory) switchTo(ctx context.Context, L *layout) error {
 		if m.Resize == nil && m.Version == next.Version {
 			return nil // switched already, by a try whose marking failed
 		}
-		if m.Resize == nil || m.Resize.Version != next.Version {
-			return ErrStale
+		if m.Resize == nil || m.Resize.Version != next.Version || m.Resize.Epoch != epoch {
+			return ErrStale // another server started the copy over, or switched
 		}
 		m.Partitions, m.Version, m.Resize = next.Partitions, next.Version, nil
 		return nil

@@ -53,6 +53,9 @@ type Resize struct {
 	Partitions int `json:"partitions"`
 	Version    int `json:"version"`
 	Copied     int `json:"copied"`
+	// Epoch counts restarts of the copy; a mover whose epoch is no longer
+	// the metadata's stops, since another has started over.
+	Epoch int `json:"epoch,omitempty"`
 }
 
 // NewMeta describes a new directory, with a fresh random cursor key.
