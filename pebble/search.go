@@ -49,7 +49,9 @@ func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, afte
 			if err != nil {
 				return nil, err
 			}
-			if ok { // an entry always has its record: they commit together
+			// The iterator reads a moment earlier than Get: a profile that
+			// changed in between no longer matches, and is left out.
+			if ok && directory.Matches(b.indexes, rec.Profile, where) {
 				items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: email}, Record: rec})
 			}
 		}

@@ -125,10 +125,11 @@ type space struct {
 	version int
 	n       int
 	ns      string
-	// accept is the state mark (see stateKey) under which this backend may
-	// write the space: none for the current version alone, "resizing" for
-	// the current version during a resize. Another mark means the layout
-	// changed under this server, which must reload it.
+	// accept lists (",a,b,") the state marks (see stateKey) under which
+	// this backend may write the space: none for a version alone; none or
+	// "resizing" for the current version during a resize (a writer that
+	// writes both versions is safe before the marks are all set). Another
+	// mark means the layout changed under this server, which must reload.
 	accept string
 }
 
@@ -357,8 +358,7 @@ func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (p
 	if err != nil {
 		return partmap.Record{}, false, unavailable(err)
 	}
-	sp, _ := b.at(p)
-	if state, _ := vals[1].(string); state != sp.accept && state == directory.StateRetired {
+	if state, _ := vals[1].(string); state == directory.StateRetired {
 		return partmap.Record{}, false, directory.ErrStale
 	}
 	v, ok := vals[0].(string)
@@ -376,7 +376,7 @@ func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (p
 // and only if, the caller still holds the partition's lock and knows the
 // partition's state (see stateKey). KEYS: lock, count, emails, state, one
 // record key per write, then one index key per index change. ARGV: token,
-// the number of writes, the state the caller expects, then per write:
+// the number of writes, the states the caller accepts (",a,b,"), then per write:
 // email, value ("" to delete), existed ("1" or "0"); then per index change:
 // "+" or "-" and the member.
 var commitScript = goredis.NewScript(`
@@ -384,7 +384,7 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('PARTMAP_LOCK_LOST')
 end
 local state = redis.call('GET', KEYS[4]) or ''
-if state ~= ARGV[3] then
+if not string.find(ARGV[3], ',' .. state .. ',', 1, true) then
   return redis.error_reply('PARTMAP_STALE ' .. state)
 end
 local writes = tonumber(ARGV[2])
@@ -433,7 +433,7 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 	// landed; the current version's copy is the one reads see, and the
 	// next write of the profile rewrites both.
 	slices.SortStableFunc(order, func(x, y partmap.Partition) int { return b.spaceIndex(y) - b.spaceIndex(x) })
-	for _, p := range order {
+	for i, p := range order {
 		sp, _ := b.at(p)
 		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p)}
 		args := []any{lease.token, len(byPartition[p]), sp.accept}
@@ -463,6 +463,12 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		keys = append(keys, indexKeys...)
 		args = append(args, indexArgs...)
 		if err := b.run(ctx, keys, args); err != nil {
+			if i > 0 {
+				// An earlier partition's script has written: the outcome is
+				// not "nothing was written" any more.
+				return nil, &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+					Message: fmt.Sprintf("the write reached only part of its partitions (%s failed: %v); its outcome is unknown, read before retrying", p, err)}
+			}
 			if strings.Contains(err.Error(), "PARTMAP_LOCK_LOST") {
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p)
 			}

@@ -65,7 +65,7 @@ func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, afte
 				for i, m := range members {
 					emails[i] = m[len(prefix):]
 				}
-				found, ferr := b.searchPartition(ctx, p, where[1:], emails, limit-len(items))
+				found, ferr := b.searchPartition(ctx, p, where, emails, limit-len(items))
 				if ferr != nil {
 					return nil, ferr
 				}
@@ -86,7 +86,8 @@ func (b *backend) Search(ctx context.Context, where []directory.IndexMatch, afte
 	return items, nil
 }
 
-func (b *backend) searchPartition(ctx context.Context, p partmap.Partition, rest []directory.IndexMatch, emails []string, limit int) ([]directory.Item, error) {
+func (b *backend) searchPartition(ctx context.Context, p partmap.Partition, where []directory.IndexMatch, emails []string, limit int) ([]directory.Item, error) {
+	rest := where[1:]
 	// Every member's score is 0, so only ZSCORE's nil tells a missing one
 	// (go-redis reads ZMSCORE's nil as 0 too).
 	for _, m := range rest {
@@ -132,7 +133,10 @@ func (b *backend) searchPartition(ctx context.Context, p partmap.Partition, rest
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
 		}
-		items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
+		// Changed since its index entries were read: no longer a match.
+		if directory.Matches(b.indexes, rec.Profile, where) {
+			items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
+		}
 	}
 	return items, nil
 }

@@ -20,9 +20,9 @@ func (s *spaces) Backend(versions ...directory.Space) directory.Backend {
 	b := s.base
 	b.spaces = nil
 	for i, v := range versions {
-		accept := ""
+		accept := ",,"
 		if i == 0 && len(versions) > 1 {
-			accept = directory.StateResizing
+			accept = ",," + directory.StateResizing + ","
 		}
 		b.spaces = append(b.spaces, space{version: v.Version, n: v.Partitions, ns: spaceNS(b.ns, v.Version), accept: accept})
 	}

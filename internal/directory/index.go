@@ -81,6 +81,17 @@ func IndexChanges(fields []string, w engine.Write) (remove, add []IndexEntry) {
 	return remove, add
 }
 
+// Matches reports whether p holds every condition's value (fields are
+// positions in the index list).
+func Matches(fields []string, p partmap.Profile, where []IndexMatch) bool {
+	for _, m := range where {
+		if v, ok := p[fields[m.Field]]; !ok || v != m.Value {
+			return false
+		}
+	}
+	return true
+}
+
 // entriesOf are the index entries a stored profile should have.
 func entriesOf(fields []string, email string, p partmap.Profile) []IndexEntry {
 	var out []IndexEntry

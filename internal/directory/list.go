@@ -188,6 +188,9 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 		if cerr := snap.Close(); err == nil {
 			err = cerr
 		}
+		if err == ErrStale {
+			err = partmap.Errorf(partmap.EUNAVAILABLE, "a resize finished on another server during the export; export again")
+		}
 	}()
 	var after *Position
 	for {

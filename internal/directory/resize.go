@@ -38,7 +38,11 @@ type resizer struct {
 	closed  bool
 	copied  atomic.Int64
 	lastErr atomic.Pointer[string]
-	retired []*layout // layouts over the version being replaced
+
+	// retiredMu, not mu, guards retired: a mover takes it while a new
+	// Resize, holding mu, may be waiting for that mover to return.
+	retiredMu sync.Mutex
+	retired   []*layout // layouts over the version being replaced
 }
 
 // moverRun is one mover goroutine, for one resize.
@@ -91,25 +95,35 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 	if err != nil {
 		return partmap.ResizeStatus{}, err
 	}
+	// From here on the request's cancellation must not cut the start in
+	// half: the metadata and the marks go together.
+	ctx = context.WithoutCancel(ctx)
 	meta, err := d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
 		if m.Resize != nil || m.Version != L.cur.Version {
-			return partmap.Errorf(partmap.ELOCKCONFLICT, "another server changed the layout meanwhile; ask again")
+			return ErrStale
 		}
 		m.Resize = &engine.Resize{Partitions: partitions, Version: m.Version + 1}
 		return nil
 	})
-	if err == nil {
-		// Other servers' writes to the current version now fail as stale
-		// until they reload the layout and write both versions.
-		err = d.spaces.Mark(ctx, L.cur, StateResizing)
-	}
 	if err != nil {
 		hold.Release()
+		if err == ErrStale {
+			// Another server resized meanwhile, or its last resize is still
+			// being cleaned up: catch up, and let the caller ask again.
+			d.reload(L)
+			return partmap.ResizeStatus{}, partmap.Errorf(partmap.ELOCKCONFLICT, "another server changed the layout meanwhile; ask again")
+		}
 		return partmap.ResizeStatus{}, err
 	}
+	// Other servers' writes to the current version now fail as stale until
+	// they reload the layout and write both versions. Should marking fail
+	// here, the mover marks again before it copies anything.
+	d.spaces.Mark(ctx, L.cur, StateResizing)
 	L1 := d.newLayout(L.cur, &Space{Version: meta.Resize.Version, Partitions: partitions})
 	d.layout.Store(L1)
+	r.retiredMu.Lock()
 	r.retired = append(r.retired, L)
+	r.retiredMu.Unlock()
 	r.copied.Store(0)
 	if err := hold.Release(); err != nil {
 		// Lost before the swap was visible to other servers' writes: the
@@ -132,13 +146,18 @@ func (d *Directory) ResumeResize() error {
 	r := &d.resizer
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A switch or a drop cut short: mark the old version retired before
+	// serving, then delete it.
+	if err := d.finishRetired(ctx); err != nil {
+		return fmt.Errorf("finishing the removal of the layout a resize replaced: %w", err)
+	}
 	L := d.layout.Load()
 	if L.next == nil {
 		return nil
 	}
 	if d.spaces.SplitCommits() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		err := d.retry(ctx, func() error { return d.restartCopy(ctx, L) })
 		if err == ErrStale {
 			return nil // another server finished it meanwhile: the next call sees
@@ -263,6 +282,12 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 		m, err := L.backend.Meta(ctx)
 		return err == nil && (m.Resize == nil || m.Resize.Version != L.next.Version || m.Resize.Epoch != epoch)
 	}
+	// No copy before every current partition is marked: a server that has
+	// not noticed the resize must not write a copied partition alone. (A
+	// start or a restart cut short may have left marks out.)
+	if err := d.retry(ctx, func() error { return d.spaces.Mark(ctx, L.cur, StateResizing) }); err != nil {
+		return err
+	}
 	r.copied.Store(int64(from))
 	n := L.cur.Partitions
 	for p := from; p < n; p++ {
@@ -305,11 +330,11 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 	// The old version is deleted in the background, once the operations
 	// still running on it (a long export, say) have finished; the mover is
 	// done, so that another resize may start meanwhile.
-	r.mu.Lock()
+	r.retiredMu.Lock()
 	retired := append(r.retired, L)
 	r.retired = nil
 	r.drops.Add(1)
-	r.mu.Unlock()
+	r.retiredMu.Unlock()
 	go func() {
 		defer r.drops.Done()
 		for _, old := range retired {
@@ -321,7 +346,7 @@ func (d *Directory) move(ctx context.Context, L *layout) error {
 				}
 			}
 		}
-		d.retry(ctx, func() error { return d.spaces.Drop(ctx, L.cur) })
+		d.retry(ctx, func() error { return d.finishRetired(ctx) })
 	}()
 	return nil
 }
@@ -396,6 +421,9 @@ func (d *Directory) switchTo(ctx context.Context, L *layout, epoch int) error {
 	if err != nil {
 		return err
 	}
+	// Not cut short by Close: the metadata, the marks and the swap go
+	// together. A crash in between is finished by the next open (Retired).
+	ctx = context.WithoutCancel(ctx)
 	next := *L.next
 	_, err = d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
 		if m.Resize == nil && m.Version == next.Version {
@@ -405,22 +433,54 @@ func (d *Directory) switchTo(ctx context.Context, L *layout, epoch int) error {
 			return ErrStale // another server started the copy over, or switched
 		}
 		m.Partitions, m.Version, m.Resize = next.Partitions, next.Version, nil
+		m.Retired = append(m.Retired, engine.Retired{Version: L.cur.Version, Partitions: L.cur.Partitions})
 		return nil
 	})
-	if err == nil {
-		// Other servers' reads and writes of the old version now fail as
-		// stale until they reload the layout.
-		err = d.spaces.Mark(ctx, L.cur, StateRetired)
-	}
 	if err == ErrStale {
+		hold.Release()
 		d.reload(L)
+		return err
 	}
 	if err != nil {
 		hold.Release()
 		return err
 	}
+	// Other servers' reads and writes of the old version now fail as stale
+	// until they reload the layout. The lock stays held until the marks are
+	// all set, however long Redis takes to come back.
+	for d.spaces.Mark(ctx, L.cur, StateRetired) != nil {
+		time.Sleep(resizeRetry)
+	}
 	d.layout.Store(d.newLayout(next, nil))
 	return hold.Release()
+}
+
+// finishRetired completes the removal of the versions resizes replaced, as
+// recorded in the metadata: it marks each retired (again) and deletes it,
+// then forgets it. Opening a store calls it, so that a crash in
+// the middle of a switch or a drop leaves nothing behind.
+func (d *Directory) finishRetired(ctx context.Context) error {
+	L := d.layout.Load()
+	meta, err := L.backend.Meta(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range meta.Retired {
+		old := Space{Version: r.Version, Partitions: r.Partitions}
+		if err := d.spaces.Mark(ctx, old, StateRetired); err != nil {
+			return err
+		}
+		if err := d.spaces.Drop(ctx, old); err != nil {
+			return err
+		}
+		if _, err := d.spaces.UpdateMeta(ctx, func(m *engine.Meta) error {
+			m.Retired = slices.DeleteFunc(m.Retired, func(x engine.Retired) bool { return x.Version == old.Version })
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *Directory) ResizeStatus(ctx context.Context) (partmap.ResizeStatus, error) {

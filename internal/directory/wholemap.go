@@ -37,9 +37,27 @@ func (d *Directory) LockWholeMap(ctx context.Context, dur time.Duration) (partma
 	if w.hold != nil {
 		return partmap.WholeMapLock{}, partmap.Errorf(partmap.ELOCKCONFLICT, "the whole-map lock is already held, until %s", w.expires.UTC().Format(time.RFC3339))
 	}
-	hold, err := d.backend().HoldAll(ctx, wholeMapWait)
-	if err != nil {
-		return partmap.WholeMapLock{}, err
+	var hold Hold
+	for {
+		L := d.layout.Load()
+		var err error
+		if hold, err = L.backend.HoldAll(ctx, wholeMapWait); err != nil {
+			return partmap.WholeMapLock{}, err
+		}
+		// Held on the layout the metadata describes, or another server has
+		// resized under this one: catch up and lock the layout in use.
+		meta, err := L.backend.Meta(ctx)
+		if err != nil {
+			hold.Release()
+			return partmap.WholeMapLock{}, err
+		}
+		if meta.Version == L.cur.Version && (meta.Resize == nil) == (L.next == nil) {
+			break
+		}
+		hold.Release()
+		if err := d.reload(L); err != nil {
+			return partmap.WholeMapLock{}, err
+		}
 	}
 	raw := make([]byte, 16)
 	rand.Read(raw)

@@ -44,6 +44,15 @@ type Meta struct {
 	Version int `json:"version,omitempty"`
 	// Resize is the resize in progress, if any.
 	Resize *Resize `json:"resize,omitempty"`
+	// Retired are the versions resizes replaced, until each has been
+	// marked and deleted: a server that opens finishes the job.
+	Retired []Retired `json:"retired,omitempty"`
+}
+
+// Retired is a replaced layout version.
+type Retired struct {
+	Version    int `json:"version"`
+	Partitions int `json:"partitions"`
 }
 
 // Resize is a resize in progress: every profile is being copied into the
