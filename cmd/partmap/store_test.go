@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,9 +110,12 @@ func TestTwoServersOnOneCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := "redis-cluster://" + strings.Join(c.Addrs, ",")
+	// A directory of its own: the cluster is shared, and the history must
+	// start from no profiles however often the test runs.
+	ns := "two" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	urls := []string{}
 	for range 2 {
-		url, _ := serveInProcess(t, "--store", store, "--lock-wait", "0")
+		url, _ := serveInProcess(t, "--store", store, "--lock-wait", "0", "--redis-namespace", ns)
 		urls = append(urls, url)
 	}
 	if _, err := mustClient(t, urls[0], nil).Start(context.Background()); err != nil {
