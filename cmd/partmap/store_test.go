@@ -57,7 +57,8 @@ func TestServeStores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1"}
+			return []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1",
+				"--redis-namespace", "stores" + strconv.FormatInt(time.Now().UnixNano(), 36)} // the cluster is shared
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
