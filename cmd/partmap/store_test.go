@@ -77,7 +77,8 @@ func TestServeStores(t *testing.T) {
 		})
 	}
 	for _, bad := range [][]string{{"--store", "mongodb://x"}, {"--store", "redis://x", "--data", "./d"}, {"--store", "pebble://"},
-		{"--store", "redis-cluster://nohostport"}, {"--redis-min-replicas-ack", "1"}} {
+		{"--store", "redis-cluster://nohostport"}, {"--redis-min-replicas-ack", "1"}, {"--redis-namespace", "x"},
+		{"--store", "redis://127.0.0.1:1", "--redis-namespace", "a:b"}} {
 		if code, _, errOut := run(t, "", append([]string{"serve", "--addr", "127.0.0.1:0"}, bad...)...); code != 2 {
 			t.Errorf("serve %q: exit %d %q, want a usage error", bad, code, errOut)
 		}
