@@ -33,6 +33,8 @@ import (
 // resizer is the directory's mover, when one runs in this process.
 type resizer struct {
 	mu      sync.Mutex
+	stop    context.CancelFunc // ends every mover and drop: Close calls it
+	base    context.Context
 	run     *moverRun // the last mover started; nil if none
 	drops   sync.WaitGroup
 	closed  bool
@@ -204,7 +206,10 @@ func (d *Directory) startMover(L *layout) {
 		// return: let it.
 		<-r.run.done
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	if r.base == nil {
+		r.base, r.stop = context.WithCancel(context.Background())
+	}
+	ctx, cancel := context.WithCancel(r.base)
 	run := &moverRun{layout: L, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	r.run = run
 	go func() {
@@ -229,10 +234,12 @@ func (d *Directory) Close() {
 	r := &d.resizer
 	r.mu.Lock()
 	r.closed = true
-	run := r.run
+	run, stop := r.run, r.stop
 	r.mu.Unlock()
+	if stop != nil {
+		stop() // the mover, and the drops of earlier movers too
+	}
 	if run != nil {
-		run.cancel()
 		<-run.done
 	}
 	r.drops.Wait()
