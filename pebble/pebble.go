@@ -143,17 +143,14 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 	}
 	sp.indexes = indexes
-	// A crash between a resize's switch and the removal of the version it
-	// left leaves that version behind: remove it now.
-	for v := range meta.Version {
-		if err := sp.Drop(context.Background(), directory.Space{Version: v}); err != nil {
-			db.Close()
-			lock.Close()
-			return nil, fmt.Errorf("data directory %s: removing version %d: %w", path, v, err)
-		}
-	}
 	d := directory.New(nil, 0, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: indexes, Spaces: sp, Meta: &meta})
-	d.ResumeResize() // after a crash in the middle of one; it cannot fail on Pebble
+	// After a crash in the middle of a resize, or of the removal of the
+	// version one replaced, carry on with it.
+	if err := d.ResumeResize(); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("data directory %s: %w", path, err)
+	}
 	return &Store{Directory: d, db: db, lock: lock}, nil
 }
 

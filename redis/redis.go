@@ -540,31 +540,43 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, end partm
 			if len(emails) == 0 {
 				break
 			}
-			keys := make([]string, len(emails))
-			for i, e := range emails {
-				keys[i] = b.recordKey(p, e)
-			}
-			values, err := b.client.MGet(ctx, keys...).Result()
+			found, err := b.readRecords(ctx, p, emails)
 			if err != nil {
-				return nil, unavailable(err)
+				return nil, err
 			}
-			for i, v := range values {
-				s, ok := v.(string)
-				if !ok {
-					continue // deleted between the two reads
-				}
-				rec, err := record.Decode([]byte(s))
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
-				}
-				items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
-			}
+			items = append(items, found...)
 			// A full batch thinned by deletions may leave more in p.
 			if len(emails) < count {
 				break
 			}
 			min = "(" + emails[len(emails)-1]
 		}
+	}
+	return items, nil
+}
+
+// readRecords reads the records of emails in p with one MGET (one slot),
+// leaving out those deleted since their emails were read.
+func (b *backend) readRecords(ctx context.Context, p partmap.Partition, emails []string) ([]directory.Item, error) {
+	keys := make([]string, len(emails))
+	for i, e := range emails {
+		keys[i] = b.recordKey(p, e)
+	}
+	values, err := b.client.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var items []directory.Item
+	for i, v := range values {
+		s, ok := v.(string)
+		if !ok {
+			continue // deleted between the two reads
+		}
+		rec, err := record.Decode([]byte(s))
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
+		}
+		items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
 	}
 	return items, nil
 }

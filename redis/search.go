@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +13,6 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
-	"github.com/partmap/partmap/internal/record"
 )
 
 // searchChunk is how many partitions one pipelined round of a search asks
@@ -115,30 +115,12 @@ func (b *backend) searchPartition(ctx context.Context, p partmap.Partition, wher
 	if len(emails) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, len(emails))
-	for i, e := range emails {
-		keys[i] = b.recordKey(p, e)
-	}
-	values, err := b.client.MGet(ctx, keys...).Result()
+	found, err := b.readRecords(ctx, p, emails)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, err
 	}
-	var items []directory.Item
-	for i, v := range values {
-		s, ok := v.(string)
-		if !ok {
-			continue // deleted between the two reads
-		}
-		rec, err := record.Decode([]byte(s))
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
-		}
-		// Changed since its index entries were read: no longer a match.
-		if directory.Matches(b.indexes, rec.Profile, where) {
-			items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
-		}
-	}
-	return items, nil
+	// Changed since its index entries were read: no longer a match.
+	return slices.DeleteFunc(found, func(it directory.Item) bool { return !directory.Matches(b.indexes, it.Record.Profile, where) }), nil
 }
 
 // IndexEntries reads every indexed field's sorted set in p.

@@ -23,10 +23,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n := stats.TotalPartitions
-	if n == 0 {
-		n = partmap.DefaultPartitions // a server from before totalPartitions
-	}
+	n := mapPartitions(stats)
 	first, last := 0, n-1
 	if *only >= 0 {
 		if *only >= n {
@@ -84,4 +81,12 @@ func indexList(fields []string) string {
 		return "none"
 	}
 	return strings.Join(fields, ", ")
+}
+
+// mapPartitions is the server's partition count, which a resize changes.
+func mapPartitions(stats partmap.PartitionStats) int {
+	if stats.TotalPartitions == 0 {
+		return partmap.DefaultPartitions // a server from before totalPartitions
+	}
+	return stats.TotalPartitions
 }

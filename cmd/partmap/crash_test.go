@@ -17,14 +17,7 @@ import (
 //
 //	PARTMAP_CRASH_CYCLES=200 go test -run TestCrashHarness -timeout 60m -v ./cmd/partmap
 func TestCrashHarness(t *testing.T) {
-	cycles := 5
-	if s := os.Getenv("PARTMAP_CRASH_CYCLES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
-		}
-		cycles = n
-	}
+	cycles := crashCycles(t, 5)
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -44,14 +37,7 @@ func TestCrashHarness(t *testing.T) {
 // The same, with the server resizing all along: kills land in the middle
 // of resizes, and every restart must resume the one in progress.
 func TestCrashHarnessDuringResizes(t *testing.T) {
-	cycles := 6
-	if s := os.Getenv("PARTMAP_CRASH_CYCLES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
-		}
-		cycles = n
-	}
+	cycles := crashCycles(t, 6)
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -80,12 +66,7 @@ func TestCrashHarnessDuringResizesOnRedisCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cycles := 4
-	if s := os.Getenv("PARTMAP_CRASH_CYCLES"); s != "" {
-		if cycles, err = strconv.Atoi(s); err != nil || cycles < 1 {
-			t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
-		}
-	}
+	cycles := crashCycles(t, 4)
 	store := []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-namespace", "crash" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	res, err := crashtest.Run(context.Background(), crashtest.Config{
 		Binary: bin, Clients: 16, Cycles: cycles, Seed: 3, Logf: t.Logf, Resize: true, Preload: 5000, Store: store,
@@ -97,4 +78,17 @@ func TestCrashHarnessDuringResizesOnRedisCluster(t *testing.T) {
 	if res.Acknowledged == 0 || res.Resizes == 0 || res.Resumed == 0 {
 		t.Fatal("no write was acknowledged, or no resize was started and then resumed, so nothing was tested")
 	}
+}
+
+// crashCycles is $PARTMAP_CRASH_CYCLES, or def for `make test`.
+func crashCycles(t *testing.T, def int) int {
+	s := os.Getenv("PARTMAP_CRASH_CYCLES")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
+	}
+	return n
 }

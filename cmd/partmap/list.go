@@ -46,9 +46,7 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 		if err != nil {
 			return err
 		}
-		if stats.TotalPartitions > 0 {
-			partitions = stats.TotalPartitions
-		}
+		partitions = mapPartitions(stats)
 	}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()

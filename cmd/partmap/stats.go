@@ -88,11 +88,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n := ps.TotalPartitions
-	if n == 0 {
-		n = partmap.DefaultPartitions // a server from before totalPartitions
-	}
-	sizes, err := partitionSizes(ps, n)
+	sizes, err := partitionSizes(ps, mapPartitions(ps))
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 			}
 			err := L.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
 				if d.layout.Load() != L {
-					return errStale
+					return ErrStale
 				}
 				for _, i := range idx {
 					email := canonical[i].Email()
@@ -93,7 +93,7 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 				return nil
 			})
 			switch {
-			case err == errStale:
+			case err == ErrStale:
 				mu.Lock()
 				again = append(again, idx...)
 				mu.Unlock()

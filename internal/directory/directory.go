@@ -265,7 +265,7 @@ func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Cond
 		}
 		err := L.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
 			if d.layout.Load() != L {
-				return errStale
+				return ErrStale
 			}
 			rec, exists, err := tx.Get(st.p, email)
 			if err != nil {

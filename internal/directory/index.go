@@ -157,7 +157,7 @@ func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (pa
 	// resize this checks the current version, which serves reads.)
 	err := L.engine.Invoke(ctx, lockOne(p), func(*engine.Tx) error {
 		if d.layout.Load() != L {
-			return errStale
+			return ErrStale
 		}
 		want := map[IndexEntry]bool{}
 		items, err := partitionItems(ctx, L.backend, p)
@@ -190,7 +190,7 @@ func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (pa
 		}
 		return nil
 	})
-	if err == errStale {
+	if err == ErrStale {
 		err = partmap.Errorf(partmap.ELOCKCONFLICT, "a resize switched versions during the check; check again")
 	}
 	slices.SortFunc(check.Drift, func(a, b partmap.IndexDrift) int {

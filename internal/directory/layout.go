@@ -66,9 +66,6 @@ type layout struct {
 // version being replaced). It runs again on the current layout.
 var ErrStale = errors.New("directory: the layout changed; run again")
 
-// errStale is ErrStale, by its old name inside the package.
-var errStale = ErrStale
-
 func (d *Directory) newLayout(cur Space, next *Space) *layout {
 	L := &layout{cur: cur, next: next}
 	n := cur.Partitions

@@ -376,7 +376,7 @@ func (d *Directory) copyPartition(ctx context.Context, L *layout, p partmap.Part
 		lock = slices.Compact(lock)
 		err = L.engine.Invoke(ctx, engine.Invocation{Load: lock, Lock: lock}, func(tx *engine.Tx) error {
 			if d.layout.Load() != L {
-				return errStale
+				return ErrStale
 			}
 			items, err := partitionItems(ctx, L.backend, p)
 			if err != nil {

@@ -58,13 +58,7 @@ func CheckAll(t testing.TB, s partmap.Store) {
 // RunResize checks online resizing on a store that supports it.
 func RunResize(t *testing.T, open Opener) {
 	ctx := context.Background()
-	started := func(t *testing.T) partmap.Store {
-		s := open(t)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	started := startedBy(open)
 	load := func(t *testing.T, s partmap.Store, n int) map[string]partmap.Record {
 		profiles := make([]partmap.Profile, n)
 		for i := range profiles {

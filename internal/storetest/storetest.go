@@ -36,16 +36,21 @@ func Colliding(n, partitions int, prefix string) ([]string, partmap.Partition) {
 	return out, want
 }
 
-// RunStore runs the Store conformance suite.
-func RunStore(t *testing.T, open Opener) {
-	ctx := context.Background()
-	started := func(t *testing.T) partmap.Store {
+// startedBy returns open with the store started.
+func startedBy(open Opener) func(*testing.T) partmap.Store {
+	return func(t *testing.T) partmap.Store {
 		s := open(t)
-		if _, err := s.Start(ctx); err != nil {
+		if _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
+}
+
+// RunStore runs the Store conformance suite.
+func RunStore(t *testing.T, open Opener) {
+	ctx := context.Background()
+	started := startedBy(open)
 
 	runFields(t, started)
 	runList(t, started)
