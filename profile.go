@@ -199,26 +199,38 @@ func quoteBytes(s string) string { return strconv.QuoteToASCII(s) }
 type Version uint64
 
 // ETag is the version as a strong HTTP entity tag.
-func (v Version) ETag() string { return fmt.Sprintf("%q", fmt.Sprintf("%016x", uint64(v))) }
+func (v Version) ETag() string {
+	const digits = "0123456789abcdef"
+	var b [18]byte
+	b[0], b[17] = '"', '"'
+	for i := 16; i >= 1; i-- {
+		b[i] = digits[v&15]
+		v >>= 4
+	}
+	return string(b[:])
+}
 
 // ParseETag reads an entity tag made by ETag: 16 lower-case hex digits in
 // quotes. Strong comparison is exact, so "00AB" is not "00ab", and weak tags
 // never match; both are refused.
 func ParseETag(s string) (Version, error) {
-	bad := Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
 	if len(s) != 18 || s[0] != '"' || s[17] != '"' {
-		return 0, bad
+		return 0, badETag(s)
 	}
 	for _, c := range s[1:17] {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return 0, bad
+			return 0, badETag(s)
 		}
 	}
 	v, _ := strconv.ParseUint(s[1:17], 16, 64)
 	if v == 0 {
-		return 0, bad
+		return 0, badETag(s)
 	}
 	return Version(v), nil
+}
+
+func badETag(s string) error {
+	return Errorf(EINVALID, "entity tag %q is not one partmap issued", s)
 }
 
 // Record is a stored profile and its version.
