@@ -62,6 +62,13 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var again []int
+	// Groups do not wait for their fsyncs, which would hold their slots
+	// idle; they wait together below, before anything is acknowledged.
+	type pending struct {
+		durable func() error
+		idx     []int
+	}
+	var unsynced []pending
 	for part, idx := range groups {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -72,7 +79,7 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 					inv.Load, inv.Lock = append(inv.Load, q), append(inv.Lock, q)
 				}
 			}
-			err := L.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
+			durable, err := L.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
 				if d.layout.Load() != L {
 					return ErrStale
 				}
@@ -93,6 +100,10 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 				return nil
 			})
 			switch {
+			case err == nil:
+				mu.Lock()
+				unsynced = append(unsynced, pending{durable, idx})
+				mu.Unlock()
 			case err == ErrStale:
 				mu.Lock()
 				again = append(again, idx...)
@@ -105,5 +116,12 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 		})
 	}
 	wg.Wait()
+	for _, u := range unsynced {
+		if err := u.durable(); err != nil {
+			for _, i := range u.idx {
+				results[i] = partmap.BulkResult{Err: err}
+			}
+		}
+	}
 	return again, L
 }

@@ -153,10 +153,24 @@ func (e *Engine) Partitions() int { return e.partitions }
 // atomically and are durable before Invoke returns; otherwise nothing is
 // written and fn's error is returned.
 func (e *Engine) Invoke(ctx context.Context, inv Invocation, fn func(*Tx) error) error {
+	durable, err := e.InvokeVisible(ctx, inv, fn)
+	if err != nil {
+		return err
+	}
+	return durable()
+}
+
+// InvokeVisible is Invoke without the wait for durability: it returns once
+// fn's writes are committed and visible, and durable blocks until they are
+// on disk. A caller that commits many invocations for one reply, like a
+// bulk write, waits for them all at the end, so that its invocations share
+// fsyncs instead of each queueing on one. Nothing may be acknowledged
+// before durable returns nil.
+func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx) error) (durable func() error, err error) {
 	for _, ps := range [][]partmap.Partition{inv.Load, inv.Lock} {
 		for _, p := range ps {
 			if int(p) >= e.partitions {
-				return fmt.Errorf("engine: %s is outside a map of %d partitions", p, e.partitions)
+				return nil, fmt.Errorf("engine: %s is outside a map of %d partitions", p, e.partitions)
 			}
 		}
 	}
@@ -173,10 +187,16 @@ func (e *Engine) InvokeExclusive(ctx context.Context, fn func(*Tx) error) error 
 		all[i] = partmap.Partition(i)
 	}
 	tx := &Tx{ctx: ctx, backend: e.backend, exclusive: true}
-	return e.run(ctx, tx, all, fn)
+	durable, err := e.run(ctx, tx, all, fn)
+	if err != nil {
+		return err
+	}
+	return durable()
 }
 
-func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn func(*Tx) error) error {
+func durableNow() error { return nil }
+
+func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn func(*Tx) error) (durable func() error, err error) {
 	hooks := e.hooks.Load()
 	var lease Lease
 	if len(lock) > 0 {
@@ -187,7 +207,7 @@ func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn f
 			hooks.Locked(time.Since(t0), err)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	release := func() {
@@ -198,25 +218,32 @@ func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn f
 	// Also on a panic: net/http recovers a handler's panic and carries on,
 	// and a lock left held would fail every later write to the partition.
 	defer release()
-	err := fn(tx)
+	err = fn(tx)
 	tx.done = true
 	if err == nil {
 		err = tx.err // a refused access the handler swallowed still aborts
 	}
-	if err != nil || len(tx.writes) == 0 {
+	if err != nil {
 		release()
-		return err
+		return nil, err
+	}
+	if len(tx.writes) == 0 {
+		release()
+		return durableNow, nil
 	}
 	t0 := time.Now()
 	wait, err := e.backend.Commit(ctx, lease, tx.writes)
 	release()
-	if err == nil {
-		err = wait()
+	committed := func(err error) error {
+		if hooks != nil && hooks.Committed != nil {
+			hooks.Committed(time.Since(t0), err)
+		}
+		return err
 	}
-	if hooks != nil && hooks.Committed != nil {
-		hooks.Committed(time.Since(t0), err)
+	if err != nil {
+		return nil, committed(err)
 	}
-	return err
+	return func() error { return committed(wait()) }, nil
 }
 
 // Tx is a handler's view of the map during one invocation. It reads through
