@@ -64,7 +64,10 @@ type Store struct {
 	client goredis.UniversalClient
 }
 
-var _ partmap.Store = (*Store)(nil)
+var (
+	_ partmap.Store      = (*Store)(nil)
+	_ engine.BatchGetter = (*backend)(nil)
+)
 
 // Open uses client for the directory, creating its metadata when there is
 // none and refusing metadata of another partition count or a newer schema.
@@ -372,6 +375,45 @@ func (b *backend) Get(ctx context.Context, p partmap.Partition, email string) (p
 	return rec, true, nil
 }
 
+// GetBatch reads records of one partition and its state in one MGET, one
+// round trip instead of one per record.
+func (b *backend) GetBatch(ctx context.Context, p partmap.Partition, emails []string) ([]*partmap.Record, error) {
+	recs, extra, err := b.mgetRecords(ctx, p, emails, b.stateKey(p))
+	if err != nil {
+		return nil, err
+	}
+	if state, _ := extra[0].(string); state == directory.StateRetired {
+		return nil, directory.ErrStale
+	}
+	return recs, nil
+}
+
+// mgetRecords reads the records of emails in p, nil where absent, and the
+// values of extra keys of p's slot, in one MGET.
+func (b *backend) mgetRecords(ctx context.Context, p partmap.Partition, emails []string, extra ...string) ([]*partmap.Record, []any, error) {
+	keys := make([]string, 0, len(emails)+len(extra))
+	for _, e := range emails {
+		keys = append(keys, b.recordKey(p, e))
+	}
+	vals, err := b.client.MGet(ctx, append(keys, extra...)...).Result()
+	if err != nil {
+		return nil, nil, unavailable(err)
+	}
+	out := make([]*partmap.Record, len(emails))
+	for i, v := range vals[:len(emails)] {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		rec, err := record.Decode([]byte(s))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
+		}
+		out[i] = &rec
+	}
+	return out, vals[len(emails):], nil
+}
+
 // commitScript applies one partition's writes and their index changes if,
 // and only if, the caller still holds the partition's lock and knows the
 // partition's state (see stateKey). KEYS: lock, count, emails, state, one
@@ -558,25 +600,15 @@ func (b *backend) Scan(ctx context.Context, after *directory.Position, end partm
 // readRecords reads the records of emails in p with one MGET (one slot),
 // leaving out those deleted since their emails were read.
 func (b *backend) readRecords(ctx context.Context, p partmap.Partition, emails []string) ([]directory.Item, error) {
-	keys := make([]string, len(emails))
-	for i, e := range emails {
-		keys[i] = b.recordKey(p, e)
-	}
-	values, err := b.client.MGet(ctx, keys...).Result()
+	recs, _, err := b.mgetRecords(ctx, p, emails)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, err
 	}
 	var items []directory.Item
-	for i, v := range values {
-		s, ok := v.(string)
-		if !ok {
-			continue // deleted between the two reads
+	for i, rec := range recs {
+		if rec != nil { // nil: deleted between the two reads
+			items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: *rec})
 		}
-		rec, err := record.Decode([]byte(s))
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", p, emails[i], err)
-		}
-		items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: emails[i]}, Record: rec})
 	}
 	return items, nil
 }

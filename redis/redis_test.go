@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/internal/storetest"
@@ -216,6 +217,12 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stale.Close()
+	c3 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	staleBulk, err := redis.Open(ctx, c3, &redis.Options{LockWait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer staleBulk.Close()
 	if _, err := a.Resize(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
@@ -231,5 +238,43 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	}
 	if _, err := a.FindProfile(ctx, "late@example.com"); err != nil {
 		t.Fatalf("a write by a server that missed the resize is lost: %v", err)
+	}
+	// A bulk write reads its partitions in batches, which must notice the
+	// resize too: a retired version answers no read.
+	err = staleBulk.Engine().Invoke(ctx, engine.Invocation{Load: []partmap.Partition{7}}, func(tx *engine.Tx) error {
+		return tx.Prefetch(7, []string{"p7@example.com"})
+	})
+	if !errors.Is(err, directory.ErrStale) {
+		t.Fatalf("a batch read of a retired version: %v, want ErrStale", err)
+	}
+	var bulk []partmap.Profile
+	for i := range 50 {
+		bulk = append(bulk, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("late%d@example.com", i)})
+	}
+	for try := 0; len(bulk) > 0 && try < 100; try++ {
+		res, err := staleBulk.UpsertProfiles(ctx, bulk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again []partmap.Profile
+		for i, r := range res {
+			switch {
+			case errors.Is(r.Err, partmap.ErrLockConflict):
+				again = append(again, bulk[i])
+			case r.Err != nil:
+				t.Fatal(r.Err)
+			case !r.Created:
+				t.Fatalf("%s: replaced, want created", bulk[i].Email())
+			default:
+				if _, err := a.FindProfile(ctx, bulk[i].Email()); err != nil {
+					t.Fatalf("a bulk write by a server that missed the resize is lost: %v", err)
+				}
+			}
+		}
+		bulk = again
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(bulk) > 0 {
+		t.Fatalf("%d profiles still meet lock conflicts", len(bulk))
 	}
 }

@@ -83,6 +83,13 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 				if d.layout.Load() != L {
 					return ErrStale
 				}
+				emails := make([]string, len(idx))
+				for k, i := range idx {
+					emails[k] = canonical[i].Email()
+				}
+				if err := tx.Prefetch(part, emails); err != nil {
+					return err
+				}
 				for _, i := range idx {
 					email := canonical[i].Email()
 					cur, exists, err := tx.Get(part, email)

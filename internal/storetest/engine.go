@@ -238,6 +238,61 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		}
 	})
 
+	// Prefetch reads what Get would, in bulk: a backend's GetBatch must
+	// keep to the partition, find the last partition's records, and cope
+	// with emails out of order and repeated.
+	t.Run("PrefetchReadsWhatGetReads", func(t *testing.T) {
+		e := open(t, 0)
+		last := partmap.Partition(e.Partitions() - 1)
+		put := func(p partmap.Partition, email, name string) {
+			t.Helper()
+			if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, email, rec(name)) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(p, "b@example.com", "B")
+		put(p, "a@example.com", "A")
+		put(q, "c@example.com", "C in q")
+		put(last, "z@example.com", "Z")
+		check := func(pp partmap.Partition, want map[string]string) {
+			t.Helper()
+			var emails []string
+			for e := range want {
+				emails = append(emails, e, e)
+			}
+			err := e.Invoke(ctx, lockOne(pp), func(tx *engine.Tx) error {
+				if err := tx.Prefetch(pp, emails); err != nil {
+					return err
+				}
+				for email, name := range want {
+					got, ok, err := tx.Get(pp, email)
+					if err != nil {
+						return err
+					}
+					if ok != (name != "") || got.Profile["fullName"] != name {
+						t.Errorf("%s %s after Prefetch: %v %v; want %q", pp, email, got.Profile, ok, name)
+					}
+				}
+				// A prefetched absent record is created, not replaced.
+				return tx.Put(pp, "new@example.com", rec("N"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(p, map[string]string{"b@example.com": "B", "zz@example.com": "", "a@example.com": "A", "c@example.com": ""})
+		check(last, map[string]string{"z@example.com": "Z", "a@example.com": ""})
+		if got, ok := get(t, e, p, "new@example.com"); !ok || got.Profile["fullName"] != "N" {
+			t.Fatalf("write after Prefetch: %v %v", got, ok)
+		}
+		err := e.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+			return tx.Prefetch(q, []string{"c@example.com"})
+		})
+		if !errors.Is(err, engine.ErrNotLoaded) {
+			t.Fatalf("Prefetch of a partition not loaded: %v, want ErrNotLoaded", err)
+		}
+	})
+
 	t.Run("ErrPartitionOutOfRange", func(t *testing.T) {
 		e := open(t, 0)
 		bad := partmap.Partition(e.Partitions())
