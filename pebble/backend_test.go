@@ -2,6 +2,8 @@ package pebble
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/partmap/partmap"
@@ -57,4 +59,55 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 	wantCount(2)
 	write(func(tx *engine.Tx) error { tx.Delete(p, "a"); return tx.Delete(p, "b") })
 	wantCount(0)
+}
+
+// A bulk write covers several partitions per invocation; a lock conflict
+// on one of them must fail only that partition's profiles.
+func TestBulkConflictFailsOnlyTheBusyPartition(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), &Options{LockWait: -1}) // fail fast
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var profiles []partmap.Profile
+	for i := range 500 {
+		profiles = append(profiles, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)})
+	}
+	busy := partmap.PartitionOf(profiles[0].Email(), partmap.DefaultPartitions)
+	locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.Engine().Invoke(ctx, engine.Invocation{Lock: []partmap.Partition{busy}}, func(*engine.Tx) error {
+			close(locked)
+			<-unlock
+			return nil
+		})
+	}()
+	<-locked
+	res, err := s.UpsertProfiles(ctx, profiles)
+	close(unlock)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i, r := range res {
+		inBusy := partmap.PartitionOf(profiles[i].Email(), partmap.DefaultPartitions) == busy
+		switch {
+		case inBusy && !errors.Is(r.Err, partmap.ErrLockConflict):
+			t.Fatalf("%s in the busy %s: %v, want a lock conflict", profiles[i].Email(), busy, r.Err)
+		case !inBusy && r.Err != nil:
+			t.Fatalf("%s outside the busy partition: %v", profiles[i].Email(), r.Err)
+		case inBusy:
+			failed++
+		}
+	}
+	if bulkPartitions < 2 || failed == 0 {
+		t.Fatalf("bulkPartitions %d, %d conflicts: the test shows nothing", bulkPartitions, failed)
+	}
 }

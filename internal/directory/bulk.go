@@ -2,14 +2,18 @@ package directory
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// bulkParallelism is how many partition groups commit at once: enough for
-// their fsyncs to be shared, few enough not to crowd out other requests.
+// bulkParallelism is how many invocations of a bulk write run at once:
+// enough to keep the cores busy while some wait for locks, few enough not
+// to crowd out other requests.
 const bulkParallelism = 16
 
 func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profile) ([]partmap.BulkResult, error) {
@@ -48,8 +52,8 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 	return results, nil
 }
 
-// upsertGroups commits todo's profiles one partition group at a time and
-// returns those to run again.
+// upsertGroups commits todo's profiles, d.bulkSize partitions per
+// invocation, and returns those to run again.
 func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) ([]int, *layout) {
 	L := d.acquire()
 	defer L.release()
@@ -58,66 +62,68 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 		p := L.partition(canonical[i].Email())
 		groups[p] = append(groups[p], i)
 	}
-	sem := make(chan struct{}, bulkParallelism)
-	var wg sync.WaitGroup
+	parts := slices.Sorted(maps.Keys(groups))
 	var mu sync.Mutex
 	var again []int
-	// Groups do not wait for their fsyncs, which would hold their slots
-	// idle; they wait together below, before anything is acknowledged.
+	// Invocations do not wait for their fsyncs, which would hold their
+	// slots idle; they wait together below, before anything is
+	// acknowledged.
 	type pending struct {
 		durable func() error
 		idx     []int
 	}
 	var unsynced []pending
-	for part, idx := range groups {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			inv := lockOne(part)
-			for _, i := range idx {
+	// commit upserts the profiles of some partitions in one invocation. It
+	// returns a lock conflict over several partitions for its caller to
+	// try them one by one, and records every other outcome.
+	commit := func(chunk []partmap.Partition) error {
+		inv := engine.Invocation{Load: slices.Clone(chunk), Lock: slices.Clone(chunk)}
+		var idx []int
+		for _, p := range chunk {
+			for _, i := range groups[p] {
+				idx = append(idx, i)
 				if q, ok := L.mirror(canonical[i].Email()); ok {
 					inv.Load, inv.Lock = append(inv.Load, q), append(inv.Lock, q)
 				}
 			}
-			durable, err := L.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
-				if d.layout.Load() != L {
-					return ErrStale
-				}
-				emails := make([]string, len(idx))
-				for k, i := range idx {
-					emails[k] = canonical[i].Email()
-				}
-				if err := tx.Prefetch(part, emails); err != nil {
+		}
+		durable, err := L.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
+			if d.layout.Load() != L {
+				return ErrStale
+			}
+			for _, p := range chunk {
+				if err := upsertGroup(tx, L, p, groups[p], canonical, results); err != nil {
 					return err
 				}
-				for _, i := range idx {
-					email := canonical[i].Email()
-					cur, exists, err := tx.Get(part, email)
-					if err != nil {
-						return err
-					}
-					rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
-					st := staged{tx: tx, p: part, email: email}
-					st.q, st.mirror = L.mirror(email)
-					if err := st.Put(rec); err != nil {
-						return err
-					}
-					results[i] = partmap.BulkResult{Record: rec, Created: !exists}
-				}
-				return nil
-			})
-			switch {
-			case err == nil:
-				mu.Lock()
-				unsynced = append(unsynced, pending{durable, idx})
-				mu.Unlock()
-			case err == ErrStale:
-				mu.Lock()
-				again = append(again, idx...)
-				mu.Unlock()
-			case err != nil:
-				for _, i := range idx {
-					results[i] = partmap.BulkResult{Err: err}
+			}
+			return nil
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			unsynced = append(unsynced, pending{durable, idx})
+		case err == ErrStale:
+			again = append(again, idx...)
+		case len(chunk) > 1 && errors.Is(err, partmap.ErrLockConflict):
+			return err
+		default:
+			for _, i := range idx {
+				results[i] = partmap.BulkResult{Err: err}
+			}
+		}
+		return nil
+	}
+	sem := make(chan struct{}, bulkParallelism)
+	var wg sync.WaitGroup
+	for chunk := range slices.Chunk(parts, d.bulkSize) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if commit(chunk) != nil {
+				// One busy partition must not fail its neighbours.
+				for _, p := range chunk {
+					commit([]partmap.Partition{p})
 				}
 			}
 		})
@@ -131,4 +137,29 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 		}
 	}
 	return again, L
+}
+
+// upsertGroup upserts the profiles idx of partition p, in order.
+func upsertGroup(tx *engine.Tx, L *layout, p partmap.Partition, idx []int, canonical []partmap.Profile, results []partmap.BulkResult) error {
+	emails := make([]string, len(idx))
+	for k, i := range idx {
+		emails[k] = canonical[i].Email()
+	}
+	if err := tx.Prefetch(p, emails); err != nil {
+		return err
+	}
+	for k, i := range idx {
+		cur, exists, err := tx.Get(p, emails[k])
+		if err != nil {
+			return err
+		}
+		rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
+		st := staged{tx: tx, p: p, email: emails[k]}
+		st.q, st.mirror = L.mirror(emails[k])
+		if err := st.Put(rec); err != nil {
+			return err
+		}
+		results[i] = partmap.BulkResult{Record: rec, Created: !exists}
+	}
+	return nil
 }

@@ -70,6 +70,12 @@ type Options struct {
 	// backend from Spaces, as Meta describes it, and ignores its arguments.
 	Spaces Spaces
 	Meta   *engine.Meta
+	// BulkPartitions is how many partitions one invocation of a bulk write
+	// covers; 0 means 1. Where an invocation over several partitions
+	// commits as one batch, as on Pebble, a larger number spreads its cost
+	// over more profiles. Where it commits partition by partition, as on
+	// Redis, 1 keeps the partitions' round trips in parallel.
+	BulkPartitions int
 }
 
 // Directory is the customer directory over one backend.
@@ -81,6 +87,7 @@ type Directory struct {
 	indexes  []string
 	metrics  *storeMetrics
 	resizer  resizer
+	bulkSize int // partitions per bulk invocation
 
 	wholeMap wholeMap // held by an operator, for bulk maintenance
 
@@ -101,6 +108,7 @@ func New(backend Backend, n int, opts Options) *Directory {
 		limits:   partmap.DefaultLimits,
 		indexes:  opts.Indexes,
 		metrics:  newStoreMetrics(),
+		bulkSize: max(1, opts.BulkPartitions),
 	}
 	if opts.Limits != nil {
 		d.limits = *opts.Limits
