@@ -232,43 +232,82 @@ func (c *Client) ListPartitions(ctx context.Context) (partmap.PartitionStats, er
 // version.
 func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile) ([]partmap.BulkResult, error) {
 	results := make([]partmap.BulkResult, len(profiles))
-	todo := make([]int, len(profiles)) // indexes still to send
+	var lines [][]byte
+	var sent []int // lines[k] is profiles[sent[k]]
+	for i, p := range profiles {
+		b, err := p.MarshalJSON() // not json.Marshal, which would re-validate it
+		if err != nil {
+			results[i] = partmap.BulkResult{Err: err} // invalid UTF-8: never sent
+			continue
+		}
+		lines, sent = append(lines, b), append(sent, i)
+	}
+	lineResults, err := c.UpsertJSONLines(ctx, lines)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range lineResults {
+		i := sent[k]
+		if r.Err != nil {
+			results[i] = partmap.BulkResult{Err: r.Err}
+			continue
+		}
+		p := profiles[i]
+		if p.Email() != r.Email { // the server canonicalised it; leave the caller's map alone
+			p = p.Clone()
+			p[partmap.FieldEmail] = r.Email
+		}
+		results[i] = partmap.BulkResult{Record: partmap.Record{Profile: p, Version: r.Version}, Created: r.Created}
+	}
+	return results, nil
+}
+
+// LineResult is the outcome of one line of UpsertJSONLines.
+type LineResult struct {
+	Email   string // canonical
+	Version partmap.Version
+	Created bool
+	Err     error
+}
+
+// UpsertJSONLines is UpsertProfiles for profiles already encoded, one JSON
+// object per line (without the newline), as an import reads them: they go
+// as they are, unparsed. Lines that meet a lock conflict are sent again.
+func (c *Client) UpsertJSONLines(ctx context.Context, lines [][]byte) ([]LineResult, error) {
+	results := make([]LineResult, len(lines))
+	todo := make([]int, len(lines)) // indexes still to send
 	for i := range todo {
 		todo[i] = i
 	}
 	deadline := time.Now().Add(c.opts.RetryFor)
 	for attempt := 0; len(todo) > 0; attempt++ {
 		var body bytes.Buffer
-		var sent []int // line k of the body is profiles[sent[k-1]]
 		for _, i := range todo {
-			b, err := profiles[i].MarshalJSON() // not json.Marshal, which would re-validate it
-			if err != nil {
-				results[i] = partmap.BulkResult{Err: err} // invalid UTF-8: never sent
-				continue
+			// The server numbers lines and skips blank ones: either would
+			// misnumber the results.
+			if bytes.IndexByte(lines[i], '\n') >= 0 || len(bytes.TrimSpace(lines[i])) == 0 {
+				return nil, fmt.Errorf("bulk line %d is blank or holds a newline", i+1)
 			}
-			body.Write(append(b, '\n'))
-			sent = append(sent, i)
-		}
-		if len(sent) == 0 {
-			break
+			body.Write(lines[i])
+			body.WriteByte('\n')
 		}
 		var reply BulkReplyJSON
 		_, err := c.do(ctx, request{method: "POST", path: "/customer-profiles/bulk", body: body.Bytes(), contentType: "application/x-ndjson"}, &reply)
 		if err != nil {
 			return nil, err
 		}
-		if len(reply.Results) != len(sent) {
-			return nil, fmt.Errorf("bulk reply has %d results for %d profiles", len(reply.Results), len(sent))
+		if len(reply.Results) != len(todo) {
+			return nil, fmt.Errorf("bulk reply has %d results for %d profiles", len(reply.Results), len(todo))
 		}
 		var again []int
 		for k, res := range reply.Results {
-			if res.Line < 1 || res.Line > len(sent) {
-				return nil, fmt.Errorf("bulk reply names line %d of %d", res.Line, len(sent))
+			if res.Line < 1 || res.Line > len(todo) {
+				return nil, fmt.Errorf("bulk reply names line %d of %d", res.Line, len(todo))
 			}
-			i := sent[res.Line-1]
+			i := todo[res.Line-1]
 			if res.Problem != nil {
 				err := errorOf(*res.Problem, res.Status)
-				results[i] = partmap.BulkResult{Err: err}
+				results[i] = LineResult{Err: err}
 				if err.Code == partmap.ELOCKCONFLICT {
 					c.conflicts.Add(1)
 					again = append(again, i)
@@ -279,12 +318,7 @@ func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile)
 			if err != nil {
 				return nil, fmt.Errorf("bulk result %d: %w", k, err)
 			}
-			p := profiles[i]
-			if p.Email() != res.Email { // the server canonicalised it; leave the caller's map alone
-				p = p.Clone()
-				p[partmap.FieldEmail] = res.Email
-			}
-			results[i] = partmap.BulkResult{Record: partmap.Record{Profile: p, Version: v}, Created: res.Status == http.StatusCreated}
+			results[i] = LineResult{Email: res.Email, Version: v, Created: res.Status == http.StatusCreated}
 		}
 		todo = again
 		if len(todo) == 0 || c.opts.RetryFor < 0 || time.Now().After(deadline) {

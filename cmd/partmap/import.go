@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 )
 
 // importBatch is how many profiles go in one bulk request.
@@ -36,7 +37,10 @@ func (e lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, de
 // with the line each starts on, so that memory stays constant whatever the
 // size of the input.
 type profileReader interface {
-	next() (p partmap.Profile, line int, err error) // io.EOF at the end; a lineError for a bad line
+	// next returns io.EOF at the end and a lineError for a bad line. raw is
+	// the profile's JSON as read, for JSONL, so that it goes to the server
+	// as it is instead of being encoded again; nil for CSV.
+	next() (p partmap.Profile, raw []byte, line int, err error)
 }
 
 type jsonlReader struct {
@@ -44,13 +48,13 @@ type jsonlReader struct {
 	line int
 }
 
-func (j *jsonlReader) next() (partmap.Profile, int, error) {
+func (j *jsonlReader) next() (partmap.Profile, []byte, int, error) {
 	for {
 		// ReadBytes joins the read buffers, so a character split across
-		// two of them arrives whole.
+		// two of them arrives whole, and returns a new slice each time.
 		b, err := j.r.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
-			return nil, j.line, err
+			return nil, nil, j.line, err
 		}
 		j.line++
 		if j.line == 1 {
@@ -62,9 +66,9 @@ func (j *jsonlReader) next() (partmap.Profile, int, error) {
 		}
 		p, perr := partmap.ParseProfileJSON(b)
 		if perr != nil {
-			return nil, j.line, lineError{j.line, perr}
+			return nil, nil, j.line, lineError{j.line, perr}
 		}
-		return p, j.line, nil
+		return p, b, j.line, nil
 	}
 }
 
@@ -91,40 +95,44 @@ func newCSVReader(r io.Reader) (*csvReader, error) {
 	return c, nil
 }
 
-func (c *csvReader) next() (partmap.Profile, int, error) {
+func (c *csvReader) next() (partmap.Profile, []byte, int, error) {
 	rec, err := c.r.Read()
 	line, _ := c.r.FieldPos(0)
 	if err == io.EOF {
-		return nil, line, err
+		return nil, nil, line, err
 	}
 	var perr *csv.ParseError
 	if errors.As(err, &perr) {
-		return nil, perr.StartLine, lineError{perr.StartLine, partmap.Errorf(partmap.EINVALID, "%v", perr.Err)}
+		return nil, nil, perr.StartLine, lineError{perr.StartLine, partmap.Errorf(partmap.EINVALID, "%v", perr.Err)}
 	}
 	if err != nil {
-		return nil, line, err
+		return nil, nil, line, err
 	}
 	p := make(partmap.Profile, len(rec))
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
-			return nil, line, lineError{line, partmap.Errorf(partmap.EINVALIDUTF8, "column %q is not valid UTF-8", c.header[i])}
+			return nil, nil, line, lineError{line, partmap.Errorf(partmap.EINVALIDUTF8, "column %q is not valid UTF-8", c.header[i])}
 		}
 		p[c.header[i]] = v // an empty cell is an empty value
 	}
-	return p, line, nil
+	return p, nil, line, nil
 }
 
-// eachValid reads every profile, passes the valid ones to fn, and returns
-// the bad lines. Any other error (an unreadable file, a failed request)
-// stops the walk.
-func eachValid(r profileReader, fn func(p partmap.Profile, line int) error) (bad []error, err error) {
+// eachValid reads every profile, passes the valid ones to fn with their
+// canonical email and their JSON, and returns the bad lines. Any other
+// error (an unreadable file, a failed request) stops the walk.
+func eachValid(r profileReader, fn func(email string, json []byte, line int) error) (bad []error, err error) {
 	for {
-		p, line, err := r.next()
+		p, raw, line, err := r.next()
 		if err == io.EOF {
 			return bad, nil
 		}
+		var email string
 		if err == nil {
-			err = validate(p, line)
+			email, err = validate(p, line)
+		}
+		if err == nil && raw == nil {
+			raw, err = p.MarshalJSON()
 		}
 		var le lineError
 		switch {
@@ -133,7 +141,7 @@ func eachValid(r profileReader, fn func(p partmap.Profile, line int) error) (bad
 		case err != nil:
 			return bad, err
 		default:
-			if err := fn(p, line); err != nil {
+			if err := fn(email, raw, line); err != nil {
 				return bad, err
 			}
 		}
@@ -159,19 +167,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // validate applies the server's checks locally, so that a bad line is found
-// before anything is written.
-func validate(p partmap.Profile, line int) error {
+// before anything is written, and returns the canonical email.
+func validate(p partmap.Profile, line int) (string, error) {
 	email, ok := p[partmap.FieldEmail]
 	if !ok {
-		return lineError{line, partmap.Errorf(partmap.EINVALIDEMAIL, "emailAddress is missing")}
+		return "", lineError{line, partmap.Errorf(partmap.EINVALIDEMAIL, "emailAddress is missing")}
 	}
 	if err := partmap.DefaultLimits.CheckProfile(p); err != nil {
-		return lineError{line, err}
+		return "", lineError{line, err}
 	}
-	if _, err := partmap.CanonicalEmail(email); err != nil {
-		return lineError{line, err}
+	canonical, err := partmap.CanonicalEmail(email)
+	if err != nil {
+		return "", lineError{line, err}
 	}
-	return nil
+	return canonical, nil
 }
 
 func runImport(ctx context.Context, e *env, args []string) error {
@@ -235,7 +244,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		bad, err = eachValid(r, func(partmap.Profile, int) error { return nil })
+		bad, err = eachValid(r, func(string, []byte, int) error { return nil })
 		closeFile()
 		if err != nil {
 			return err
@@ -259,9 +268,10 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	// One goroutine reads and validates the next batch while earlier ones
 	// are on the wire, so that parsing overlaps the server's commits.
 	type batch struct {
-		profiles []partmap.Profile
-		lines    []int
-		read     int64
+		json   [][]byte
+		lines  []int
+		emails map[string]bool // canonical
+		read   int64
 	}
 	batches := make(chan batch, 1)
 	readCtx, stopReading := context.WithCancel(ctx)
@@ -282,14 +292,17 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		var err error
-		rejected, err = eachValid(r, func(p partmap.Profile, line int) error {
-			b.profiles, b.lines = append(b.profiles, p), append(b.lines, line)
-			if len(b.profiles) < importBatch {
+		rejected, err = eachValid(r, func(email string, json []byte, line int) error {
+			if b.emails == nil {
+				b.emails = make(map[string]bool, importBatch)
+			}
+			b.json, b.lines, b.emails[email] = append(b.json, json), append(b.lines, line), true
+			if len(b.json) < importBatch {
 				return nil
 			}
 			return send()
 		})
-		if err == nil && len(b.profiles) > 0 {
+		if err == nil && len(b.json) > 0 {
 			err = send()
 		}
 		readErr <- err
@@ -299,10 +312,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	// waits for it, so that the file's order still decides.
 	type sent struct {
 		batch
-		emails map[string]bool
-		res    []partmap.BulkResult
-		err    error
-		done   chan struct{}
+		res  []pmhttp.LineResult
+		err  error
+		done chan struct{}
 	}
 	var inFlight []*sent
 	written, created := 0, 0
@@ -333,11 +345,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		if writeErr != nil {
 			continue // drain
 		}
-		s := &sent{batch: b, emails: make(map[string]bool, len(b.profiles)), done: make(chan struct{})}
-		for _, p := range b.profiles {
-			e, _ := partmap.CanonicalEmail(p.Email())
-			s.emails[e] = true
-		}
+		s := &sent{batch: b, done: make(chan struct{})}
 		kept := inFlight[:0]
 		for _, f := range inFlight {
 			overlaps := false
@@ -360,7 +368,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		inFlight = append(kept, s)
 		go func() {
 			defer close(s.done)
-			s.res, s.err = cl.UpsertProfiles(ctx, s.profiles)
+			s.res, s.err = cl.UpsertJSONLines(ctx, s.json)
 		}()
 	}
 	for _, f := range inFlight {

@@ -15,13 +15,14 @@ import (
 func TestJSONLReaderSplitsNothing(t *testing.T) {
 	in := "\xef\xbb\xbf{\"emailAddress\":\"a@b\",\"n\":\"A中🙂\"}\n\n{\"emailAddress\":\"c@d\",\"n\":\"é\"}\r\n"
 	r := &jsonlReader{r: bufio.NewReader(iotest.OneByteReader(strings.NewReader(in)))}
-	p, line, err := r.next()
-	if err != nil || line != 1 || p["n"] != "A中🙂" {
-		t.Fatalf("first: %v line %d %v", p, line, err)
+	// The line goes to the server as read, without its BOM and line end.
+	p, raw, line, err := r.next()
+	if err != nil || line != 1 || p["n"] != "A中🙂" || string(raw) != `{"emailAddress":"a@b","n":"A中🙂"}` {
+		t.Fatalf("first: %v %q line %d %v", p, raw, line, err)
 	}
-	p, line, err = r.next()
-	if err != nil || line != 3 || p["n"] != "é" {
-		t.Fatalf("second: %v line %d %v", p, line, err)
+	p, raw, line, err = r.next()
+	if err != nil || line != 3 || p["n"] != "é" || string(raw) != `{"emailAddress":"c@d","n":"é"}` {
+		t.Fatalf("second: %v %q line %d %v", p, raw, line, err)
 	}
 }
 
