@@ -385,3 +385,37 @@ func TestResize(t *testing.T) {
 		return newClient(t, srv.URL, nil)
 	})
 }
+
+// UpsertJSONLines sends lines as they are; a line the server would skip or
+// split would misnumber every result after it, so it is refused before
+// anything is sent.
+func TestUpsertJSONLines(t *testing.T) {
+	ctx := context.Background()
+	srv, store := newServer(t, nil)
+	c := newClient(t, srv.URL, nil)
+	if _, err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][][]byte{
+		{[]byte(`{"emailAddress":"a@example.com"}`), []byte(" \t")},
+		{[]byte("{\"emailAddress\":\"a@example.com\"}\n{\"emailAddress\":\"b@example.com\"}")},
+	} {
+		if _, err := c.UpsertJSONLines(ctx, bad); err == nil {
+			t.Fatalf("%q was sent", bad)
+		}
+	}
+	if stats, err := store.ListPartitions(ctx); err != nil || stats.TotalProfiles != 0 {
+		t.Fatalf("a refused call wrote: %+v %v", stats, err)
+	}
+	res, err := c.UpsertJSONLines(ctx, [][]byte{[]byte(`{"emailAddress":" A@Example.com ","n":"1"}`), []byte(`{"n":"no email"}`), []byte(`{"emailAddress":"a@example.com","n":"2"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || !res[0].Created || res[0].Email != "a@example.com" || res[0].Version == 0 ||
+		partmap.ErrorCode(res[1].Err) != partmap.EINVALIDEMAIL || res[2].Err != nil || res[2].Created {
+		t.Fatalf("results %+v", res)
+	}
+	if rec, err := store.FindProfile(ctx, "a@example.com"); err != nil || rec.Profile["n"] != "2" || rec.Version != res[2].Version {
+		t.Fatalf("stored %+v %v", rec, err)
+	}
+}
