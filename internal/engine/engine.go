@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -162,7 +163,7 @@ func (e *Engine) Partitions() int { return e.partitions }
 // atomically and are durable before Invoke returns; otherwise nothing is
 // written and fn's error is returned.
 func (e *Engine) Invoke(ctx context.Context, inv Invocation, fn func(*Tx) error) error {
-	durable, err := e.InvokeVisible(ctx, inv, fn)
+	durable, err := e.invoke(ctx, inv, fn, false)
 	if err != nil {
 		return err
 	}
@@ -176,6 +177,10 @@ func (e *Engine) Invoke(ctx context.Context, inv Invocation, fn func(*Tx) error)
 // fsyncs instead of each queueing on one. Nothing may be acknowledged
 // before durable returns nil.
 func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx) error) (durable func() error, err error) {
+	return e.invoke(ctx, inv, fn, true)
+}
+
+func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool) (durable func() error, err error) {
 	for _, ps := range [][]partmap.Partition{inv.Load, inv.Lock} {
 		for _, p := range ps {
 			if int(p) >= e.partitions {
@@ -184,7 +189,7 @@ func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx)
 		}
 	}
 	tx := &Tx{ctx: ctx, backend: e.backend, loads: inv.Load, locks: inv.Lock}
-	return e.run(ctx, tx, inv.Lock, fn)
+	return e.run(ctx, tx, inv.Lock, fn, later)
 }
 
 // InvokeExclusive runs fn holding the whole-map lock: every partition lock,
@@ -196,7 +201,7 @@ func (e *Engine) InvokeExclusive(ctx context.Context, fn func(*Tx) error) error 
 		all[i] = partmap.Partition(i)
 	}
 	tx := &Tx{ctx: ctx, backend: e.backend, exclusive: true}
-	durable, err := e.run(ctx, tx, all, fn)
+	durable, err := e.run(ctx, tx, all, fn, false)
 	if err != nil {
 		return err
 	}
@@ -205,7 +210,11 @@ func (e *Engine) InvokeExclusive(ctx context.Context, fn func(*Tx) error) error 
 
 func durableNow() error { return nil }
 
-func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn func(*Tx) error) (durable func() error, err error) {
+// run runs fn and commits its writes. The returned durable waits for them
+// to be durable; with later, the caller will call it only later, so the
+// wait starts now, in the background, for the commit-latency hook to time
+// the commit and not the caller.
+func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn func(*Tx) error, later bool) (durable func() error, err error) {
 	hooks := e.hooks.Load()
 	var lease Lease
 	if len(lock) > 0 {
@@ -252,7 +261,12 @@ func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn f
 	if err != nil {
 		return nil, committed(err)
 	}
-	return func() error { return committed(wait()) }, nil
+	if !later {
+		return func() error { return committed(wait()) }, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- committed(wait()) }()
+	return sync.OnceValue(func() error { return <-done }), nil
 }
 
 // Tx is a handler's view of the map during one invocation. It reads through

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/partmap/partmap"
 )
@@ -117,5 +118,43 @@ func TestPanicReleasesTheLock(t *testing.T) {
 	}()
 	if err := e.Invoke(context.Background(), inv, func(*Tx) error { return nil }); err != nil {
 		t.Fatalf("after a panicking handler: %v", err)
+	}
+}
+
+// InvokeVisible returns before the sync, and its commit is timed until the
+// sync completes, not until its caller gets round to waiting: a bulk
+// write waits for all its invocations at the end, and the commit-latency
+// metric must not count that.
+func TestInvokeVisibleTimesTheSyncNotTheCaller(t *testing.T) {
+	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
+	e := New(b, 8, 0)
+	timed := make(chan error, 1)
+	e.SetHooks(Hooks{Committed: func(_ time.Duration, err error) { timed <- err }})
+	inv := Invocation{Lock: []partmap.Partition{2}}
+	durable, err := e.InvokeVisible(context.Background(), inv, func(tx *Tx) error {
+		return tx.Put(2, "a", partmap.Record{Version: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select { // the sync is awaited although nobody called durable
+	case <-b.waiting:
+	case <-time.After(time.Minute):
+		t.Fatal("the sync waits for the caller")
+	}
+	select {
+	case <-timed:
+		t.Fatal("the commit was timed before its sync")
+	default:
+	}
+	close(b.durable)
+	if err := <-timed; err != nil { // timed with durable still uncalled
+		t.Fatal(err)
+	}
+	if err := durable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable(); err != nil {
+		t.Fatalf("a second call: %v", err)
 	}
 }
