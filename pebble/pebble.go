@@ -34,16 +34,16 @@ const SchemaVersion = 2 // 2 added secondary indexes; 1 has none
 // records of a few million profiles, small enough for a modest server.
 const DefaultCacheBytes = 64 << 20
 
-// MemTableBytes is the size of Pebble's memtables. Pebble's default, 4 MB,
-// makes a bulk import flush and compact every few thousand profiles, which
-// cost about a fifth of its time; at 32 MB an import of 200k profiles
-// flushes a handful of times (docs/PERFORMANCE.md). Pebble grows a new
-// memtable from 256 KB, so a small directory does not pay for the size.
-const MemTableBytes = 32 << 20
+// memTableBytes is the size of Pebble's memtables. Pebble's default, 4 MB,
+// made an import of 200k profiles flush a dozen times and compact the
+// output, about a fifth of the server's CPU; at 32 MB it flushes once
+// (docs/PERFORMANCE.md). Pebble grows a new memtable from 256 KB, so a
+// small directory does not pay for the size.
+const memTableBytes = 32 << 20
 
 // bulkPartitions is how many partitions one invocation of a bulk write
 // covers. Each invocation is one batch; at one partition each, an import
-// spent about a tenth of its time on the cost of a commit itself. More
+// spent about a fifth of its time on the fixed cost of a commit. More
 // partitions per invocation hold more locks at once, though only until the
 // batch is applied, never across its fsync.
 const bulkPartitions = 16
@@ -122,7 +122,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s is in use by another partmap process (%v)", path, err)
 	}
-	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes, MemTableSize: MemTableBytes}
+	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes, MemTableSize: memTableBytes}
 	if o.MinSyncInterval > 0 {
 		interval := o.MinSyncInterval
 		popts.WALMinSyncInterval = func() time.Duration { return interval }

@@ -132,7 +132,9 @@ func eachValid(r profileReader, fn func(email string, json []byte, line int) err
 			email, err = validate(p, line)
 		}
 		if err == nil && raw == nil {
-			raw, err = p.MarshalJSON()
+			if raw, err = p.MarshalJSON(); err != nil {
+				err = lineError{line, err}
+			}
 		}
 		var le lineError
 		switch {
