@@ -20,8 +20,13 @@ import (
 	pmhttp "github.com/partmap/partmap/http"
 )
 
-// importBatch is how many profiles go in one bulk request.
-const importBatch = partmap.MaxBulkProfiles
+// A bulk request carries at most importBatch profiles and importBatchBytes
+// of JSON Lines: large profiles fill the server's body limit long before
+// the count.
+const (
+	importBatch      = partmap.MaxBulkProfiles
+	importBatchBytes = pmhttp.MaxBulkBodyBytes
+)
 
 var bom = []byte("\xef\xbb\xbf")
 
@@ -271,6 +276,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	// are on the wire, so that parsing overlaps the server's commits.
 	type batch struct {
 		json   [][]byte
+		bytes  int // of the request body: each line and its newline
 		lines  []int
 		emails map[string]bool // canonical
 		read   int64
@@ -295,10 +301,16 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		var err error
 		rejected, err = eachValid(r, func(email string, json []byte, line int) error {
+			if len(b.json) > 0 && b.bytes+len(json)+1 > importBatchBytes {
+				if err := send(); err != nil {
+					return err
+				}
+			}
 			if b.emails == nil {
 				b.emails = make(map[string]bool, importBatch)
 			}
 			b.json, b.lines, b.emails[email] = append(b.json, json), append(b.lines, line), true
+			b.bytes += len(json) + 1
 			if len(b.json) < importBatch {
 				return nil
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/partmap/partmap"
 )
 
 // A reader that hands out one byte at a time splits every multibyte
@@ -91,5 +93,28 @@ func TestImportKeepsFileOrderAcrossBatches(t *testing.T) {
 	last := (3*importBatch + 4) / (importBatch / 2) * (importBatch / 2)
 	if code, out, _ := run(t, "", "get", "same@example.com", "--fields", "n", srv); code != 0 || !strings.Contains(out, fmt.Sprintf("%q", fmt.Sprint(last))) {
 		t.Fatalf("the repeated profile: %q, want n=%d", out, last)
+	}
+}
+
+// Large profiles fill a bulk request's body limit long before its count:
+// batches are cut by bytes too.
+func TestImportCutsBatchesByBytes(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	run(t, "", "start", srv)
+	var in strings.Builder
+	value := strings.Repeat("x", partmap.DefaultLimits.MaxFieldValueBytes)
+	const n = 600 // about 20 MB, over the 16 MiB a request may carry
+	for i := range n {
+		fmt.Fprintf(&in, "{\"emailAddress\":\"big%d@example.com\",\"a\":%q,\"b\":%q}\n", i, value, value[:len(value)/2])
+	}
+	if in.Len() <= importBatchBytes {
+		t.Fatalf("the input, %d bytes, fits one request", in.Len())
+	}
+	if code, _, errOut := run(t, in.String(), "import", "-", srv); code != 0 || !strings.Contains(errOut, fmt.Sprintf("imported %d profiles (%d new", n, n)) {
+		t.Fatalf("import: %d %s", code, errOut)
+	}
+	if code, out, _ := run(t, "", "get", fmt.Sprintf("big%d@example.com", n-1), "--fields", "emailAddress", srv); code != 0 || !strings.Contains(out, "big") {
+		t.Fatalf("the last profile: %d %q", code, out)
 	}
 }
