@@ -283,9 +283,10 @@ func (c *Client) UpsertJSONLines(ctx context.Context, lines [][]byte) ([]LineRes
 	for attempt := 0; len(todo) > 0; attempt++ {
 		var body bytes.Buffer
 		for _, i := range todo {
-			// The server numbers lines and skips blank ones: either would
-			// misnumber the results.
-			if bytes.IndexByte(lines[i], '\n') >= 0 || len(bytes.TrimSpace(lines[i])) == 0 {
+			// The server numbers lines, skips blank ones and drops a byte
+			// order mark that starts the body: a line that is blank after
+			// that, or one that holds a newline, would misnumber the results.
+			if bytes.IndexByte(lines[i], '\n') >= 0 || len(bytes.TrimSpace(bytes.TrimPrefix(lines[i], []byte("\ufeff")))) == 0 {
 				return nil, fmt.Errorf("bulk line %d is blank or holds a newline", i+1)
 			}
 			body.Write(lines[i])

@@ -399,6 +399,7 @@ func TestUpsertJSONLines(t *testing.T) {
 	for _, bad := range [][][]byte{
 		{[]byte(`{"emailAddress":"a@example.com"}`), []byte(" \t")},
 		{[]byte("{\"emailAddress\":\"a@example.com\"}\n{\"emailAddress\":\"b@example.com\"}")},
+		{[]byte("\ufeff"), []byte(`{"emailAddress":"a@example.com"}`)},
 	} {
 		if _, err := c.UpsertJSONLines(ctx, bad); err == nil {
 			t.Fatalf("%q was sent", bad)
