@@ -131,11 +131,22 @@ func TestInvokeVisibleTimesTheSyncNotTheCaller(t *testing.T) {
 	timed := make(chan error, 1)
 	e.SetHooks(Hooks{Committed: func(_ time.Duration, err error) { timed <- err }})
 	inv := Invocation{Lock: []partmap.Partition{2}}
-	durable, err := e.InvokeVisible(context.Background(), inv, func(tx *Tx) error {
-		return tx.Put(2, "a", partmap.Record{Version: 1})
-	})
-	if err != nil {
-		t.Fatal(err)
+	var durable func() error
+	returned := make(chan error, 1)
+	go func() {
+		var err error
+		durable, err = e.InvokeVisible(context.Background(), inv, func(tx *Tx) error {
+			return tx.Put(2, "a", partmap.Record{Version: 1})
+		})
+		returned <- err
+	}()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("InvokeVisible waits for the sync")
 	}
 	select { // the sync is awaited although nobody called durable
 	case <-b.waiting:
