@@ -415,7 +415,7 @@ func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (par
 // and consult every level's filters; a bulk write reads a few records of
 // each partition it touches, and this made its reads several times cheaper
 // (docs/PERFORMANCE.md).
-func (b *backend) GetBatch(_ context.Context, p partmap.Partition, emails []string) ([]*partmap.Record, error) {
+func (b *backend) GetBatch(_ context.Context, p partmap.Partition, emails []string) (out []*partmap.Record, err error) {
 	sp, lp := b.at(p)
 	it, err := b.db.NewIter(&pebble.IterOptions{
 		LowerBound: recordKey(sp.prefix, lp, ""),
@@ -424,13 +424,17 @@ func (b *backend) GetBatch(_ context.Context, p partmap.Partition, emails []stri
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			out, err = nil, cerr
+		}
+	}()
 	order := make([]int, len(emails))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(emails[x], emails[y]) })
-	out := make([]*partmap.Record, len(emails))
+	out = make([]*partmap.Record, len(emails))
 	for _, i := range order {
 		k := recordKey(sp.prefix, lp, emails[i])
 		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {

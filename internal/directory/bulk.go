@@ -16,6 +16,8 @@ import (
 // to crowd out other requests.
 const bulkParallelism = 16
 
+var errNotWritten = partmap.Errorf(partmap.EINTERNAL, "bulk write: profile left unwritten")
+
 func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profile) ([]partmap.BulkResult, error) {
 	if len(profiles) > partmap.MaxBulkProfiles {
 		return nil, partmap.Errorf(partmap.ETOOLARGE, "%d profiles in one call; the limit is %d", len(profiles), partmap.MaxBulkProfiles)
@@ -34,6 +36,11 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 		}
 		canonical[i] = c
 		todo = append(todo, i)
+	}
+	// Every path below records each profile's outcome; should one ever
+	// miss, the profile must not read as written.
+	for _, i := range todo {
+		results[i].Err = errNotWritten
 	}
 	// Groups planned on a layout that a resize then swapped run again on
 	// the new one.

@@ -239,8 +239,9 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	// Prefetch reads what Get would, in bulk: a backend's GetBatch must
-	// keep to the partition, find the last partition's records, and cope
-	// with emails out of order and repeated.
+	// answer for the partition asked (not for the same email in another),
+	// find the last partition's records, and cope with emails out of order
+	// and repeated.
 	t.Run("PrefetchReadsWhatGetReads", func(t *testing.T) {
 		e := open(t, 0)
 		last := partmap.Partition(e.Partitions() - 1)
