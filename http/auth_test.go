@@ -40,20 +40,7 @@ func TestParseTokens(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	var file strings.Builder
-	tokens := map[pmhttp.Scope]string{}
-	for _, scope := range []pmhttp.Scope{pmhttp.ScopeRead, pmhttp.ScopeWrite, pmhttp.ScopeAdmin} {
-		tok, line, err := pmhttp.NewToken("user-"+scope.String(), scope)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens[scope] = tok
-		file.WriteString(line + "\n")
-	}
-	parsed, err := pmhttp.ParseTokens(strings.NewReader(file.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokens, parsed := newTokens(t, pmhttp.ScopeRead, pmhttp.ScopeWrite, pmhttp.ScopeAdmin)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +51,6 @@ func TestAuth(t *testing.T) {
 	defer srv.Close()
 	u := srv.URL + base
 
-	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	put := func(h ...string) response {
 		return send(t, "PUT", u+"/customer-profile", strings.NewReader(`{"emailAddress":"a@example.com"}`), h...)
 	}

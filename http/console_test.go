@@ -27,14 +27,7 @@ import (
 // The console's files are open, typed, revalidated and locked down by a
 // policy that forbids inline script; the rest of the server is unchanged.
 func TestConsoleFiles(t *testing.T) {
-	_, line, err := pmhttp.NewToken("ops", pmhttp.ScopeAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := pmhttp.ParseTokens(strings.NewReader(line + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tokens := newTokens(t, pmhttp.ScopeAdmin)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -166,14 +159,8 @@ func chromiumPath(t *testing.T) string {
 // PARTMAP_CONSOLE_SCREENSHOT=FILE to also write the README's screenshot.
 func TestConsole(t *testing.T) {
 	exe := chromiumPath(t)
-	tok, line, err := pmhttp.NewToken("console", pmhttp.ScopeAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := pmhttp.ParseTokens(strings.NewReader(line + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	byScope, tokens := newTokens(t, pmhttp.ScopeAdmin)
+	tok := byScope[pmhttp.ScopeAdmin]
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +171,7 @@ func TestConsole(t *testing.T) {
 		store.Close()
 	})
 	api := srv.URL + base
-	auth := []string{"Authorization", "Bearer " + tok}
+	auth := bearer(tok)
 
 	p := openPage(t, exe, 60*time.Second)
 	const typed = " Ada.Lovelace@Example.COM"

@@ -37,6 +37,30 @@ func newServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.St
 	return srv, store
 }
 
+// newTokens makes a token for each scope, named after it, and the parsed
+// token file that admits them.
+func newTokens(t *testing.T, scopes ...pmhttp.Scope) (map[pmhttp.Scope]string, *pmhttp.Tokens) {
+	t.Helper()
+	var file strings.Builder
+	tokens := map[pmhttp.Scope]string{}
+	for _, scope := range scopes {
+		tok, line, err := pmhttp.NewToken("user-"+scope.String(), scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[scope] = tok
+		file.WriteString(line + "\n")
+	}
+	parsed, err := pmhttp.ParseTokens(strings.NewReader(file.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens, parsed
+}
+
+// bearer is the header that presents tok.
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+
 func newClient(t *testing.T, url string, opts *pmhttp.ClientOptions) *pmhttp.Client {
 	t.Helper()
 	c, err := pmhttp.NewClient(url, opts)

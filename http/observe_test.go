@@ -49,12 +49,8 @@ func TestHealthAndMetrics(t *testing.T) {
 // With tokens, metrics need the read scope and pprof the admin scope; the
 // health checks stay open for load balancers.
 func TestOpsRoutesHonourTokens(t *testing.T) {
-	readTok, readLine, _ := pmhttp.NewToken("viewer", pmhttp.ScopeRead)
-	adminTok, adminLine, _ := pmhttp.NewToken("ops", pmhttp.ScopeAdmin)
-	tokens, err := pmhttp.ParseTokens(strings.NewReader(readLine + "\n" + adminLine + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	byScope, tokens := newTokens(t, pmhttp.ScopeRead, pmhttp.ScopeAdmin)
+	readTok, adminTok := byScope[pmhttp.ScopeRead], byScope[pmhttp.ScopeAdmin]
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +58,6 @@ func TestOpsRoutesHonourTokens(t *testing.T) {
 	defer store.Close()
 	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens}))
 	defer srv.Close()
-	auth := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	for _, tc := range []struct {
 		path   string
 		header []string
@@ -71,9 +66,9 @@ func TestOpsRoutesHonourTokens(t *testing.T) {
 		{"/healthz", nil, 200},
 		{"/readyz", nil, 200},
 		{"/metrics", nil, 401},
-		{"/metrics", auth(readTok), 200},
-		{"/debug/pprof/", auth(readTok), 403},
-		{"/debug/pprof/", auth(adminTok), 200},
+		{"/metrics", bearer(readTok), 200},
+		{"/debug/pprof/", bearer(readTok), 403},
+		{"/debug/pprof/", bearer(adminTok), 200},
 		{"/debug/pprof/cmdline", nil, 401},
 	} {
 		if r := send(t, "GET", srv.URL+tc.path, nil, tc.header...); r.status != tc.status {

@@ -1220,20 +1220,11 @@ func checkResize(t *testing.T, c *docChecker) {
 // document names, and with that scope. The first ones must be 401 and 403,
 // the last not; each reply must match the document.
 func checkTokens(t *testing.T, cov *docCoverage) {
-	var file strings.Builder
-	tokens := map[string]string{}
 	scopes := []pmhttp.Scope{pmhttp.ScopeRead, pmhttp.ScopeWrite, pmhttp.ScopeAdmin}
-	for _, scope := range scopes {
-		tok, line, err := pmhttp.NewToken("user-"+scope.String(), scope)
-		if err != nil {
-			t.Fatal(err)
-		}
+	byScope, parsed := newTokens(t, scopes...)
+	tokens := map[string]string{} // by the scope's name, as the document gives it
+	for scope, tok := range byScope {
 		tokens[scope.String()] = tok
-		file.WriteString(line + "\n")
-	}
-	parsed, err := pmhttp.ParseTokens(strings.NewReader(file.String()))
-	if err != nil {
-		t.Fatal(err)
 	}
 	srv := newDocServer(t, parsed, 0)
 	c := newChecker(t, srv, cov)
@@ -1244,7 +1235,6 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		}
 		return nil
 	}
-	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	b := pmhttp.BasePath
 	c.expect(t, exchange{method: "POST", target: b + "/start", header: bearer(tokens["admin"])}, 200, "")
 
