@@ -194,9 +194,7 @@ func TestLockWaitFlag(t *testing.T) {
 }
 
 func TestCLIGuards(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	run(t, "", "put", "ada@example.com", "--name", "Ada", srv)
 	for _, tc := range []struct {
 		name string

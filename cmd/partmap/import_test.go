@@ -29,9 +29,7 @@ func TestJSONLReaderSplitsNothing(t *testing.T) {
 }
 
 func TestImportCommand(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -76,9 +74,7 @@ func TestImportCommand(t *testing.T) {
 // Batches go two at a time, but a profile repeated across batches still
 // ends as its last line says.
 func TestImportKeepsFileOrderAcrossBatches(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	var in strings.Builder
 	for i := range 3*importBatch + 5 {
 		email := fmt.Sprintf("u%d@example.com", i)
@@ -99,9 +95,7 @@ func TestImportKeepsFileOrderAcrossBatches(t *testing.T) {
 // Large profiles fill a bulk request's body limit long before its count:
 // batches are cut by bytes too.
 func TestImportCutsBatchesByBytes(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	var in strings.Builder
 	value := strings.Repeat("x", partmap.DefaultLimits.MaxFieldValueBytes)
 	const n = 600 // about 20 MB, over the 16 MiB a request may carry

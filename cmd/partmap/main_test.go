@@ -48,6 +48,18 @@ func (w *logWriter) String() string {
 
 // serveInProcess runs `partmap serve` through Main on a free port and stops
 // it, checking for a clean exit, when the test ends.
+// startedServer serves a started directory in-process and returns the
+// --server flag that reaches it.
+func startedServer(t *testing.T) string {
+	t.Helper()
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	if code, _, errOut := run(t, "", "start", srv); code != 0 {
+		t.Fatalf("start: %s", errOut)
+	}
+	return srv
+}
+
 func serveInProcess(t *testing.T, args ...string) (url, data string) {
 	t.Helper()
 	data = filepath.Join(t.TempDir(), "data")

@@ -7,9 +7,7 @@ import (
 )
 
 func TestSearchAndCheckCommands(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	for _, p := range [][]string{
 		{"a@example.com", "Acme Corp", "gold"},
 		{"b@example.com", "Acme Corp", "silver"},
@@ -64,9 +62,7 @@ func TestServeIndexFlag(t *testing.T) {
 }
 
 func TestMapLockCommands(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	code, lease, errOut := run(t, "", "map-lock", "--for", "30s", srv)
 	lease = strings.TrimSpace(lease)
 	if code != 0 || len(lease) != 32 || !strings.Contains(errOut, "map-unlock "+lease) {
@@ -89,9 +85,7 @@ func TestMapLockCommands(t *testing.T) {
 }
 
 func TestResizeCommand(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	run(t, "", "start", srv)
+	srv := startedServer(t)
 	var in strings.Builder
 	for i := range 500 {
 		in.WriteString(`{"emailAddress":"u` + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + itoa(i) + `@example.com","customerTier":"gold"}` + "\n")
