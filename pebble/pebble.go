@@ -258,15 +258,16 @@ type backend struct {
 	*pebbledb.Store          // metadata: Meta and Start
 }
 
+// Size is the space's partition count.
+func (s space) Size() int { return s.n }
+
 // at maps a partition number to its space and its number there.
 func (b *backend) at(p partmap.Partition) (*space, partmap.Partition) {
-	for i := range b.spaces {
-		if int(p) < b.spaces[i].n {
-			return &b.spaces[i], p
-		}
-		p -= partmap.Partition(b.spaces[i].n)
+	i, lp := directory.SpaceOf(b.spaces, p)
+	if i == len(b.spaces) {
+		panic(fmt.Sprintf("pebble: partition number beyond the backend's %d spaces", len(b.spaces)))
 	}
-	panic(fmt.Sprintf("pebble: partition number beyond the backend's %d spaces", len(b.spaces)))
+	return &b.spaces[i], lp
 }
 
 // cur is the current version, which serves reads, listings and searches.
@@ -280,12 +281,8 @@ func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Du
 	}
 	bySpace := make([][]partmap.Partition, len(b.spaces))
 	for _, p := range ps {
-		for i := range b.spaces {
-			if int(p) < b.spaces[i].n {
-				bySpace[i] = append(bySpace[i], p)
-				break
-			}
-			p -= partmap.Partition(b.spaces[i].n)
+		if i, lp := directory.SpaceOf(b.spaces, p); i < len(b.spaces) {
+			bySpace[i] = append(bySpace[i], lp)
 		}
 	}
 	var held multiLease

@@ -143,15 +143,16 @@ func spaceNS(ns string, version int) string {
 	return ns + "@" + strconv.Itoa(version)
 }
 
+// Size is the space's partition count.
+func (s space) Size() int { return s.n }
+
 // at maps a partition number to its space and its number there.
 func (b *backend) at(p partmap.Partition) (*space, partmap.Partition) {
-	for i := range b.spaces {
-		if int(p) < b.spaces[i].n {
-			return &b.spaces[i], p
-		}
-		p -= partmap.Partition(b.spaces[i].n)
+	i, lp := directory.SpaceOf(b.spaces, p)
+	if i == len(b.spaces) {
+		panic(fmt.Sprintf("redis: partition number beyond the backend's %d spaces", len(b.spaces)))
 	}
-	panic(fmt.Sprintf("redis: partition number beyond the backend's %d spaces", len(b.spaces)))
+	return &b.spaces[i], lp
 }
 
 func (b *backend) cur() *space { return &b.spaces[0] }
@@ -330,13 +331,8 @@ func sortedUnique(ps []partmap.Partition) []partmap.Partition {
 
 // spaceIndex is 0 for the current version's partitions, 1 for the next's.
 func (b *backend) spaceIndex(p partmap.Partition) int {
-	for i := range b.spaces {
-		if int(p) < b.spaces[i].n {
-			return i
-		}
-		p -= partmap.Partition(b.spaces[i].n)
-	}
-	return len(b.spaces)
+	i, _ := directory.SpaceOf(b.spaces, p)
+	return i
 }
 
 // checkCurrent refuses, as stale, a listing of a version another server's

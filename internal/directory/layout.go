@@ -16,6 +16,21 @@ type Space struct {
 	Partitions int
 }
 
+// SpaceOf maps partition number p of a backend over several versions,
+// which numbers each version's partitions on after the previous one's, to
+// the index of its version in spaces and its number there. The index is
+// len(spaces) when p is beyond them all.
+func SpaceOf[S interface{ Size() int }](spaces []S, p partmap.Partition) (int, partmap.Partition) {
+	for i := range spaces {
+		n := spaces[i].Size()
+		if int(p) < n {
+			return i, p
+		}
+		p -= partmap.Partition(n)
+	}
+	return len(spaces), p
+}
+
 // Spaces is what a storage technology provides for resizing: backends over
 // layout versions, and the metadata that records which is current.
 type Spaces interface {
