@@ -334,19 +334,18 @@ function showProfile(profile, etag) {
 function addFieldRow(name = '', value = '') {
   const row = document.createElement('div');
   row.className = 'field-row';
-  const n = document.createElement('input');
-  n.type = 'text';
-  n.className = 'field-name';
-  n.placeholder = 'name';
-  n.setAttribute('aria-label', 'Field name');
+  const input = (className, placeholder, label, text) => {
+    const i = document.createElement('input');
+    i.type = 'text';
+    i.className = className;
+    i.placeholder = placeholder;
+    i.setAttribute('aria-label', label);
+    i.value = text;
+    return i;
+  };
+  const n = input('field-name', 'name', 'Field name', name);
   n.spellcheck = false;
-  n.value = name;
-  const v = document.createElement('input');
-  v.type = 'text';
-  v.className = 'field-value';
-  v.placeholder = 'value';
-  v.setAttribute('aria-label', 'Value of the field');
-  v.value = value;
+  const v = input('field-value', 'value', 'Value of the field', value);
   const del = document.createElement('button');
   del.type = 'button';
   del.className = 'quiet';
