@@ -3,6 +3,7 @@ package partmap
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an error. Each code is also the stable name of an RFC 9457
@@ -23,6 +24,7 @@ const (
 	ETIMEOUT       Code = "request-timeout"        // the body did not arrive in time
 	ENOTSTARTED    Code = "not-started"            // the directory has not been started
 	ELOCKCONFLICT  Code = "lock-conflict"          // another writer holds the partition; retry
+	ECONFLICT      Code = "conflict"               // the directory's state forbids it now (a resize in progress)
 	EPRECONDITION  Code = "precondition-failed"    // If-Match / If-None-Match did not hold
 	ENOTINTEGER    Code = "not-an-integer"         // increment of a value that is not an int64
 	EOVERFLOW      Code = "overflow"               // increment result outside int64
@@ -56,6 +58,7 @@ var Codes = map[Code]CodeInfo{
 	ETIMEOUT:       {408, "Request timeout"},
 	ENOTSTARTED:    {409, "Directory not started"},
 	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
+	ECONFLICT:      {409, "Conflict with the directory's state"},
 	EPRECONDITION:  {412, "Precondition failed"},
 	ENOTINTEGER:    {409, "Field is not an integer"},
 	EOVERFLOW:      {409, "Integer overflow"},
@@ -77,6 +80,11 @@ type Error struct {
 	// sets Limit to "fields" and states the count in Message.
 	Limit      string
 	LimitBytes int
+
+	// RetryAfter is, for a retryable error, how long a retry will
+	// certainly fail (the whole-map lock's remaining time, say); 0 when
+	// unknown.
+	RetryAfter time.Duration
 
 	Err error
 }

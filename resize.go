@@ -7,7 +7,7 @@ const MaxPartitions = 1 << 20
 // ResizeStatus describes the directory's layout and any resize in progress.
 type ResizeStatus struct {
 	Partitions int // the current partition count, which serves reads
-	Version    int // the layout version; each resize makes the next
+	Generation int // the layout generation; each resize makes the next
 	// During a resize: the partition count being moved to, and how many of
 	// the current partitions have been copied so far, of Partitions.
 	Running bool

@@ -134,7 +134,7 @@ func TestClientDeadlines(t *testing.T) {
 		t.Fatalf("a slow server: got %v, want the context's deadline", err)
 	}
 
-	srv, store := newServer(t, &pebble.Options{LockWait: -1})
+	srv, store := newServer(t, &pebble.Options{})
 	start(t, srv.URL)
 	release := holdPartition(t, store, "held@example.com")
 	defer release()

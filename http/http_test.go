@@ -15,6 +15,7 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
@@ -279,7 +280,9 @@ func holdPartition(t *testing.T, store *pebble.Store, email string) (release fun
 	locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		store.Engine().Invoke(context.Background(), engine.Invocation{Lock: []partmap.Partition{p}}, func(*engine.Tx) error {
+		dir := store.Store.(*directory.Directory)
+		part := engine.Part{Generation: dir.Layout().Generation, Partition: p}
+		dir.Engine().Invoke(context.Background(), engine.Invocation{Lock: []engine.Part{part}}, func(*engine.Tx) error {
 			close(locked)
 			<-unlock
 			return nil
@@ -290,7 +293,7 @@ func holdPartition(t *testing.T, store *pebble.Store, email string) (release fun
 }
 
 func TestLockConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{LockWait: -1})
+	srv, store := newServer(t, &pebble.Options{})
 	start(t, srv.URL)
 	const email = "hot@example.com"
 	release := holdPartition(t, store, email)
@@ -405,7 +408,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		srv, _ := newServer(t, &pebble.Options{LockWait: -1})
+		srv, _ := newServer(t, &pebble.Options{})
 		return newClient(t, srv.URL, nil)
 	})
 }

@@ -25,7 +25,7 @@ func TestLinearizability(t *testing.T) {
 			t.Fatalf("PARTMAP_LIN_OPS=%q is not a positive number", s)
 		}
 	}
-	srv, _ := newServer(t, &pebble.Options{LockWait: -1})
+	srv, _ := newServer(t, &pebble.Options{})
 	start(t, srv.URL)
 	var conflicts atomic.Uint64
 	clients := make([]*pmhttp.Client, 8)

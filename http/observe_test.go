@@ -10,7 +10,7 @@ import (
 )
 
 func TestHealthAndMetrics(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{LockWait: -1})
+	srv, store := newServer(t, &pebble.Options{})
 	u := srv.URL
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := send(t, "GET", u+path, nil); r.status != 200 {

@@ -419,7 +419,7 @@ type docServer struct {
 
 func newDocServer(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration) *docServer {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), &pebble.Options{LockWait: -1})
+	store, err := pebble.Open(t.TempDir(), &pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

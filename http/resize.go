@@ -22,7 +22,7 @@ type ResizeJSON struct {
 }
 
 func resizeJSON(st partmap.ResizeStatus) ResizeJSON {
-	out := ResizeJSON{State: "idle", Partitions: st.Partitions, Version: st.Version, LastError: st.LastError}
+	out := ResizeJSON{State: "idle", Partitions: st.Partitions, Version: st.Generation, LastError: st.LastError}
 	if st.Running {
 		out.State, out.FromPartitions, out.ToPartitions, out.Copied, out.Total = "running", st.Partitions, st.To, st.Copied, st.Partitions
 	}
@@ -54,7 +54,7 @@ func (s *Server) handleResizeStatus(w http.ResponseWriter, r *http.Request, _ ur
 }
 
 func statusOf(out ResizeJSON) partmap.ResizeStatus {
-	st := partmap.ResizeStatus{Partitions: out.Partitions, Version: out.Version, LastError: out.LastError}
+	st := partmap.ResizeStatus{Partitions: out.Partitions, Generation: out.Version, LastError: out.LastError}
 	if out.State == "running" {
 		st.Running, st.To, st.Copied = true, out.ToPartitions, out.Copied
 	}

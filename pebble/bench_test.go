@@ -20,10 +20,10 @@ func BenchmarkEngine(b *testing.B) {
 	ctx := context.Background()
 	s, emails := openFilled(b, 1000)
 	e := s.Engine()
-	const p = partmap.Partition(278)
+	p := engine.Part{Partition: 278}
 	rec := partmap.Record{Profile: Profile(emails[0]), Version: 7}
 	b.Run("read", func(b *testing.B) {
-		inv := engine.Invocation{Load: []partmap.Partition{p}}
+		inv := engine.Invocation{Load: []engine.Part{p}}
 		for i := range b.N {
 			err := e.Invoke(ctx, inv, func(tx *engine.Tx) error {
 				_, _, err := tx.Get(p, emails[i%len(emails)])
@@ -38,8 +38,8 @@ func BenchmarkEngine(b *testing.B) {
 	write := func(b *testing.B) {
 		// Spread over partitions, as independent writers would be.
 		email := fmt.Sprintf("w%d@example.com", n.Add(1)%10000)
-		q := partmap.PartitionOf(email, partmap.DefaultPartitions)
-		inv := engine.Invocation{Load: []partmap.Partition{q}, Lock: []partmap.Partition{q}}
+		q := engine.Part{Partition: partmap.PartitionOf(email, partmap.DefaultPartitions)}
+		inv := engine.Invocation{Load: []engine.Part{q}, Lock: []engine.Part{q}}
 		if err := e.Invoke(ctx, inv, func(tx *engine.Tx) error { return tx.Put(q, email, rec) }); err != nil &&
 			partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
 			b.Fatal(err)

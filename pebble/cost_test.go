@@ -36,12 +36,13 @@ func fillPartition(tb testing.TB, s *Store, p partmap.Partition, emails []string
 	if _, err := s.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	inv := engine.Invocation{Load: []partmap.Partition{p}, Lock: []partmap.Partition{p}}
+	part := engine.Part{Partition: p}
+	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
 	for start := 0; start < len(emails); start += 5000 {
 		err := s.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
 			for _, e := range emails[start:min(start+5000, len(emails))] {
 				prof := partmap.Profile{partmap.FieldEmail: e, "fullName": "User " + e, "companyName": "Acme", "customerTier": "gold", "visits": "0"}
-				if err := tx.Put(p, e, partmap.Record{Profile: prof, Version: 1}); err != nil {
+				if err := tx.Put(part, e, partmap.Record{Profile: prof, Version: 1}); err != nil {
 					return err
 				}
 			}

@@ -26,7 +26,9 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 		unsynced := tc.unsynced
 		t.Run(fmt.Sprintf("Keep%dPercentUnsynced/MinSync%v", unsynced, tc.minSync), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := pebble.Open("/data", &pebble.Options{FS: fs, MinSyncInterval: tc.minSync})
+			opts := pebble.DefaultOptions()
+			opts.FS, opts.MinSyncInterval = fs, tc.minSync
+			s, err := pebble.Open("/data", &opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // The check reports entries that went missing, entries no profile backs,
@@ -32,8 +32,8 @@ func TestCheckReportsDrift(t *testing.T) {
 	}
 	// Damage the partition behind the store's back.
 	b := s.db.NewBatch()
-	b.Delete(indexKey(nil, p, directory.IndexEntry{Field: 1, Value: "gold", Email: email}), nil)
-	b.Set(indexKey(nil, p, directory.IndexEntry{Field: 0, Value: "Globex", Email: "ghost@example.com"}), nil, nil)
+	b.Delete(indexKey(nil, p, engine.IndexEntry{Field: 1, Value: "gold", Email: email}), nil)
+	b.Set(indexKey(nil, p, engine.IndexEntry{Field: 0, Value: "Globex", Email: "ghost@example.com"}), nil, nil)
 	b.Set(countKey(nil, p), binary.AppendUvarint(nil, 3), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)

@@ -4,21 +4,21 @@ import (
 	"encoding/binary"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // Key layout. Every record has a key of its own, so a write touches one
 // record and one counter, never a whole partition.
 //
-//	"m"                             directory metadata (JSON; see internal/pebbledb)
-//	S | "c" | partition (uint32 BE)      number of profiles in the partition
-//	S | "r" | partition (uint32 BE) | canonical email   one profile
-//	S | "x" | partition (uint32 BE) | field (1 byte) | uvarint len(value) | value | canonical email
-//	                                one secondary-index entry, with an empty value
+//	"m"                                   directory metadata (JSON)
+//	G | "c" | partition (uint32 BE)       number of profiles in the partition
+//	G | "r" | partition (uint32 BE) | canonical email   one profile
+//	G | "x" | partition (uint32 BE) | field (1 byte) | uvarint len(value) | value | canonical email
+//	                                      one secondary-index entry, with an empty value
 //
-// S is the space of the layout version the key belongs to: nothing for
-// version 0, "v" | version (uint32 BE) for the versions resizes make, so
-// that a resize writes its next version beside the current one and drops
+// G is the key space of the layout generation the key belongs to: nothing
+// for generation 0, "v" | generation (uint32 BE) for those resizes make, so
+// that a resize writes its next generation beside the current one and drops
 // the old one with a few range deletions.
 //
 // Big-endian partition numbers make byte order partition order, so an
@@ -29,21 +29,24 @@ import (
 // metadata's index list, and the value's length makes the email's start
 // unambiguous.
 const (
-	prefixCount   = 'c'
-	prefixRecord  = 'r'
-	prefixIndex   = 'x'
-	prefixVersion = 'v'
+	prefixCount      = 'c'
+	prefixRecord     = 'r'
+	prefixIndex      = 'x'
+	prefixGeneration = 'v'
 )
 
-// spacePrefix is S for version.
-func spacePrefix(version int) []byte {
-	if version == 0 {
+// metaKey is where the metadata lives.
+var metaKey = []byte("m")
+
+// genPrefix is G for generation.
+func genPrefix(generation int) []byte {
+	if generation == 0 {
 		return nil
 	}
-	return binary.BigEndian.AppendUint32([]byte{prefixVersion}, uint32(version))
+	return binary.BigEndian.AppendUint32([]byte{prefixGeneration}, uint32(generation))
 }
 
-// kind starts a key of one kind in the space pre.
+// kind starts a key of one kind in the key space pre.
 func kind(pre []byte, k byte, extra int) []byte {
 	out := make([]byte, 0, len(pre)+1+extra)
 	return append(append(out, pre...), k)
@@ -66,7 +69,7 @@ func indexPrefix(pre []byte, p partmap.Partition, field int, value string) []byt
 	return append(k, value...)
 }
 
-func indexKey(pre []byte, p partmap.Partition, e directory.IndexEntry) []byte {
+func indexKey(pre []byte, p partmap.Partition, e engine.IndexEntry) []byte {
 	return append(indexPrefix(pre, p, e.Field, e.Value), e.Email...)
 }
 
@@ -75,24 +78,24 @@ func partitionIndexPrefix(pre []byte, p partmap.Partition) []byte {
 	return binary.BigEndian.AppendUint32(kind(pre, prefixIndex, 4), uint32(p))
 }
 
-// parseIndexKey reads an entry back (the key without its space), for checks.
-func parseIndexKey(k []byte) (directory.IndexEntry, bool) {
+// parseIndexKey reads an entry back (the key without its G), for checks.
+func parseIndexKey(k []byte) (engine.IndexEntry, bool) {
 	if len(k) < 7 || k[0] != prefixIndex {
-		return directory.IndexEntry{}, false
+		return engine.IndexEntry{}, false
 	}
 	field := int(k[5])
 	n, w := binary.Uvarint(k[6:])
 	if w <= 0 || n > uint64(len(k)-6-w) {
-		return directory.IndexEntry{}, false
+		return engine.IndexEntry{}, false
 	}
 	rest := k[6+w:]
-	return directory.IndexEntry{Field: field, Value: string(rest[:n]), Email: string(rest[n:])}, true
+	return engine.IndexEntry{Field: field, Value: string(rest[:n]), Email: string(rest[n:])}, true
 }
 
-// spaceRanges are the key ranges [start, end) holding a version's data.
-func spaceRanges(version int) [][2][]byte {
-	if version == 0 {
+// generationRanges are the key ranges [start, end) holding a generation.
+func generationRanges(generation int) [][2][]byte {
+	if generation == 0 {
 		return [][2][]byte{{{prefixCount}, {prefixCount + 1}}, {{prefixRecord}, {prefixRecord + 1}}, {{prefixIndex}, {prefixIndex + 1}}}
 	}
-	return [][2][]byte{{spacePrefix(version), spacePrefix(version + 1)}}
+	return [][2][]byte{{genPrefix(generation), genPrefix(generation + 1)}}
 }

@@ -15,42 +15,42 @@ import (
 	"github.com/partmap/partmap/internal/storetest"
 )
 
-// noLocks is a deliberately broken backend: every lock is granted at once,
-// as if writers skipped the lock, and reads are slowed to widen the window
-// between a read and the write that depends on it.
-type noLocks struct{ *backend }
+// slowReads widens the window between a read and the write that depends
+// on it.
+type slowReads struct{ *backend }
 
-type nobody struct{}
-
-func (nobody) Release() {}
-
-func (noLocks) Lock(context.Context, []partmap.Partition, time.Duration) (engine.Lease, error) {
-	return nobody{}, nil
-}
-
-func (n noLocks) Get(ctx context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
+func (s slowReads) Get(ctx context.Context, part engine.Part, emails []string) ([]*partmap.Record, error) {
 	time.Sleep(time.Millisecond)
-	return n.backend.Get(ctx, p, email)
+	return s.backend.Get(ctx, part, emails)
 }
 
 // The linearizability check is only worth something if it fails for a store
-// that loses updates: here, one whose writers skip the partition lock.
+// that loses updates: here, two directories over one database, whose
+// writers each take only their own directory's partition locks, as if they
+// skipped the lock.
 func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 	s, err := Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	broken := directory.New(noLocks{newBackend(s.db, partmap.DefaultPartitions)}, partmap.DefaultPartitions, directory.Options{})
-	if _, err := broken.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	var urls []string
+	for range 2 {
+		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db}}, directory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := broken.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(pmhttp.NewServer(broken, nil))
+		defer srv.Close()
+		urls = append(urls, srv.URL)
 	}
-	srv := httptest.NewServer(pmhttp.NewServer(broken, nil))
-	defer srv.Close()
 	// A race is likely in one history, not certain, so allow a few.
 	for attempt := 1; ; attempt++ {
-		history := storetest.RecordHistory(t, func(int) partmap.Store {
-			c, err := pmhttp.NewClient(srv.URL, nil)
+		history := storetest.RecordHistory(t, func(i int) partmap.Store {
+			c, err := pmhttp.NewClient(urls[i%len(urls)], nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,9 +37,6 @@ func TestConformance(t *testing.T) {
 
 func TestEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
-		if wait == 0 {
-			wait = -1 // pebble.Options: negative fails fast
-		}
 		s, _ := MustOpen(t, &pebble.Options{LockWait: wait})
 		return s.Engine()
 	})
@@ -54,7 +51,7 @@ func TestModel(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		s, err := pebble.Open(t.TempDir(), &pebble.Options{LockWait: -1})
+		s, err := pebble.Open(t.TempDir(), &pebble.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

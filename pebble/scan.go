@@ -1,53 +1,56 @@
 package pebble
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/record"
 )
 
 // Scan reads one page from a single iterator, which sees one consistent
-// snapshot. Across pages, each scan starts strictly after the last key
-// served, so a profile that exists throughout is served exactly once.
-func (b *backend) Scan(ctx context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
-	return scan(ctx, b.db, b.cur().prefix, after, end, limit)
+// view. Across pages, each scan starts strictly after the last key served,
+// so a profile that exists throughout is served exactly once.
+func (b *backend) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	if len(q.Where) > 0 {
+		return b.search(ctx, q)
+	}
+	return scan(ctx, b.db, q)
 }
 
 // Snapshot is a Pebble snapshot: it costs writers nothing, and holds back
 // compaction only of what changes while it is open.
-func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
-	return snapshot{b.db.NewSnapshot(), b.cur().prefix}, nil
+func (b *backend) Snapshot(context.Context, engine.Layout) (engine.Snapshot, error) {
+	return snapshot{b.db.NewSnapshot()}, nil
 }
 
-type snapshot struct {
-	snap   *pebble.Snapshot
-	prefix []byte
-}
+type snapshot struct{ snap *pebble.Snapshot }
 
-func (s snapshot) Scan(ctx context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
-	return scan(ctx, s.snap, s.prefix, after, end, limit)
+func (s snapshot) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	return scan(ctx, s.snap, q)
 }
 
 func (s snapshot) Close() error { return s.snap.Close() }
 
-func scan(ctx context.Context, r pebble.Reader, pre []byte, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
+func scan(ctx context.Context, r pebble.Reader, q engine.Query) ([]engine.Item, error) {
+	pre := genPrefix(q.Generation)
 	lower := kind(pre, prefixRecord, 0)
-	if after != nil {
-		lower = append(recordKey(pre, after.Partition, after.Email), 0) // the next key after it
+	if q.After != nil {
+		lower = append(recordKey(pre, q.After.Partition, q.After.Email), 0) // the next key after it
 	}
-	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: recordKey(pre, end, "")})
+	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: recordKey(pre, q.End, "")})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var items []directory.Item
-	for ok := it.First(); ok && len(items) < limit; ok = it.Next() {
+	var items []engine.Item
+	for ok := it.First(); ok && len(items) < q.Limit; ok = it.Next() {
 		k := it.Key()[len(pre):]
 		if len(k) < 5 {
 			return nil, fmt.Errorf("pebble: malformed record key %q", it.Key())
@@ -60,31 +63,77 @@ func scan(ctx context.Context, r pebble.Reader, pre []byte, after *directory.Pos
 		if err != nil {
 			return nil, fmt.Errorf("record key %q: %w", k, err)
 		}
-		items = append(items, directory.Item{
-			Position: directory.Position{Partition: partmap.Partition(binary.BigEndian.Uint32(k[1:5])), Email: string(k[5:])},
+		items = append(items, engine.Item{
+			Position: engine.Position{Partition: partmap.Partition(binary.BigEndian.Uint32(k[1:5])), Email: string(k[5:])},
 			Record:   rec,
 		})
 	}
 	return items, it.Error()
 }
 
-// Counts reads the per-partition count keys; only existing partitions have
-// one.
-func (b *backend) Counts(ctx context.Context) ([]partmap.PartitionCount, error) {
-	pre := b.cur().prefix
-	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: kind(pre, prefixCount, 0), UpperBound: kind(pre, prefixCount+1, 0)})
+// search walks the partitions in order and, in each, the index entries of
+// the first condition in email order, keeping the emails that every other
+// condition's entry confirms. One iterator serves the whole page: each
+// partition costs a seek, and a partition without matches nothing more.
+func (b *backend) search(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	pre := genPrefix(q.Generation)
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: kind(pre, prefixIndex, 0), UpperBound: kind(pre, prefixIndex+1, 0)})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var out []partmap.PartitionCount
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()[len(pre):]
-		n, w := binary.Uvarint(it.Value())
-		if len(k) != 5 || w <= 0 {
-			return nil, fmt.Errorf("pebble: malformed count %q=%q", k, it.Value())
-		}
-		out = append(out, partmap.PartitionCount{Partition: partmap.Partition(binary.BigEndian.Uint32(k[1:])), Profiles: int64(n)})
+	first := partmap.Partition(0)
+	if q.After != nil {
+		first = q.After.Partition
 	}
-	return out, it.Error()
+	var items []engine.Item
+	for p := first; p < q.End && len(items) < q.Limit; p++ {
+		prefix := indexPrefix(pre, p, q.Where[0].Field, q.Where[0].Value)
+		seek := prefix
+		if q.After != nil && p == q.After.Partition {
+			seek = append(append(bytes.Clone(prefix), q.After.Email...), 0) // strictly after it
+		}
+		part := engine.Part{Generation: q.Generation, Partition: p}
+		for ok := it.SeekGE(seek); ok && len(items) < q.Limit; ok = it.Next() {
+			k := it.Key()
+			if !bytes.HasPrefix(k, prefix) {
+				break
+			}
+			email := string(k[len(prefix):])
+			match, err := b.hasEntries(pre, p, q.Where[1:], email)
+			if err != nil {
+				return nil, err
+			}
+			if !match {
+				continue
+			}
+			recs, err := b.Get(ctx, part, []string{email})
+			if err != nil {
+				return nil, err
+			}
+			if recs[0] != nil { // nil: deleted since its entry was read
+				items = append(items, engine.Item{Position: engine.Position{Partition: p, Email: email}, Record: *recs[0]})
+			}
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// hasEntries reports whether email's profile has the index entry of every
+// condition, by point lookups: Bloom filters make a miss cheap.
+func (b *backend) hasEntries(pre []byte, p partmap.Partition, where []engine.IndexMatch, email string) (bool, error) {
+	for _, m := range where {
+		_, closer, err := b.db.Get(indexKey(pre, p, engine.IndexEntry{Field: m.Field, Value: m.Value, Email: email}))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		closer.Close()
+	}
+	return true, nil
 }

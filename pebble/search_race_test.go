@@ -14,7 +14,7 @@ import (
 // a profile that changed in between must be left out, not answered.
 func TestSearchAnswersOnlyMatches(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{MinSyncInterval: 0})
+	s, err := Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@ func TestDefaultLockWait(t *testing.T) {
 	for _, tc := range []struct {
 		opts     *pebble.Options
 		conflict bool
-	}{{nil, false}, {&pebble.Options{LockWait: -1}, true}} {
+	}{{nil, false}, {&pebble.Options{}, true}} {
 		s, _ := MustOpen(t, tc.opts)
 		s.Start(ctx)
 		const email = "waiter@example.com"
@@ -212,7 +212,7 @@ func TestDefaultLockWait(t *testing.T) {
 		locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Engine().Invoke(ctx, engine.Invocation{Lock: []partmap.Partition{p}}, func(*engine.Tx) error {
+			s.Engine().Invoke(ctx, engine.Invocation{Lock: []engine.Part{{Partition: p}}}, func(*engine.Tx) error {
 				close(locked)
 				<-unlock
 				return nil

@@ -25,7 +25,7 @@ var cluster struct {
 // openCluster returns a store on the cluster, in a namespace of its own.
 func openCluster(t *testing.T, opts *redis.Options) *redis.Store {
 	t.Helper()
-	o := redis.Options{}
+	o := redis.DefaultOptions()
 	if opts != nil {
 		o = *opts
 	}
@@ -74,5 +74,5 @@ func TestReplicaAcknowledgements(t *testing.T) {
 }
 
 func TestClusterResize(t *testing.T) {
-	storetest.RunResize(t, func(t *testing.T) partmap.Store { return openCluster(t, &redis.Options{LockWait: -1}) })
+	storetest.RunResize(t, func(t *testing.T) partmap.Store { return openCluster(t, &redis.Options{}) })
 }

@@ -14,7 +14,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/internal/storetest"
@@ -104,7 +103,7 @@ func openShared(t *testing.T, opts *redis.Options) (*redis.Store, *redis.Store) 
 // Two servers on one Redis serialise their writes through the locks in
 // Redis: the history of clients split between them is linearizable.
 func TestTwoServersAreLinearizable(t *testing.T) {
-	a, b := openShared(t, &redis.Options{LockWait: -1})
+	a, b := openShared(t, &redis.Options{})
 	if _, err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -123,17 +122,18 @@ func TestTwoServersAreLinearizable(t *testing.T) {
 // the commit: another server may hold the partition now.
 func TestExpiredLockCannotCommit(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: -1, LockTTL: 50 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{LockWait: 0, LockTTL: 50 * time.Millisecond})
 	a.Start(ctx)
 	const email = "slow@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
-	inv := engine.Invocation{Load: []partmap.Partition{p}, Lock: []partmap.Partition{p}}
+	part := engine.Part{Partition: p}
+	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
 	err := a.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
 		time.Sleep(100 * time.Millisecond) // the lock expires meanwhile
 		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); err != nil {
 			t.Errorf("the other server could not write after the lock expired: %v", err)
 		}
-		return tx.Put(p, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
+		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
 	})
 	if !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("commit under an expired lock: got %v, want a lock conflict", err)
@@ -144,7 +144,7 @@ func TestExpiredLockCannotCommit(t *testing.T) {
 }
 
 func TestResize(t *testing.T) {
-	storetest.RunResize(t, func(t *testing.T) partmap.Store { return open(t, &redis.Options{LockWait: -1}) })
+	storetest.RunResize(t, func(t *testing.T) partmap.Store { return open(t, &redis.Options{}) })
 }
 
 // One server resizes while another, which learns of it only from the
@@ -152,7 +152,7 @@ func TestResize(t *testing.T) {
 // linearizable history, and the other server ends on the new layout.
 func TestResizeSeenByAnotherServer(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: -1})
+	a, b := openShared(t, &redis.Options{})
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	// c opens before the resize and does nothing until it is over: its
 	// first read and write meet the retired version's marks.
 	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	c, err := redis.Open(ctx, cc, &redis.Options{LockWait: -1})
+	c, err := redis.Open(ctx, cc, &redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +212,13 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 		t.Fatalf("a read by a server that missed the resize: %v %v", rec, err)
 	}
 	c2 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	stale, err := redis.Open(ctx, c2, &redis.Options{LockWait: -1})
+	stale, err := redis.Open(ctx, c2, &redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stale.Close()
 	c3 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	staleBulk, err := redis.Open(ctx, c3, &redis.Options{LockWait: -1})
+	staleBulk, err := redis.Open(ctx, c3, &redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +241,11 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	}
 	// A bulk write reads its partitions in batches, which must notice the
 	// resize too: a retired version answers no read.
-	err = staleBulk.Engine().Invoke(ctx, engine.Invocation{Load: []partmap.Partition{7}}, func(tx *engine.Tx) error {
-		return tx.Prefetch(7, []string{"p7@example.com"})
+	p7 := engine.Part{Partition: 7}
+	err = staleBulk.Engine().Invoke(ctx, engine.Invocation{Load: []engine.Part{p7}}, func(tx *engine.Tx) error {
+		return tx.Prefetch(p7, []string{"p7@example.com", "q7@example.com"})
 	})
-	if !errors.Is(err, directory.ErrStale) {
+	if !errors.Is(err, engine.ErrStale) {
 		t.Fatalf("a batch read of a retired version: %v, want ErrStale", err)
 	}
 	var bulk []partmap.Profile

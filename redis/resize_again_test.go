@@ -16,7 +16,7 @@ import (
 // needs what the new Resize holds (a deadlock before).
 func TestResizeRightAfterAnother(t *testing.T) {
 	ctx := context.Background()
-	a := open(t, &redis.Options{LockWait: -1})
+	a := open(t, &redis.Options{})
 	a.Start(ctx)
 	var ps []partmap.Profile
 	for i := range 500 {

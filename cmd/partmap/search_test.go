@@ -93,11 +93,11 @@ func TestResizeCommand(t *testing.T) {
 	if code, _, errOut := run(t, in.String(), "import", "-", srv); code != 0 {
 		t.Fatalf("import: %s", errOut)
 	}
-	if code, out, _ := run(t, "", "resize", srv); code != 0 || out != "1000 partitions (layout version 0)\n" {
+	if code, out, _ := run(t, "", "resize", srv); code != 0 || out != "1000 partitions (layout generation 0)\n" {
 		t.Fatalf("resize status: %d %q", code, out)
 	}
 	code, out, errOut := run(t, "", "resize", "--partitions", "1500", srv)
-	if code != 0 || out != "1500 partitions (layout version 1)\n" {
+	if code != 0 || out != "1500 partitions (layout generation 1)\n" {
 		t.Fatalf("resize: %d %q %q", code, out, errOut)
 	}
 	if code, out, _ := run(t, "", "check", srv); code != 0 || !strings.Contains(out, "checked 1500 partitions") {

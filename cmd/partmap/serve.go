@@ -89,15 +89,9 @@ func (c serveConfig) Validate() error {
 	return nil
 }
 
-// storeOptions maps the flags to the store's options. --lock-wait 0 means
-// fail at once, which pebble.Options spells as a negative wait (its 0 is the
-// default).
+// storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
-	wait := c.lockWait
-	if wait == 0 {
-		wait = -1
-	}
-	return &pebble.Options{LockWait: wait, MinSyncInterval: c.minSync, Indexes: c.indexList()}
+	return &pebble.Options{LockWait: c.lockWait, MinSyncInterval: c.minSync, Indexes: c.indexList()}
 }
 
 // indexList reads --index: nil leaves the choice to the directory.

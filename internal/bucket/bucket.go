@@ -7,12 +7,14 @@
 package bucket
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -20,57 +22,59 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
-	"github.com/partmap/partmap/internal/pebbledb"
 	"github.com/partmap/partmap/internal/record"
 )
 
 // Store is a directory whose partitions are single values.
 type Store struct {
-	*directory.Directory
-	db *pebble.DB
+	partmap.Store
+	dir *directory.Directory
+	db  *pebble.DB
 }
 
-var _ partmap.Store = (*Store)(nil)
-
-// Open opens or creates a bucket store at path.
+// Open opens or creates a bucket store at path. It indexes no field.
 func Open(path string, lockWait time.Duration) (*Store, error) {
 	db, err := pebble.Open(path, &pebble.Options{CacheSize: 64 << 20, Logger: quiet{}})
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{db: db, locks: engine.NewLocalLocks(partmap.DefaultPartitions), Store: &pebbledb.Store{DB: db}}
-	if _, ok, err := b.Read(); err != nil || !ok {
-		if err == nil {
-			err = b.Write(engine.NewMeta(1, partmap.DefaultPartitions, []string{}))
-		}
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
+	dir, err := directory.Open(context.Background(), &backend{db: db}, directory.Options{LockWait: lockWait, Indexes: []string{}})
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
-	return &Store{Directory: directory.New(b, partmap.DefaultPartitions, directory.Options{LockWait: lockWait}), db: db}, nil
+	return &Store{Store: dir, dir: dir, db: db}, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
-
-type backend struct {
-	db              *pebble.DB
-	locks           *engine.LocalLocks
-	*pebbledb.Store // metadata: Meta and Start
+func (s *Store) Close() error {
+	s.dir.Close()
+	return s.db.Close()
 }
 
-func bucketKey(p partmap.Partition) []byte {
-	return binary.BigEndian.AppendUint32([]byte{'b'}, uint32(p))
+// backend is the engine.Backend of the original design's storage. It
+// implements the whole contract as the smallest backend can: no locks to
+// share, no marks, no index entries (its directory indexes nothing).
+type backend struct {
+	db     *pebble.DB
+	metaMu sync.Mutex
+}
+
+var _ engine.Backend = (*backend)(nil)
+
+var metaKey = []byte("m")
+
+// bucketKey is a partition's one value: 'b', generation, partition.
+func bucketKey(part engine.Part) []byte {
+	k := binary.BigEndian.AppendUint32([]byte{'b'}, uint32(part.Generation))
+	return binary.BigEndian.AppendUint32(k, uint32(part.Partition))
 }
 
 // bucket is a partition's dictionary, as the original design keeps it.
 type bucket map[string]partmap.Record
 
-func (b *backend) load(p partmap.Partition) (bucket, error) { return load(b.db, p) }
-
-func load(r pebble.Reader, p partmap.Partition) (bucket, error) {
-	v, closer, err := r.Get(bucketKey(p))
+func load(r pebble.Reader, part engine.Part) (bucket, error) {
+	v, closer, err := r.Get(bucketKey(part))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return bucket{}, nil
 	}
@@ -117,32 +121,60 @@ func encode(bk bucket) []byte {
 	return out
 }
 
-func (b *backend) Lock(ctx context.Context, ps []partmap.Partition, wait time.Duration) (engine.Lease, error) {
-	return b.locks.Lock(ctx, ps, wait)
+func (b *backend) Meta(_ context.Context, update func([]byte) ([]byte, error)) ([]byte, error) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	var old []byte
+	v, closer, err := b.db.Get(metaKey)
+	switch {
+	case err == nil:
+		old = bytes.Clone(v)
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return nil, err
+	}
+	if update == nil {
+		return old, nil
+	}
+	v, err = update(old)
+	if err != nil || bytes.Equal(v, old) {
+		return v, err
+	}
+	return v, b.db.Set(metaKey, v, pebble.Sync)
 }
 
-// Get reads the whole bucket to find one profile, as the original does.
-func (b *backend) Get(_ context.Context, p partmap.Partition, email string) (partmap.Record, bool, error) {
-	bk, err := b.load(p)
+// Lock has nothing to share: one process owns the database.
+func (b *backend) Lock(context.Context, []engine.Part, time.Duration, bool) (engine.Lease, error) {
+	return nil, nil
+}
+
+// Get reads the whole bucket to find the profiles, as the original does.
+func (b *backend) Get(_ context.Context, part engine.Part, emails []string) ([]*partmap.Record, error) {
+	bk, err := load(b.db, part)
 	if err != nil {
-		return partmap.Record{}, false, err
+		return nil, err
 	}
-	rec, ok := bk[email]
-	return rec, ok, nil
+	out := make([]*partmap.Record, len(emails))
+	for i, e := range emails {
+		if rec, ok := bk[e]; ok {
+			out[i] = &rec
+		}
+	}
+	return out, nil
 }
 
 // Commit reads each touched bucket, applies the writes and rewrites it
 // whole, with the same group-committed fsync as partmap's store.
 func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Write) (func() error, error) {
-	touched := map[partmap.Partition]bucket{}
+	touched := map[engine.Part]bucket{}
 	for _, w := range writes {
-		bk, ok := touched[w.Partition]
+		bk, ok := touched[w.Part]
 		if !ok {
 			var err error
-			if bk, err = b.load(w.Partition); err != nil {
+			if bk, err = load(b.db, w.Part); err != nil {
 				return nil, err
 			}
-			touched[w.Partition] = bk
+			touched[w.Part] = bk
 		}
 		if w.Record != nil {
 			bk[w.Email] = *w.Record
@@ -151,55 +183,62 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 		}
 	}
 	batch := b.db.NewBatch()
-	for p, bk := range touched {
+	for part, bk := range touched {
 		var err error
 		if len(bk) == 0 {
-			err = batch.Delete(bucketKey(p), nil)
+			err = batch.Delete(bucketKey(part), nil)
 		} else {
-			err = batch.Set(bucketKey(p), encode(bk), nil)
+			err = batch.Set(bucketKey(part), encode(bk), nil)
 		}
 		if err != nil {
 			batch.Close()
 			return nil, err
 		}
 	}
-	return pebbledb.Commit(b.db, batch)
+	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		batch.Close()
+		return nil, err
+	}
+	return func() error {
+		defer batch.Close()
+		return batch.SyncWait()
+	}, nil
 }
 
 // Scan walks buckets in partition order and each bucket in email order.
-func (b *backend) Scan(_ context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
-	return scan(b.db, after, end, limit)
+func (b *backend) Scan(_ context.Context, q engine.Query) ([]engine.Item, error) {
+	return scan(b.db, q)
 }
 
-func (b *backend) Snapshot(context.Context) (directory.Snapshot, error) {
+func (b *backend) Snapshot(context.Context, engine.Layout) (engine.Snapshot, error) {
 	return snapshot{b.db.NewSnapshot()}, nil
 }
 
 type snapshot struct{ snap *pebble.Snapshot }
 
-func (s snapshot) Scan(_ context.Context, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
-	return scan(s.snap, after, end, limit)
+func (s snapshot) Scan(_ context.Context, q engine.Query) ([]engine.Item, error) {
+	return scan(s.snap, q)
 }
 
 func (s snapshot) Close() error { return s.snap.Close() }
 
-func scan(r pebble.Reader, after *directory.Position, end partmap.Partition, limit int) ([]directory.Item, error) {
-	var items []directory.Item
+func scan(r pebble.Reader, q engine.Query) ([]engine.Item, error) {
+	var items []engine.Item
 	first := partmap.Partition(0)
-	if after != nil {
-		first = after.Partition
+	if q.After != nil {
+		first = q.After.Partition
 	}
-	for p := first; p < end && len(items) < limit; p++ {
-		bk, err := load(r, p)
+	for p := first; p < q.End && len(items) < q.Limit; p++ {
+		bk, err := load(r, engine.Part{Generation: q.Generation, Partition: p})
 		if err != nil {
 			return nil, err
 		}
 		for _, email := range slices.Sorted(maps.Keys(bk)) {
-			if after != nil && p == after.Partition && email <= after.Email {
+			if q.After != nil && p == q.After.Partition && email <= q.After.Email {
 				continue
 			}
-			items = append(items, directory.Item{Position: directory.Position{Partition: p, Email: email}, Record: bk[email]})
-			if len(items) == limit {
+			items = append(items, engine.Item{Position: engine.Position{Partition: p, Email: email}, Record: bk[email]})
+			if len(items) == q.Limit {
 				break
 			}
 		}
@@ -207,10 +246,10 @@ func scan(r pebble.Reader, after *directory.Position, end partmap.Partition, lim
 	return items, nil
 }
 
-func (b *backend) Counts(context.Context) ([]partmap.PartitionCount, error) {
+func (b *backend) Counts(_ context.Context, gen int, first, end partmap.Partition) ([]partmap.PartitionCount, error) {
 	var out []partmap.PartitionCount
-	for p := range partmap.Partition(partmap.DefaultPartitions) {
-		bk, err := b.load(p)
+	for p := first; p < end; p++ {
+		bk, err := load(b.db, engine.Part{Generation: gen, Partition: p})
 		if err != nil {
 			return nil, err
 		}
@@ -221,27 +260,23 @@ func (b *backend) Counts(context.Context) ([]partmap.PartitionCount, error) {
 	return out, nil
 }
 
+// IndexEntries finds none: the baseline keeps no secondary index.
+func (b *backend) IndexEntries(context.Context, engine.Part) ([]engine.IndexEntry, error) {
+	return nil, nil
+}
+
+// Mark does nothing: one process owns the database.
+func (b *backend) Mark(context.Context, engine.Layout, engine.Stage) error { return nil }
+
+// Drop deletes a generation's buckets.
+func (b *backend) Drop(_ context.Context, l engine.Layout) error {
+	lo := bucketKey(engine.Part{Generation: l.Generation})
+	hi := bucketKey(engine.Part{Generation: l.Generation + 1})
+	return b.db.DeleteRange(lo, hi, pebble.Sync)
+}
+
 type quiet struct{}
 
 func (quiet) Infof(string, ...any)      {}
 func (quiet) Errorf(f string, a ...any) { fmt.Printf("pebble: "+f+"\n", a...) }
 func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-
-// The baseline keeps no secondary indexes: its directory indexes no field,
-// so Search is never called.
-func (b *backend) Search(context.Context, []directory.IndexMatch, *directory.Position, int) ([]directory.Item, error) {
-	return nil, errors.New("bucket: no secondary indexes")
-}
-
-func (b *backend) IndexEntries(context.Context, partmap.Partition) ([]directory.IndexEntry, error) {
-	return nil, nil
-}
-
-func (b *backend) Count(_ context.Context, p partmap.Partition) (int64, error) {
-	bk, err := b.load(p)
-	return int64(len(bk)), err
-}
-
-func (b *backend) HoldAll(ctx context.Context, wait time.Duration) (directory.Hold, error) {
-	return directory.HoldLocal(ctx, b.locks, partmap.DefaultPartitions, wait)
-}

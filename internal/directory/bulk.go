@@ -45,10 +45,10 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 	// Groups planned on a layout that a resize then swapped run again on
 	// the new one.
 	for len(todo) > 0 {
-		var L *layout
-		todo, L = d.upsertGroups(ctx, canonical, todo, results)
+		var sv *serving
+		todo, sv = d.upsertGroups(ctx, canonical, todo, results)
 		if len(todo) > 0 {
-			if err := d.reload(L); err != nil {
+			if err := d.reload(sv); err != nil {
 				for _, i := range todo {
 					results[i] = partmap.BulkResult{Err: err}
 				}
@@ -61,12 +61,12 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 
 // upsertGroups commits todo's profiles, d.bulkSize partitions per
 // invocation, and returns those to run again.
-func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) ([]int, *layout) {
-	L := d.acquire()
-	defer L.release()
+func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) ([]int, *serving) {
+	sv := d.acquire()
+	defer sv.release()
 	groups := map[partmap.Partition][]int{} // partition → indexes, in order
 	for _, i := range todo {
-		p := L.partition(canonical[i].Email())
+		p := sv.part(canonical[i].Email()).Partition
 		groups[p] = append(groups[p], i)
 	}
 	parts := slices.Sorted(maps.Keys(groups))
@@ -84,22 +84,23 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 	// returns a lock conflict over several partitions for its caller to
 	// try them one by one, and records every other outcome.
 	commit := func(chunk []partmap.Partition) error {
-		inv := engine.Invocation{Load: slices.Clone(chunk), Lock: slices.Clone(chunk)}
+		var parts []engine.Part
 		var idx []int
 		for _, p := range chunk {
+			parts = append(parts, engine.Part{Generation: sv.cur.Generation, Partition: p})
 			for _, i := range groups[p] {
 				idx = append(idx, i)
-				if q, ok := L.mirror(canonical[i].Email()); ok {
-					inv.Load, inv.Lock = append(inv.Load, q), append(inv.Lock, q)
+				if q, ok := sv.mirror(canonical[i].Email()); ok {
+					parts = append(parts, q)
 				}
 			}
 		}
-		durable, err := L.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
-			if d.layout.Load() != L {
-				return ErrStale
+		durable, err := d.engine.InvokeVisible(ctx, sv.invocation(parts...), func(tx *engine.Tx) error {
+			if d.serving.Load() != sv {
+				return engine.ErrStale
 			}
 			for _, p := range chunk {
-				if err := upsertGroup(tx, L, p, groups[p], canonical, results); err != nil {
+				if err := upsertGroup(tx, sv, p, groups[p], canonical, results); err != nil {
 					return err
 				}
 			}
@@ -110,13 +111,13 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 		switch {
 		case err == nil:
 			unsynced = append(unsynced, pending{durable, idx})
-		case err == ErrStale:
+		case err == engine.ErrStale:
 			again = append(again, idx...)
 		case len(chunk) > 1 && errors.Is(err, partmap.ErrLockConflict):
 			return err
 		default:
 			for _, i := range idx {
-				results[i] = partmap.BulkResult{Err: err}
+				results[i] = partmap.BulkResult{Err: d.explainConflict(err)}
 			}
 		}
 		return nil
@@ -143,26 +144,27 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 			}
 		}
 	}
-	return again, L
+	return again, sv
 }
 
 // upsertGroup upserts the profiles idx of partition p, in order.
-func upsertGroup(tx *engine.Tx, L *layout, p partmap.Partition, idx []int, canonical []partmap.Profile, results []partmap.BulkResult) error {
+func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, results []partmap.BulkResult) error {
+	part := engine.Part{Generation: sv.cur.Generation, Partition: p}
 	emails := make([]string, len(idx))
 	for k, i := range idx {
 		emails[k] = canonical[i].Email()
 	}
-	if err := tx.Prefetch(p, emails); err != nil {
+	if err := tx.Prefetch(part, emails); err != nil {
 		return err
 	}
 	for k, i := range idx {
-		cur, exists, err := tx.Get(p, emails[k])
+		cur, exists, err := tx.Get(part, emails[k])
 		if err != nil {
 			return err
 		}
 		rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
-		st := staged{tx: tx, p: p, email: emails[k]}
-		st.q, st.mirror = L.mirror(emails[k])
+		st := sv.staged(emails[k])
+		st.tx = tx
 		if err := st.Put(rec); err != nil {
 			return err
 		}

@@ -1,10 +1,16 @@
-// Package directory implements partmap.Store on top of the invocation engine:
-// the customer-profile semantics are written once here, and every backend
-// (Pebble, and later others) supplies only storage, locks and metadata.
+// Package directory implements partmap.Store once, over any backend: the
+// customer-profile semantics live here, and a storage technology supplies
+// only the engine.Backend contract (internal/engine/backend.go).
+//
+// The directory decides; the backend stores. The directory resolves which
+// layout generation a profile lives in, builds every write (the engine adds
+// the index entries it changes) and hands the backend finished writes, and
+// the backend never calls back. DESIGN.md shows how to add a backend.
 package directory
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -15,154 +21,160 @@ import (
 )
 
 // DefaultLockWait is how long a write waits for its partition lock before it
-// fails with a lock conflict. See DESIGN.md for why it is not zero.
+// fails with a lock conflict, unless told otherwise. See DESIGN.md for why it
+// is not zero.
 const DefaultLockWait = 50 * time.Millisecond
 
-// Backend is what a storage technology provides.
-type Backend interface {
-	engine.Backend
-	// Meta reads the persisted directory metadata.
-	Meta(ctx context.Context) (engine.Meta, error)
-	// Start persists started=true; startedNow is false if it already was.
-	Start(ctx context.Context) (startedNow bool, err error)
-	// Scan returns up to limit profiles after a position (nil: from the
-	// start) and before partition end, in partition and then email order,
-	// from one consistent view.
-	Scan(ctx context.Context, after *Position, end partmap.Partition, limit int) ([]Item, error)
-	// Counts returns the profile count of every partition that exists.
-	Counts(ctx context.Context) ([]partmap.PartitionCount, error)
-	// Snapshot freezes the whole directory for an export.
-	Snapshot(ctx context.Context) (Snapshot, error)
-	// Search is Scan restricted to the profiles whose index entries match
-	// every condition (at least one is given).
-	Search(ctx context.Context, where []IndexMatch, after *Position, limit int) ([]Item, error)
-	// IndexEntries returns every index entry stored in partition p.
-	IndexEntries(ctx context.Context, p partmap.Partition) ([]IndexEntry, error)
-	// Count returns partition p's stored profile count.
-	Count(ctx context.Context, p partmap.Partition) (int64, error)
-	// HoldAll takes the whole-map lock (every partition's), waiting up to
-	// wait for busy ones, and holds it until released, however long.
-	HoldAll(ctx context.Context, wait time.Duration) (Hold, error)
-}
-
-// Hold is the whole-map lock, held.
-type Hold interface {
-	// Release lets writers in again. An error means the lock was lost while
-	// held (on Redis: a failover, or a stall past the TTL).
-	Release() error
-}
-
-// Snapshot is a frozen view of every profile.
-type Snapshot interface {
-	// Scan is Backend.Scan, over the frozen view.
-	Scan(ctx context.Context, after *Position, end partmap.Partition, limit int) ([]Item, error)
-	// Close releases the view. An error means it did not stay frozen, so
-	// what was read from it is not a consistent snapshot.
-	Close() error
-}
-
-// Options tune a Directory. The zero value means the defaults.
+// Options configure Open.
 type Options struct {
-	LockWait time.Duration   // 0 means fail fast; use DefaultLockWait for the default
-	Limits   *partmap.Limits // nil means partmap.DefaultLimits
-	Indexes  []string        // the indexed fields, from the metadata (see ChooseIndexes)
-	// Spaces and Meta make a directory that can resize: New then builds its
-	// backend from Spaces, as Meta describes it, and ignores its arguments.
-	Spaces Spaces
-	Meta   *engine.Meta
-	// BulkPartitions is how many partitions one invocation of a bulk write
-	// covers; 0 means 1. Where an invocation over several partitions
-	// commits as one batch, as on Pebble, a larger number spreads its cost
-	// over more profiles. Where it commits partition by partition, as on
-	// Redis, 1 keeps the partitions' round trips in parallel.
-	BulkPartitions int
+	// Partitions is the partition count the caller expects. A new directory
+	// is created with it; an existing one with another count is refused.
+	// 0 means partmap.DefaultPartitions for a new directory, and whatever
+	// an existing one has (a resize may have changed it).
+	Partitions int
+	// LockWait is how long a write waits for a held lock; 0 fails at once.
+	LockWait time.Duration
+	// Limits bounds profiles; nil means partmap.DefaultLimits.
+	Limits *partmap.Limits
+	// Indexes are the fields a new directory indexes for search; nil means
+	// partmap.DefaultIndexes and an empty slice none. An existing directory
+	// keeps its own, and refuses a non-nil Indexes that differs.
+	Indexes []string
+	// SplitCommits says the backend commits several partitions partition by
+	// partition (Redis Cluster: one script per slot), not in one atomic
+	// batch. A bulk write then commits one partition per invocation, to
+	// keep the partitions' round trips in parallel, and a resize resumed
+	// after a crash copies everything again, since a crash between the
+	// two generations' commits may have left them apart. Otherwise a bulk
+	// invocation covers bulkPartitions partitions, in one batch.
+	SplitCommits bool
 }
+
+// bulkPartitions is how many partitions one invocation of a bulk write
+// covers where it commits as one batch. At one partition each, an import
+// on Pebble spent about a fifth of its time on the fixed cost of a commit.
+// More partitions per invocation hold more locks at once, though only until
+// the batch is applied, never across its fsync.
+const bulkPartitions = 16
 
 // Directory is the customer directory over one backend.
 type Directory struct {
-	layout   atomic.Pointer[layout]
-	spaces   Spaces
-	lockWait time.Duration
+	backend  engine.Backend
+	engine   *engine.Engine
+	serving  atomic.Pointer[serving]
 	limits   partmap.Limits
 	indexes  []string
+	split    bool
+	bulkSize int    // partitions per bulk invocation
+	cursors  []byte // the metadata's cursor key, which never changes
 	metrics  *storeMetrics
 	resizer  resizer
-	bulkSize int // partitions per bulk invocation
-
 	wholeMap wholeMap // held by an operator, for bulk maintenance
 
 	// started only ever goes from false to true, so a cached true is safe.
 	started atomic.Bool
-	// cursorSecret caches the metadata's cursor key, which never changes.
-	cursorSecret atomic.Pointer[[]byte]
 }
 
 var _ partmap.Store = (*Directory)(nil)
 
-// New returns a directory of n partitions over backend, or, with
-// opts.Spaces, one that can resize, in the layout opts.Meta describes.
-func New(backend Backend, n int, opts Options) *Directory {
+// Inspect checks, without writing anything, that the directory b holds,
+// if any, is one Open would serve with opts. exists is false when b holds
+// no metadata.
+func Inspect(ctx context.Context, b engine.Backend, opts Options) (exists bool, err error) {
+	raw, err := b.Meta(ctx, nil)
+	if err != nil || raw == nil {
+		return false, err
+	}
+	m, err := parseMeta(raw, opts.Partitions)
+	if err == nil {
+		_, err = chooseIndexes(opts.Indexes, false, m.Indexes)
+	}
+	return true, err
+}
+
+// Open serves the directory backend b holds, creating its metadata when
+// there is none. It refuses metadata that is not partmap's, is from a newer
+// partmap, or has another partition count or other indexes than opts asks.
+// A resize interrupted by a crash resumes, and the removal of a layout one
+// replaced is finished, before Open returns.
+func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, error) {
+	partitions := opts.Partitions
+	if partitions == 0 {
+		partitions = partmap.DefaultPartitions
+	}
+	created := false
+	raw, err := b.Meta(ctx, func(old []byte) ([]byte, error) {
+		if old != nil {
+			return old, nil
+		}
+		indexes, err := chooseIndexes(opts.Indexes, true, nil)
+		if err != nil {
+			return nil, err
+		}
+		created = true
+		return json.Marshal(newMeta(partitions, indexes))
+	})
+	if err != nil {
+		return nil, err
+	}
+	meta, err := parseMeta(raw, opts.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	indexes, err := chooseIndexes(opts.Indexes, created, meta.Indexes)
+	if err != nil {
+		return nil, err
+	}
 	d := &Directory{
-		spaces:   opts.Spaces,
-		lockWait: opts.LockWait,
+		backend:  b,
+		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes}),
 		limits:   partmap.DefaultLimits,
-		indexes:  opts.Indexes,
+		indexes:  indexes,
+		split:    opts.SplitCommits,
+		bulkSize: bulkPartitions,
+		cursors:  meta.CursorKey,
 		metrics:  newStoreMetrics(),
-		bulkSize: max(1, opts.BulkPartitions),
+	}
+	if d.split {
+		d.bulkSize = 1
 	}
 	if opts.Limits != nil {
 		d.limits = *opts.Limits
 	}
-	cur, next := Space{Partitions: n}, (*Space)(nil)
-	if d.spaces == nil {
-		d.spaces = fixedSpace{backend}
-	} else {
-		cur = Space{Version: opts.Meta.Version, Partitions: opts.Meta.Partitions}
-		if r := opts.Meta.Resize; r != nil {
-			next = &Space{Version: r.Version, Partitions: r.Partitions}
-		}
+	d.engine.SetHooks(d.metrics.hooks())
+	d.serving.Store(newServing(meta.current(), meta.next()))
+	if err := d.resumeResize(); err != nil {
+		return nil, err
 	}
-	d.layout.Store(d.newLayout(cur, next))
-	return d
+	return d, nil
 }
 
-// fixedSpace is the one backend of a directory that cannot resize.
-type fixedSpace struct{ b Backend }
+// Engine is the directory's invocation engine, for tests that hold a
+// partition's lock or invoke the engine directly.
+func (d *Directory) Engine() *engine.Engine { return d.engine }
 
-func (f fixedSpace) Backend(...Space) Backend { return f.b }
-func (f fixedSpace) Drop(context.Context, Space) error {
-	return partmap.Errorf(partmap.EINVALID, "this store cannot resize")
-}
-func (f fixedSpace) Mark(context.Context, Space, string) error { return nil }
-func (f fixedSpace) SplitCommits() bool                        { return false }
-func (f fixedSpace) UpdateMeta(context.Context, func(*engine.Meta) error) (engine.Meta, error) {
-	return engine.Meta{}, partmap.Errorf(partmap.EINVALID, "this store cannot resize")
-}
-
-// Engine exposes the current layout's invocation engine, for maintenance
-// and for tests.
-func (d *Directory) Engine() *engine.Engine { return d.layout.Load().engine }
-
-// backend is the current layout's backend, for what any version answers:
-// the metadata.
-func (d *Directory) backend() Backend { return d.layout.Load().backend }
-
-// Limits returns the limits the directory enforces.
-func (d *Directory) Limits() partmap.Limits { return d.limits }
+// Layout is the layout that serves reads now.
+func (d *Directory) Layout() engine.Layout { return d.serving.Load().cur }
 
 func (d *Directory) Start(ctx context.Context) (bool, error) {
-	now, err := d.backend().Start(ctx)
-	if err == nil {
-		d.started.Store(true)
+	now := false
+	_, err := d.updateMeta(ctx, func(m *Meta) error {
+		now = !m.Started
+		m.Started = true
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
-	return now, err
+	d.started.Store(true)
+	return now, nil
 }
 
 func (d *Directory) checkStarted(ctx context.Context) error {
 	if d.started.Load() {
 		return nil
 	}
-	meta, err := d.backend().Meta(ctx)
+	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
@@ -176,7 +188,7 @@ func (d *Directory) checkStarted(ctx context.Context) error {
 
 // locate canonicalises email and checks that the directory is started.
 func (d *Directory) locate(ctx context.Context, email string) (string, error) {
-	canonical, _, err := partmap.Locate(email, partmap.DefaultPartitions)
+	canonical, err := partmap.CanonicalEmail(email)
 	if err != nil {
 		return "", err
 	}
@@ -196,9 +208,9 @@ func (d *Directory) FindProfile(ctx context.Context, email string) (partmap.Reco
 		return partmap.Record{}, err
 	}
 	var rec partmap.Record
-	err = d.read(func(L *layout) error {
-		p := L.partition(email)
-		return L.engine.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+	err = d.read(func(sv *serving) error {
+		p := sv.part(email)
+		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
 			var ok bool
 			var err error
 			rec, ok, err = tx.Get(p, email)
@@ -223,7 +235,7 @@ func (d *Directory) prepare(profile partmap.Profile) (partmap.Profile, error) {
 	if err := d.limits.CheckField(partmap.FieldEmail, raw); err != nil {
 		return nil, err
 	}
-	email, _, err := partmap.Locate(raw, partmap.DefaultPartitions)
+	email, err := partmap.CanonicalEmail(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -261,19 +273,16 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 // guarded runs fn under the lock of email's partition, with its current
 // record (nil when there is none), once cond holds for that record. Every
 // single-profile write goes through here. During a resize it also locks
-// the profile's partition in the next version, and fn's write goes to both.
+// the profile's partition in the next generation, and fn's write goes to
+// both.
 func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Condition,
 	fn func(st staged, cur *partmap.Record) error) error {
 	for {
-		L := d.acquire()
-		st := staged{p: L.partition(email), email: email}
-		inv := lockOne(st.p)
-		if st.q, st.mirror = L.mirror(email); st.mirror {
-			inv = engine.Invocation{Load: []partmap.Partition{st.p, st.q}, Lock: []partmap.Partition{st.p, st.q}}
-		}
-		err := L.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
-			if d.layout.Load() != L {
-				return ErrStale
+		sv := d.acquire()
+		st := sv.staged(email)
+		err := d.engine.Invoke(ctx, sv.invocation(st.parts()...), func(tx *engine.Tx) error {
+			if d.serving.Load() != sv {
+				return engine.ErrStale
 			}
 			rec, exists, err := tx.Get(st.p, email)
 			if err != nil {
@@ -289,21 +298,14 @@ func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Cond
 			st.tx = tx
 			return fn(st, cur)
 		})
-		L.release()
-		if err != ErrStale {
-			return err
+		sv.release()
+		if err != engine.ErrStale {
+			return d.explainConflict(err)
 		}
-		if err := d.reload(L); err != nil {
+		if err := d.reload(sv); err != nil {
 			return err
 		}
 	}
-}
-
-// lockOne is the invocation of every single-profile write: it loads and
-// locks exactly the profile's partition.
-func lockOne(p partmap.Partition) engine.Invocation {
-	ps := []partmap.Partition{p}
-	return engine.Invocation{Load: ps, Lock: ps}
 }
 
 // nextVersion draws a random non-zero version that differs from the last.
@@ -316,3 +318,9 @@ func nextVersion(prev partmap.Version) partmap.Version {
 		}
 	}
 }
+
+// Indexes returns the directory's indexed fields.
+func (d *Directory) Indexes() []string { return append([]string(nil), d.indexes...) }
+
+// Limits returns the limits the directory enforces.
+func (d *Directory) Limits() partmap.Limits { return d.limits }

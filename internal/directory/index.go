@@ -10,80 +10,9 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// IndexEntry is one secondary-index entry: Email's profile holds Value in
-// the field at position Field of the directory's index list. Backends keep
-// entries inside the partition of the profile, so that the commit that
-// writes a profile also writes its entries, atomically, under the same lock.
-type IndexEntry struct {
-	Field int
-	Value string
-	Email string
-}
-
-// IndexMatch is one search condition, with its field as a position in the
-// index list.
-type IndexMatch struct {
-	Field int
-	Value string
-}
-
-// ChooseIndexes decides a directory's indexed fields. A new directory
-// takes want, or partmap.DefaultIndexes when want is nil; an existing one
-// keeps the fields it was created with, and refuses a want that differs,
-// because its entries were built for those.
-func ChooseIndexes(want []string, fresh bool, stored []string) ([]string, error) {
-	if want != nil {
-		if err := partmap.CheckIndexes(want); err != nil {
-			return nil, err
-		}
-	}
-	if fresh {
-		if want == nil {
-			return slices.Clone(partmap.DefaultIndexes), nil
-		}
-		return slices.Clone(want), nil
-	}
-	if want != nil && !slices.Equal(sortedCopy(want), sortedCopy(stored)) {
-		return nil, fmt.Errorf("the directory indexes [%s], not [%s]; the indexed fields are chosen when a directory is created "+
-			"(to change them, export and import into a new directory)", strings.Join(stored, ","), strings.Join(want, ","))
-	}
-	return stored, nil
-}
-
-func sortedCopy(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s
-}
-
-// IndexChanges returns the index entries a write removes and adds: only
-// those of indexed fields whose value it changes.
-func IndexChanges(fields []string, w engine.Write) (remove, add []IndexEntry) {
-	for i, f := range fields {
-		var before, after string
-		var had, has bool
-		if w.Previous != nil {
-			before, had = w.Previous.Profile[f]
-		}
-		if w.Record != nil {
-			after, has = w.Record.Profile[f]
-		}
-		if had == has && before == after {
-			continue
-		}
-		if had {
-			remove = append(remove, IndexEntry{Field: i, Value: before, Email: w.Email})
-		}
-		if has {
-			add = append(add, IndexEntry{Field: i, Value: after, Email: w.Email})
-		}
-	}
-	return remove, add
-}
-
-// Matches reports whether p holds every condition's value (fields are
+// matches reports whether p holds every condition's value (fields are
 // positions in the index list).
-func Matches(fields []string, p partmap.Profile, where []IndexMatch) bool {
+func matches(fields []string, p partmap.Profile, where []engine.IndexMatch) bool {
 	for _, m := range where {
 		if v, ok := p[fields[m.Field]]; !ok || v != m.Value {
 			return false
@@ -93,11 +22,11 @@ func Matches(fields []string, p partmap.Profile, where []IndexMatch) bool {
 }
 
 // entriesOf are the index entries a stored profile should have.
-func entriesOf(fields []string, email string, p partmap.Profile) []IndexEntry {
-	var out []IndexEntry
+func entriesOf(fields []string, email string, p partmap.Profile) []engine.IndexEntry {
+	var out []engine.IndexEntry
 	for i, f := range fields {
 		if v, ok := p[f]; ok {
-			out = append(out, IndexEntry{Field: i, Value: v, Email: email})
+			out = append(out, engine.IndexEntry{Field: i, Value: v, Email: email})
 		}
 	}
 	return out
@@ -105,8 +34,8 @@ func entriesOf(fields []string, email string, p partmap.Profile) []IndexEntry {
 
 // indexMatches turns search conditions into positions in the index list,
 // refusing fields that are not indexed and fields named twice.
-func (d *Directory) indexMatches(where []partmap.Match) ([]IndexMatch, error) {
-	out := make([]IndexMatch, 0, len(where))
+func (d *Directory) indexMatches(where []partmap.Match) ([]engine.IndexMatch, error) {
+	out := make([]engine.IndexMatch, 0, len(where))
 	for i, m := range where {
 		// A value no profile could hold is a mistake, not an empty result.
 		if err := d.limits.CheckField(m.Field, m.Value); err != nil {
@@ -122,16 +51,16 @@ func (d *Directory) indexMatches(where []partmap.Match) ([]IndexMatch, error) {
 		case slices.ContainsFunc(where[:i], func(o partmap.Match) bool { return o.Field == m.Field }):
 			return nil, &partmap.Error{Code: partmap.EINVALID, Field: m.Field, Message: fmt.Sprintf("%q is named twice; a field holds one value", m.Field)}
 		}
-		out = append(out, IndexMatch{Field: pos, Value: m.Value})
+		out = append(out, engine.IndexMatch{Field: pos, Value: m.Value})
 	}
 	// One order per set of conditions, so that a cursor is bound to the
 	// search, not to how its conditions were spelt.
-	slices.SortFunc(out, func(a, b IndexMatch) int { return a.Field - b.Field })
+	slices.SortFunc(out, func(a, b engine.IndexMatch) int { return a.Field - b.Field })
 	return out, nil
 }
 
 // searchScope is what a search cursor is bound to.
-func searchScope(where []IndexMatch) []byte {
+func searchScope(where []engine.IndexMatch) []byte {
 	var b []byte
 	for _, m := range where {
 		b = fmt.Appendf(b, "%d=%d:%s;", m.Field, len(m.Value), m.Value)
@@ -139,41 +68,49 @@ func searchScope(where []IndexMatch) []byte {
 	return b
 }
 
-// Indexes returns the directory's indexed fields.
-func (d *Directory) Indexes() []string { return slices.Clone(d.indexes) }
-
 func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (partmap.PartitionCheck, error) {
-	L := d.acquire()
-	defer L.release()
-	if n := L.cur.Partitions; int(p) >= n {
+	sv := d.acquire()
+	defer sv.release()
+	if n := sv.cur.Partitions; int(p) >= n {
 		return partmap.PartitionCheck{}, partmap.Errorf(partmap.EINVALID, "there is no %s in a map of %d partitions", p, n)
 	}
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.PartitionCheck{}, err
 	}
+	check, err := d.checkPartition(ctx, sv, p)
+	if err == engine.ErrStale {
+		err = partmap.Errorf(partmap.ELOCKCONFLICT, "a resize switched layouts during the check; check again")
+	}
+	return check, err
+}
+
+// checkPartition compares partition p of the current generation with its
+// count and index entries. Under the partition's lock nothing changes while
+// the three are read, so any disagreement is real drift, not a write in
+// flight. (During a resize this checks the current generation, which
+// serves reads.)
+func (d *Directory) checkPartition(ctx context.Context, sv *serving, p partmap.Partition) (partmap.PartitionCheck, error) {
 	check := partmap.PartitionCheck{Partition: p}
-	// Under the partition's lock nothing changes while the three are read,
-	// so any disagreement is real drift, not a write in flight. (During a
-	// resize this checks the current version, which serves reads.)
-	err := L.engine.Invoke(ctx, lockOne(p), func(*engine.Tx) error {
-		if d.layout.Load() != L {
-			return ErrStale
+	part := engine.Part{Generation: sv.cur.Generation, Partition: p}
+	err := d.engine.Invoke(ctx, sv.invocation(part), func(tx *engine.Tx) error {
+		if d.serving.Load() != sv {
+			return engine.ErrStale
 		}
-		want := map[IndexEntry]bool{}
-		items, err := partitionItems(ctx, L.backend, p)
+		items, err := tx.Scan(part)
 		if err != nil {
 			return err
 		}
+		want := map[engine.IndexEntry]bool{}
 		for _, it := range items {
 			check.Profiles++
 			for _, e := range entriesOf(d.indexes, it.Email, it.Record.Profile) {
 				want[e] = true
 			}
 		}
-		if check.Counted, err = L.backend.Count(ctx, p); err != nil {
+		if check.Counted, err = tx.Count(part); err != nil {
 			return err
 		}
-		have, err := L.backend.IndexEntries(ctx, p)
+		have, err := tx.IndexEntries(part)
 		if err != nil {
 			return err
 		}
@@ -190,16 +127,13 @@ func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (pa
 		}
 		return nil
 	})
-	if err == ErrStale {
-		err = partmap.Errorf(partmap.ELOCKCONFLICT, "a resize switched versions during the check; check again")
-	}
 	slices.SortFunc(check.Drift, func(a, b partmap.IndexDrift) int {
 		return strings.Compare(a.Email+"\x00"+a.Field+"\x00"+a.Value, b.Email+"\x00"+b.Field+"\x00"+b.Value)
 	})
 	return check, err
 }
 
-func (d *Directory) drift(e IndexEntry, missing bool) partmap.IndexDrift {
+func (d *Directory) drift(e engine.IndexEntry, missing bool) partmap.IndexDrift {
 	field := fmt.Sprintf("#%d", e.Field) // an entry for a field the directory does not index
 	if e.Field >= 0 && e.Field < len(d.indexes) {
 		field = d.indexes[e.Field]

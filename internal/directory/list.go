@@ -9,19 +9,8 @@ import (
 	"fmt"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
 )
-
-// Position is a place in enumeration order: partition, then canonical email.
-type Position struct {
-	Partition partmap.Partition
-	Email     string
-}
-
-// Item is one profile found by a scan.
-type Item struct {
-	Position
-	Record partmap.Record
-}
 
 // cursorMACBytes is the length of a cursor's authenticator: enough that a
 // forged cursor is refused, short enough to keep cursors compact.
@@ -42,34 +31,28 @@ func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) 
 	if err != nil {
 		return partmap.Page{}, err
 	}
-	key, err := d.cursorKey(ctx)
-	if err != nil {
-		return partmap.Page{}, err
-	}
-	var items []Item
+	key := d.cursors
+	var items []engine.Item
 	var scope []byte
-	err = d.read(func(L *layout) error {
-		// A cursor is bound to its layout version too: positions mean
+	err = d.read(func(sv *serving) error {
+		// A cursor is bound to its layout generation too: positions mean
 		// nothing in another partition count.
 		scope = searchScope(where)
-		if L.cur.Version > 0 {
-			scope = fmt.Appendf(scope, "version=%d;", L.cur.Version)
+		if sv.cur.Generation > 0 {
+			scope = fmt.Appendf(scope, "version=%d;", sv.cur.Generation)
 		}
-		var after *Position
+		q := engine.Query{Generation: sv.cur.Generation, End: partmap.Partition(sv.cur.Partitions), Where: where}
 		if opts.Cursor != "" {
-			pos, err := decodeCursor(key, opts.Cursor, L.cur.Partitions, scope)
+			pos, err := decodeCursor(key, opts.Cursor, sv.cur.Partitions, scope)
 			if err != nil {
 				return err
 			}
-			after = &pos
+			q.After = &pos
 		}
 		// One more than asked tells whether another page follows.
+		q.Limit = limit + 1
 		var err error
-		if len(where) == 0 {
-			items, err = L.backend.Scan(ctx, after, partmap.Partition(L.cur.Partitions), limit+1)
-		} else {
-			items, err = L.backend.Search(ctx, where, after, limit+1)
-		}
+		items, err = d.find(ctx, q)
 		return err
 	})
 	if err != nil {
@@ -87,16 +70,42 @@ func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) 
 	return page, nil
 }
 
+// find runs q on the backend. A search's answers are checked against its
+// conditions again, since a profile may change between its index entries
+// and its record being read, and the page is refilled after those left out.
+func (d *Directory) find(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	if len(q.Where) == 0 {
+		return d.backend.Scan(ctx, q)
+	}
+	var out []engine.Item
+	want := q.Limit
+	for {
+		items, err := d.backend.Scan(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if matches(d.indexes, it.Record.Profile, q.Where) {
+				out = append(out, it)
+			}
+		}
+		if len(items) < q.Limit || len(out) == want {
+			return out, nil
+		}
+		q.After, q.Limit = &items[len(items)-1].Position, want-len(out)
+	}
+}
+
 func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.PartitionStats{}, err
 	}
 	var counts []partmap.PartitionCount
 	var n int
-	err := d.read(func(L *layout) error {
+	err := d.read(func(sv *serving) error {
 		var err error
-		counts, err = L.backend.Counts(ctx)
-		n = L.cur.Partitions
+		n = sv.cur.Partitions
+		counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n))
 		return err
 	})
 	if err != nil {
@@ -109,49 +118,34 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 	return stats, nil
 }
 
-func (d *Directory) cursorKey(ctx context.Context) ([]byte, error) {
-	if k := d.cursorSecret.Load(); k != nil {
-		return *k, nil
-	}
-	meta, err := d.backend().Meta(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(meta.CursorKey) == 0 {
-		return nil, fmt.Errorf("directory metadata has no cursor key")
-	}
-	d.cursorSecret.Store(&meta.CursorKey)
-	return meta.CursorKey, nil
-}
-
 // A cursor is the last position of a page, authenticated with the
 // directory's secret, so that a cursor cannot be forged or corrupted into a
 // page the directory never served.
 //
 // A search's cursor is also bound to its conditions (scope), so that it
 // cannot continue another search or a plain listing.
-func encodeCursor(key []byte, pos Position, scope []byte) string {
+func encodeCursor(key []byte, pos engine.Position, scope []byte) string {
 	b := binary.BigEndian.AppendUint32(nil, uint32(pos.Partition))
 	b = append(b, pos.Email...)
 	b = append(b, cursorMAC(key, b, scope)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(key []byte, cursor string, partitions int, scope []byte) (Position, error) {
+func decodeCursor(key []byte, cursor string, partitions int, scope []byte) (engine.Position, error) {
 	bad := partmap.Errorf(partmap.EINVALID, "cursor is not one this directory issued; start again without a cursor")
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	// One spelling per cursor: the decoder would also take line breaks and
 	// stray low bits in the last character.
 	if err != nil || len(b) < 4+cursorMACBytes || base64.RawURLEncoding.EncodeToString(b) != cursor {
-		return Position{}, bad
+		return engine.Position{}, bad
 	}
 	body, mac := b[:len(b)-cursorMACBytes], b[len(b)-cursorMACBytes:]
 	if !hmac.Equal(mac, cursorMAC(key, body, scope)) {
-		return Position{}, bad
+		return engine.Position{}, bad
 	}
-	pos := Position{Partition: partmap.Partition(binary.BigEndian.Uint32(body)), Email: string(body[4:])}
+	pos := engine.Position{Partition: partmap.Partition(binary.BigEndian.Uint32(body)), Email: string(body[4:])}
 	if int(pos.Partition) >= partitions {
-		return Position{}, bad // issued before a resize
+		return engine.Position{}, bad // issued before a resize
 	}
 	return pos, nil
 }
@@ -175,11 +169,11 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 	if err := d.checkStarted(ctx); err != nil {
 		return err
 	}
-	// The layout stays in use until the export ends, so that a resize
-	// finishing meanwhile keeps the version it reads.
-	L := d.acquire()
-	defer L.release()
-	snap, err := L.backend.Snapshot(ctx)
+	// The serving stays in use until the export ends, so that a resize
+	// finishing meanwhile keeps the generation it reads.
+	sv := d.acquire()
+	defer sv.release()
+	snap, err := d.backend.Snapshot(ctx, sv.cur)
 	if err != nil {
 		return err
 	}
@@ -188,13 +182,13 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 		if cerr := snap.Close(); err == nil {
 			err = cerr
 		}
-		if err == ErrStale {
+		if err == engine.ErrStale {
 			err = partmap.Errorf(partmap.EUNAVAILABLE, "a resize finished on another server during the export; export again")
 		}
 	}()
-	var after *Position
+	q := engine.Query{Generation: sv.cur.Generation, End: partmap.Partition(sv.cur.Partitions), Limit: exportPage}
 	for {
-		items, err := snap.Scan(ctx, after, partmap.Partition(L.cur.Partitions), exportPage)
+		items, err := snap.Scan(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -207,6 +201,6 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 		if len(items) < exportPage {
 			return nil
 		}
-		after = &items[len(items)-1].Position
+		q.After = &items[len(items)-1].Position
 	}
 }

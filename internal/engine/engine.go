@@ -4,15 +4,17 @@
 // what it loaded and write only what it locked; staged writes commit
 // atomically when the handler succeeds, and not at all when it fails.
 //
-// Locks are taken in ascending partition order, so two invocations can never
-// deadlock, and a held lock either fails the invocation at once with
-// partmap.ELOCKCONFLICT or is waited for up to a budget. Writes to different
-// partitions never wait for each other.
+// Locks are taken in one order (generation, then partition), so two
+// invocations can never deadlock, and a held lock either fails the
+// invocation at once with partmap.ELOCKCONFLICT or is waited for up to a
+// budget. Writes to different partitions never wait for each other.
+//
+// The engine is the only way to the backend's records: it hands the backend
+// finished writes (backend.go), with the index entries each one changes.
 package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,112 +30,36 @@ import (
 var (
 	ErrNotLoaded = errors.New("engine: read of a partition the invocation did not load")
 	ErrNotLocked = errors.New("engine: write to a partition the invocation did not lock")
+	ErrWritten   = errors.New("engine: whole-partition read of a partition the invocation has written")
 	ErrDone      = errors.New("engine: transaction used after its invocation returned")
 )
 
-// Meta is the persisted description of a directory.
-type Meta struct {
-	Schema     int    `json:"schema"`
-	Partitions int    `json:"partitions"`
-	Started    bool   `json:"started"`
-	CursorKey  []byte `json:"cursorKey"` // authenticates enumeration cursors
-	// Indexes are the fields with a secondary index, in a fixed order: an
-	// index entry names its field by position in this list.
-	Indexes []string `json:"indexes,omitempty"`
-	// Version numbers the directory's layout: each resize makes the next
-	// one, in a key space of its own.
-	Version int `json:"version,omitempty"`
-	// Resize is the resize in progress, if any.
-	Resize *Resize `json:"resize,omitempty"`
-	// Retired are the versions resizes replaced, until each has been
-	// marked and deleted: a server that opens finishes the job.
-	Retired []Retired `json:"retired,omitempty"`
-}
-
-// Retired is a replaced layout version.
-type Retired struct {
-	Version    int `json:"version"`
-	Partitions int `json:"partitions"`
-}
-
-// Resize is a resize in progress: every profile is being copied into the
-// next version, of Partitions partitions. Partitions of the current version
-// below Copied have been copied; writes meanwhile go to both versions.
-type Resize struct {
-	Partitions int `json:"partitions"`
-	Version    int `json:"version"`
-	Copied     int `json:"copied"`
-	// Epoch counts restarts of the copy; a mover whose epoch is no longer
-	// the metadata's stops, since another has started over.
-	Epoch int `json:"epoch,omitempty"`
-}
-
-// NewMeta describes a new directory, with a fresh random cursor key.
-func NewMeta(schema, partitions int, indexes []string) Meta {
-	key := make([]byte, 32)
-	rand.Read(key)
-	return Meta{Schema: schema, Partitions: partitions, CursorKey: key, Indexes: indexes}
-}
-
-// Write is one staged change. Previous is the record it replaces (nil when
-// there was none), so that a backend can keep per-partition counts and
-// secondary indexes without reading.
-type Write struct {
-	Partition partmap.Partition
-	Email     string
-	Record    *partmap.Record // nil deletes
-	Existed   bool
-	Previous  *partmap.Record // the stored record before this invocation
-}
-
-// Lease is a set of held partition locks. Release must be safe to call more
-// than once.
-type Lease interface {
-	Release()
-}
-
-// Locker grants partition locks. Lock must acquire in ascending order, fail
-// with partmap.ELOCKCONFLICT when a lock is still held after wait, and hold
-// nothing when it fails.
-type Locker interface {
-	Lock(ctx context.Context, partitions []partmap.Partition, wait time.Duration) (Lease, error)
-}
-
-// Backend stores records. A backend's Get sees every write that Commit has
-// returned from, durable or not yet, so the next holder of a lock always
-// reads what the previous holder wrote.
-type Backend interface {
-	Locker
-	// Get returns the record of email in partition p; ok is false if absent.
-	Get(ctx context.Context, p partmap.Partition, email string) (rec partmap.Record, ok bool, err error)
-	// Commit applies writes atomically under lease. It returns once they are
-	// visible; the returned wait blocks until they are durable. Splitting the
-	// two lets the engine release locks before the fsync, so that writers to
-	// one partition share syncs (group commit) instead of queueing on them.
-	Commit(ctx context.Context, lease Lease, writes []Write) (wait func() error, err error)
-}
-
-// BatchGetter is a Backend that reads many records of one partition at once
-// more cheaply than one by one: one Pebble iterator instead of a lookup
-// each, one Redis round trip instead of many.
-type BatchGetter interface {
-	// GetBatch returns the records of emails in partition p, in the order
-	// of emails, with nil for those absent.
-	GetBatch(ctx context.Context, p partmap.Partition, emails []string) ([]*partmap.Record, error)
-}
-
 // Invocation declares what a handler may touch.
 type Invocation struct {
-	Load []partmap.Partition // partitions the handler may read
-	Lock []partmap.Partition // partitions the handler may write
+	Load []Part // partitions the handler may read
+	Lock []Part // partitions the handler may write
+	// Fence gives, by generation, the stage the invocation's writes expect
+	// (Write.Fence); a generation it does not name is StageServing.
+	Fence map[int]Stage
+}
+
+// Options configure an engine.
+type Options struct {
+	// LockWait is how long an invocation waits for a held lock; 0 fails at
+	// once, as the original engine does.
+	LockWait time.Duration
+	// Indexes are the indexed fields, in the order that numbers them in
+	// index entries.
+	Indexes []string
 }
 
 // Engine runs invocations. It is safe for concurrent use.
 type Engine struct {
-	backend    Backend
-	partitions int
-	lockWait   time.Duration
-	hooks      atomic.Pointer[Hooks]
+	backend  Backend
+	locks    localLocks
+	lockWait time.Duration
+	indexes  []string
+	hooks    atomic.Pointer[Hooks]
 }
 
 // Hooks observe an engine's work, for metrics. They must be quick and safe
@@ -147,17 +73,13 @@ type Hooks struct {
 	Committed func(d time.Duration, err error)
 }
 
-// SetHooks installs hooks; later invocations report to them.
-func (e *Engine) SetHooks(h Hooks) { e.hooks.Store(&h) }
-
-// New returns an engine over backend for a map of n partitions. lockWait is
-// how long an invocation waits for a held lock; 0 fails at once.
-func New(backend Backend, n int, lockWait time.Duration) *Engine {
-	return &Engine{backend: backend, partitions: n, lockWait: lockWait}
+// New returns an engine over backend.
+func New(backend Backend, opts Options) *Engine {
+	return &Engine{backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes)}
 }
 
-// Partitions returns the partition count.
-func (e *Engine) Partitions() int { return e.partitions }
+// SetHooks installs hooks; later invocations report to them.
+func (e *Engine) SetHooks(h Hooks) { e.hooks.Store(&h) }
 
 // Invoke runs fn under inv. When fn returns nil, its staged writes commit
 // atomically and are durable before Invoke returns; otherwise nothing is
@@ -180,78 +102,94 @@ func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx)
 	return e.invoke(ctx, inv, fn, true)
 }
 
-func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool) (durable func() error, err error) {
-	for _, ps := range [][]partmap.Partition{inv.Load, inv.Lock} {
-		for _, p := range ps {
-			if int(p) >= e.partitions {
-				return nil, fmt.Errorf("engine: %s is outside a map of %d partitions", p, e.partitions)
-			}
+// Hold takes the locks of parts, waiting up to wait for busy ones, and
+// keeps them until the lease is released, however long: the whole-map lock
+// is Hold over every partition of the layouts in use. It excludes writers,
+// who meanwhile get ordinary lock conflicts.
+func (e *Engine) Hold(ctx context.Context, parts []Part, wait time.Duration) (Lease, error) {
+	return e.lock(ctx, parts, wait, true)
+}
+
+// Forget drops the in-process locks of a generation nobody uses any more.
+func (e *Engine) Forget(generation int) { e.locks.forget(generation) }
+
+// held is an invocation's locks: the engine's own, then the backend's.
+type held struct {
+	local  func()
+	remote Lease
+	once   sync.Once
+	err    error
+}
+
+func (h *held) Release() error {
+	h.once.Do(func() {
+		if h.remote != nil {
+			h.err = h.remote.Release()
 		}
-	}
-	tx := &Tx{ctx: ctx, backend: e.backend, loads: inv.Load, locks: inv.Lock}
-	return e.run(ctx, tx, inv.Lock, fn, later)
+		h.local()
+	})
+	return h.err
 }
 
-// InvokeExclusive runs fn holding the whole-map lock: every partition lock,
-// taken in order, so it excludes every writer. fn may read and write any
-// partition. Writers meanwhile see the usual lock conflicts.
-func (e *Engine) InvokeExclusive(ctx context.Context, fn func(*Tx) error) error {
-	all := make([]partmap.Partition, e.partitions)
-	for i := range all {
-		all[i] = partmap.Partition(i)
+// lock takes the engine's in-process locks of parts, then the backend's,
+// in one wait budget.
+func (e *Engine) lock(ctx context.Context, parts []Part, wait time.Duration, hold bool) (*held, error) {
+	ps := slices.Clone(parts)
+	if len(ps) > 1 {
+		slices.SortFunc(ps, Part.Compare)
+		ps = slices.Compact(ps)
 	}
-	tx := &Tx{ctx: ctx, backend: e.backend, exclusive: true}
-	durable, err := e.run(ctx, tx, all, fn, false)
+	deadline := time.Now().Add(wait)
+	local, err := e.locks.lock(ctx, ps, wait)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return durable()
+	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), hold)
+	if err != nil {
+		local()
+		return nil, err
+	}
+	return &held{local: local, remote: remote}, nil
 }
 
-func durableNow() error { return nil }
-
-// run runs fn and commits its writes. The returned durable waits for them
-// to be durable; with later, the caller will call it only later, so the
-// wait starts now, in the background, for the commit-latency hook to time
-// the commit and not the caller.
-func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn func(*Tx) error, later bool) (durable func() error, err error) {
+func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool) (durable func() error, err error) {
 	hooks := e.hooks.Load()
-	var lease Lease
-	if len(lock) > 0 {
+	var locks *held
+	if len(inv.Lock) > 0 {
 		t0 := time.Now()
-		var err error
-		lease, err = e.backend.Lock(ctx, lock, e.lockWait)
+		locks, err = e.lock(ctx, inv.Lock, e.lockWait, false)
 		if hooks != nil && hooks.Locked != nil {
 			hooks.Locked(time.Since(t0), err)
 		}
 		if err != nil {
 			return nil, err
 		}
+		// Also on a panic: net/http recovers a handler's panic and carries
+		// on, and a lock left held would fail every later write to it.
+		defer locks.Release()
 	}
-	release := func() {
-		if lease != nil {
-			lease.Release()
-		}
-	}
-	// Also on a panic: net/http recovers a handler's panic and carries on,
-	// and a lock left held would fail every later write to the partition.
-	defer release()
+	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
 	err = fn(tx)
 	tx.done = true
 	if err == nil {
 		err = tx.err // a refused access the handler swallowed still aborts
 	}
 	if err != nil {
-		release()
 		return nil, err
 	}
-	if len(tx.writes) == 0 {
-		release()
+	writes := e.finish(tx)
+	if len(writes) == 0 {
 		return durableNow, nil
 	}
 	t0 := time.Now()
-	wait, err := e.backend.Commit(ctx, lease, tx.writes)
-	release()
+	var lease Lease
+	if locks != nil {
+		lease = locks.remote
+	}
+	wait, err := e.backend.Commit(ctx, lease, writes)
+	if locks != nil {
+		locks.Release() // before the fsync: the next writer joins it
+	}
 	committed := func(err error) error {
 		if hooks != nil && hooks.Committed != nil {
 			hooks.Committed(time.Since(t0), err)
@@ -264,154 +202,266 @@ func (e *Engine) run(ctx context.Context, tx *Tx, lock []partmap.Partition, fn f
 	if !later {
 		return func() error { return committed(wait()) }, nil
 	}
+	// The wait starts now, in the background, so that the commit-latency
+	// hook times the sync and not the caller, who waits only later.
 	done := make(chan error, 1)
 	go func() { done <- committed(wait()) }()
 	return sync.OnceValue(func() error { return <-done }), nil
+}
+
+func durableNow() error { return nil }
+
+// finish turns the staged writes into what the backend commits, dropping
+// those that change nothing (a record created and deleted again).
+func (e *Engine) finish(tx *Tx) []Write {
+	out := make([]Write, 0, len(tx.writes))
+	for _, s := range tx.writes {
+		if s.prev == nil && s.rec == nil {
+			continue
+		}
+		w := Write{Part: s.part, Email: s.email, Record: s.rec, Created: s.prev == nil, Fence: tx.inv.Fence[s.part.Generation]}
+		w.Remove, w.Add = indexChanges(e.indexes, s.email, s.prev, s.rec)
+		out = append(out, w)
+	}
+	return out
+}
+
+// indexChanges returns the index entries a write takes out and puts in:
+// only those of indexed fields whose value it changes.
+func indexChanges(fields []string, email string, prev, next *partmap.Record) (remove, add []IndexEntry) {
+	for i, f := range fields {
+		var before, after string
+		var had, has bool
+		if prev != nil {
+			before, had = prev.Profile[f]
+		}
+		if next != nil {
+			after, has = next.Profile[f]
+		}
+		if had == has && before == after {
+			continue
+		}
+		if had {
+			remove = append(remove, IndexEntry{Field: i, Value: before, Email: email})
+		}
+		if has {
+			add = append(add, IndexEntry{Field: i, Value: after, Email: email})
+		}
+	}
+	return remove, add
 }
 
 // Tx is a handler's view of the map during one invocation. It reads through
 // to the backend, sees its own staged writes, and is not safe for concurrent
 // use.
 type Tx struct {
-	ctx       context.Context
-	backend   Backend
-	loads     []partmap.Partition
-	locks     []partmap.Partition
-	exclusive bool
-	done      bool
-	err       error
+	ctx     context.Context
+	backend Backend
+	inv     Invocation
+	done    bool
+	err     error
 
-	writes []Write
+	writes []staged
 	known  map[key]known // what this Tx has read or staged, by key
 }
 
 type key struct {
-	p     partmap.Partition
+	part  Part
 	email string
 }
 
-type known struct {
-	rec     *partmap.Record
-	existed bool // in the backend before this Tx
-	staged  int  // index into writes, or -1
+// staged is one record's change: prev is what the backend held before
+// this invocation, rec what the invocation leaves (nil: deleted).
+type staged struct {
+	part  Part
+	email string
+	rec   *partmap.Record
+	prev  *partmap.Record
 }
 
-func (tx *Tx) refuse(err error, p partmap.Partition) error {
-	err = fmt.Errorf("%w: %s", err, p)
+type known struct {
+	rec    *partmap.Record
+	stored *partmap.Record // in the backend before this Tx
+	staged int             // index into writes, or -1
+}
+
+func (tx *Tx) refuse(err error, part Part) error {
+	err = fmt.Errorf("%w: generation %d %s", err, part.Generation, part.Partition)
 	if tx.err == nil {
 		tx.err = err
 	}
 	return err
 }
 
-// Get returns the record of email in p, as this invocation sees it.
-func (tx *Tx) Get(p partmap.Partition, email string) (partmap.Record, bool, error) {
+// readable checks that the handler may read part.
+func (tx *Tx) readable(part Part) error {
 	if tx.done {
-		return partmap.Record{}, false, ErrDone
+		return ErrDone
 	}
-	if !tx.exclusive && !slices.Contains(tx.loads, p) {
-		return partmap.Record{}, false, tx.refuse(ErrNotLoaded, p)
+	if !slices.Contains(tx.inv.Load, part) {
+		return tx.refuse(ErrNotLoaded, part)
 	}
-	k, err := tx.lookup(p, email)
+	return nil
+}
+
+// Get returns the record of email in part, as this invocation sees it.
+func (tx *Tx) Get(part Part, email string) (partmap.Record, bool, error) {
+	if err := tx.readable(part); err != nil {
+		return partmap.Record{}, false, err
+	}
+	k, err := tx.lookup(part, email)
 	if err != nil || k.rec == nil {
 		return partmap.Record{}, false, err
 	}
 	return *k.rec, true, nil
 }
 
-// Prefetch reads the records of emails in p together, for a handler about
-// to touch them all; later Gets and writes of them read nothing more. With
-// a backend that cannot read them together it does nothing, and each is
-// read when first touched.
-func (tx *Tx) Prefetch(p partmap.Partition, emails []string) error {
-	if tx.done {
-		return ErrDone
-	}
-	if !tx.exclusive && !slices.Contains(tx.loads, p) {
-		return tx.refuse(ErrNotLoaded, p)
-	}
-	bg, ok := tx.backend.(BatchGetter)
-	if !ok {
-		return nil
+// Prefetch reads the records of emails in part together, for a handler
+// about to touch them all: one backend read instead of one each. Later
+// Gets and writes of them read nothing more.
+func (tx *Tx) Prefetch(part Part, emails []string) error {
+	if err := tx.readable(part); err != nil {
+		return err
 	}
 	var todo []string
 	for _, e := range emails {
-		if _, ok := tx.known[key{p, e}]; !ok {
+		if _, ok := tx.known[key{part, e}]; !ok && !slices.Contains(todo, e) {
 			todo = append(todo, e)
 		}
 	}
 	if len(todo) == 0 {
 		return nil
 	}
-	recs, err := bg.GetBatch(tx.ctx, p, todo)
+	recs, err := tx.backend.Get(tx.ctx, part, todo)
 	if err != nil {
 		return err
 	}
 	if len(recs) != len(todo) {
-		return fmt.Errorf("engine: GetBatch returned %d records for %d emails", len(recs), len(todo))
+		return fmt.Errorf("engine: Get returned %d records for %d emails", len(recs), len(todo))
 	}
 	if tx.known == nil {
 		tx.known = make(map[key]known, len(todo))
 	}
 	for i, e := range todo {
-		tx.known[key{p, e}] = known{rec: recs[i], existed: recs[i] != nil, staged: -1}
+		tx.known[key{part, e}] = known{rec: recs[i], stored: recs[i], staged: -1}
 	}
 	return nil
 }
 
-// Put stages rec as the record of email in p.
-func (tx *Tx) Put(p partmap.Partition, email string, rec partmap.Record) error {
-	return tx.stage(p, email, &rec)
+// Put stages rec as the record of email in part.
+func (tx *Tx) Put(part Part, email string, rec partmap.Record) error {
+	return tx.stage(part, email, &rec)
 }
 
-// Delete stages the removal of email from p. Deleting an absent record is a
-// no-op for the backend but still requires the lock.
-func (tx *Tx) Delete(p partmap.Partition, email string) error {
-	return tx.stage(p, email, nil)
+// Delete stages the removal of email from part. Deleting an absent record
+// writes nothing but still requires the lock.
+func (tx *Tx) Delete(part Part, email string) error {
+	return tx.stage(part, email, nil)
 }
 
-func (tx *Tx) stage(p partmap.Partition, email string, rec *partmap.Record) error {
+func (tx *Tx) stage(part Part, email string, rec *partmap.Record) error {
 	if tx.done {
 		return ErrDone
 	}
-	if !tx.exclusive && !slices.Contains(tx.locks, p) {
-		return tx.refuse(ErrNotLocked, p)
+	if !slices.Contains(tx.inv.Lock, part) {
+		return tx.refuse(ErrNotLocked, part)
 	}
-	k, err := tx.lookup(p, email)
+	// The write reads too, even when the handler did not: the backend must
+	// know whether the record existed. The partition is locked, so the read
+	// stays true until the commit.
+	k, err := tx.lookup(part, email)
 	if err != nil {
 		return err
 	}
 	if k.staged < 0 {
-		if rec == nil && !k.existed {
+		if rec == nil && k.stored == nil {
 			return nil // nothing to delete
 		}
 		k.staged = len(tx.writes)
-		tx.writes = append(tx.writes, Write{Partition: p, Email: email, Existed: k.existed, Previous: k.rec})
+		tx.writes = append(tx.writes, staged{part: part, email: email, prev: k.stored})
 	}
-	tx.writes[k.staged].Record = rec
+	tx.writes[k.staged].rec = rec
 	k.rec = rec
-	tx.known[key{p, email}] = k
+	tx.known[key{part, email}] = k
 	return nil
 }
 
-// lookup reads a record once per invocation. The write path reads too, even
-// when the handler did not, because the backend needs to know whether the
-// record existed; that read is safe because the partition is locked.
-func (tx *Tx) lookup(p partmap.Partition, email string) (known, error) {
-	if k, ok := tx.known[key{p, email}]; ok {
+// lookup reads a record once per invocation.
+func (tx *Tx) lookup(part Part, email string) (known, error) {
+	if k, ok := tx.known[key{part, email}]; ok {
 		return k, nil
 	}
-	rec, ok, err := tx.backend.Get(tx.ctx, p, email)
+	recs, err := tx.backend.Get(tx.ctx, part, []string{email})
 	if err != nil {
 		return known{}, err
 	}
-	k := known{existed: ok, staged: -1}
-	if ok {
-		k.rec = &rec
+	if len(recs) != 1 {
+		return known{}, fmt.Errorf("engine: Get returned %d records for 1 email", len(recs))
 	}
+	k := known{rec: recs[0], stored: recs[0], staged: -1}
 	if tx.known == nil {
 		tx.known = make(map[key]known, 1)
 	}
-	tx.known[key{p, email}] = k
+	tx.known[key{part, email}] = k
 	return k, nil
+}
+
+// scanPage is how many records a whole-partition read asks for at a time.
+const scanPage = 1000
+
+// Scan returns every record of part, in email order, as stored before this
+// invocation: for a handler that needs a whole partition, such as a check
+// or a resize's copy. A partition the invocation has written is refused
+// (ErrWritten), since the answer would not show those writes.
+func (tx *Tx) Scan(part Part) ([]Item, error) {
+	if err := tx.unwritten(part); err != nil {
+		return nil, err
+	}
+	var out []Item
+	q := Query{Generation: part.Generation, After: &Position{Partition: part.Partition}, End: part.Partition + 1, Limit: scanPage}
+	for {
+		items, err := tx.backend.Scan(tx.ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if len(items) < q.Limit {
+			return out, nil
+		}
+		q.After = &items[len(items)-1].Position
+	}
+}
+
+// Count returns part's stored profile count, as stored before this
+// invocation.
+func (tx *Tx) Count(part Part) (int64, error) {
+	if err := tx.unwritten(part); err != nil {
+		return 0, err
+	}
+	counts, err := tx.backend.Counts(tx.ctx, part.Generation, part.Partition, part.Partition+1)
+	if err != nil || len(counts) == 0 {
+		return 0, err
+	}
+	return counts[0].Profiles, nil
+}
+
+// IndexEntries returns every index entry stored in part, as stored before
+// this invocation.
+func (tx *Tx) IndexEntries(part Part) ([]IndexEntry, error) {
+	if err := tx.unwritten(part); err != nil {
+		return nil, err
+	}
+	return tx.backend.IndexEntries(tx.ctx, part)
+}
+
+// unwritten checks that the handler may read part whole: it loaded part and
+// has staged nothing there.
+func (tx *Tx) unwritten(part Part) error {
+	if err := tx.readable(part); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(tx.writes, func(s staged) bool { return s.part == part }) {
+		return tx.refuse(ErrWritten, part)
+	}
+	return nil
 }

@@ -13,18 +13,25 @@ import (
 // slowSync is a backend whose commits are visible at once but durable only
 // when the test says so, to show what the engine does between the two.
 type slowSync struct {
-	*LocalLocks
+	Backend // the methods the engine does not call here
 	mu      sync.Mutex
 	records map[string]partmap.Record
 	durable chan struct{}
 	waiting chan struct{}
 }
 
-func (b *slowSync) Get(_ context.Context, _ partmap.Partition, email string) (partmap.Record, bool, error) {
+func (b *slowSync) Lock(context.Context, []Part, time.Duration, bool) (Lease, error) { return nil, nil }
+
+func (b *slowSync) Get(_ context.Context, _ Part, emails []string) ([]*partmap.Record, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r, ok := b.records[email]
-	return r, ok, nil
+	out := make([]*partmap.Record, len(emails))
+	for i, e := range emails {
+		if r, ok := b.records[e]; ok {
+			out[i] = &r
+		}
+	}
+	return out, nil
 }
 
 func (b *slowSync) Commit(_ context.Context, _ Lease, writes []Write) (func() error, error) {
@@ -44,21 +51,22 @@ func (b *slowSync) Commit(_ context.Context, _ Lease, writes []Write) (func() er
 // its fsync: the next writer of the partition goes ahead and shares the
 // sync instead of queueing behind it.
 func TestLockIsReleasedBeforeTheSync(t *testing.T) {
-	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 2)}
-	e := New(b, 8, 0) // fail fast: a held lock shows as a conflict
+	b := &slowSync{records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 2)}
+	e := New(b, Options{}) // fail fast: a held lock shows as a conflict
 	ctx := context.Background()
-	inv := Invocation{Load: []partmap.Partition{3}, Lock: []partmap.Partition{3}}
+	p3 := Part{Partition: 3}
+	inv := Invocation{Load: []Part{{Partition: 3}}, Lock: []Part{{Partition: 3}}}
 	rec := partmap.Record{Profile: partmap.Profile{"a": "1"}, Version: 1}
 	first := make(chan error)
-	go func() { first <- e.Invoke(ctx, inv, func(tx *Tx) error { return tx.Put(3, "a", rec) }) }()
+	go func() { first <- e.Invoke(ctx, inv, func(tx *Tx) error { return tx.Put(p3, "a", rec) }) }()
 	<-b.waiting // the first write is visible and waits for its sync
 	second := make(chan error)
 	go func() {
 		second <- e.Invoke(ctx, inv, func(tx *Tx) error {
-			if _, ok, _ := tx.Get(3, "a"); !ok {
+			if _, ok, _ := tx.Get(p3, "a"); !ok {
 				t.Error("the second writer does not see the first write")
 			}
-			return tx.Put(3, "b", rec)
+			return tx.Put(p3, "b", rec)
 		})
 	}()
 	select {
@@ -76,18 +84,19 @@ func TestLockIsReleasedBeforeTheSync(t *testing.T) {
 }
 
 func TestTxIsDeadAfterItsInvocation(t *testing.T) {
-	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
+	b := &slowSync{records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
 	close(b.durable)
-	e := New(b, 8, 0)
+	e := New(b, Options{})
 	var kept *Tx
-	inv := Invocation{Load: []partmap.Partition{1}, Lock: []partmap.Partition{1}}
+	p1 := Part{Partition: 1}
+	inv := Invocation{Load: []Part{{Partition: 1}}, Lock: []Part{{Partition: 1}}}
 	if err := e.Invoke(context.Background(), inv, func(tx *Tx) error { kept = tx; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := kept.Put(1, "late", partmap.Record{Version: 1}); !errors.Is(err, ErrDone) {
+	if err := kept.Put(p1, "late", partmap.Record{Version: 1}); !errors.Is(err, ErrDone) {
 		t.Fatalf("Put after the invocation: %v", err)
 	}
-	if _, _, err := kept.Get(1, "late"); !errors.Is(err, ErrDone) {
+	if _, _, err := kept.Get(p1, "late"); !errors.Is(err, ErrDone) {
 		t.Fatalf("Get after the invocation: %v", err)
 	}
 	if _, ok := b.records["late"]; ok {
@@ -95,23 +104,12 @@ func TestTxIsDeadAfterItsInvocation(t *testing.T) {
 	}
 }
 
-func TestInvocationOutOfRange(t *testing.T) {
-	e := New(&slowSync{LocalLocks: NewLocalLocks(8)}, 8, 0)
-	ran := false
-	for _, inv := range []Invocation{{Load: []partmap.Partition{8}}, {Lock: []partmap.Partition{9}}} {
-		if err := e.Invoke(context.Background(), inv, func(*Tx) error { ran = true; return nil }); err == nil || ran {
-			t.Fatalf("%+v: err %v, handler ran %v", inv, err, ran)
-		}
-	}
-
-}
-
 // A handler that panics (net/http recovers it and serves on) must not leave
 // its partition locked.
 func TestPanicReleasesTheLock(t *testing.T) {
-	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}}
-	e := New(b, 8, 0)
-	inv := Invocation{Lock: []partmap.Partition{7}}
+	b := &slowSync{records: map[string]partmap.Record{}}
+	e := New(b, Options{})
+	inv := Invocation{Lock: []Part{{Partition: 7}}}
 	func() {
 		defer func() { recover() }()
 		e.Invoke(context.Background(), inv, func(*Tx) error { panic("handler bug") })
@@ -126,17 +124,17 @@ func TestPanicReleasesTheLock(t *testing.T) {
 // write waits for all its invocations at the end, and the commit-latency
 // metric must not count that.
 func TestInvokeVisibleTimesTheSyncNotTheCaller(t *testing.T) {
-	b := &slowSync{LocalLocks: NewLocalLocks(8), records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
-	e := New(b, 8, 0)
+	b := &slowSync{records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
+	e := New(b, Options{})
 	timed := make(chan error, 1)
 	e.SetHooks(Hooks{Committed: func(_ time.Duration, err error) { timed <- err }})
-	inv := Invocation{Lock: []partmap.Partition{2}}
+	inv := Invocation{Lock: []Part{{Partition: 2}}}
 	var durable func() error
 	returned := make(chan error, 1)
 	go func() {
 		var err error
 		durable, err = e.InvokeVisible(context.Background(), inv, func(tx *Tx) error {
-			return tx.Put(2, "a", partmap.Record{Version: 1})
+			return tx.Put(Part{Partition: 2}, "a", partmap.Record{Version: 1})
 		})
 		returned <- err
 	}()

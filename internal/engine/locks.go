@@ -2,54 +2,53 @@ package engine
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/partmap/partmap"
 )
 
-// LocalLocks is a Locker for a store that one process owns, such as Pebble,
-// whose directory lock keeps every other process out. Each partition lock is
-// a one-slot channel, so a wait can be bounded by a timer and a context and
-// waiters are served roughly in arrival order.
-type LocalLocks struct {
-	slots []chan struct{}
+// localLocks are the engine's in-process partition locks, which every
+// invocation takes before the backend's (if it shares its store with other
+// processes). Each lock is a one-slot channel, so a wait can be bounded by a
+// timer and a context, and waiters are served roughly in arrival order.
+// Channels are made on first use, so a map of a million partitions costs
+// only what its writers touch.
+type localLocks struct {
+	slots sync.Map // Part → chan struct{}
 }
 
-var _ Locker = (*LocalLocks)(nil)
-
-// NewLocalLocks returns a lock table for n partitions.
-func NewLocalLocks(n int) *LocalLocks {
-	l := &LocalLocks{slots: make([]chan struct{}, n)}
-	for i := range l.slots {
-		l.slots[i] = make(chan struct{}, 1)
+func (l *localLocks) slot(p Part) chan struct{} {
+	if c, ok := l.slots.Load(p); ok {
+		return c.(chan struct{})
 	}
-	return l
+	c, _ := l.slots.LoadOrStore(p, make(chan struct{}, 1))
+	return c.(chan struct{})
 }
 
-// Lock acquires the partitions in ascending order, waiting at most wait in
-// all. On failure it holds nothing and returns partmap.ELOCKCONFLICT, or the
-// context's error.
-func (l *LocalLocks) Lock(ctx context.Context, partitions []partmap.Partition, wait time.Duration) (Lease, error) {
-	ps := slices.Clone(partitions)
-	if len(ps) > 1 {
-		slices.Sort(ps)
-		ps = slices.Compact(ps)
+// lock acquires parts, sorted and without repeats, in order, waiting at most
+// wait in all. On failure it holds nothing and returns partmap.ELOCKCONFLICT,
+// or the context's error. release frees them.
+func (l *localLocks) lock(ctx context.Context, parts []Part, wait time.Duration) (release func(), err error) {
+	held := make([]chan struct{}, 0, len(parts))
+	release = func() {
+		for _, c := range held {
+			<-c
+		}
+		held = nil
 	}
-	lease := &localLease{locks: l, held: ps[:0:0]}
 	var deadline <-chan time.Time
-	for _, p := range ps {
-		slot := l.slots[p]
+	for _, p := range parts {
+		slot := l.slot(p)
 		select {
 		case slot <- struct{}{}:
-			lease.held = append(lease.held, p)
+			held = append(held, slot)
 			continue
 		default:
 		}
 		if wait <= 0 {
-			lease.Release()
-			return nil, conflict(p)
+			release()
+			return nil, conflict(p.Partition)
 		}
 		if deadline == nil {
 			t := time.NewTimer(wait)
@@ -58,32 +57,28 @@ func (l *LocalLocks) Lock(ctx context.Context, partitions []partmap.Partition, w
 		}
 		select {
 		case slot <- struct{}{}:
-			lease.held = append(lease.held, p)
+			held = append(held, slot)
 		case <-deadline:
-			lease.Release()
-			return nil, conflict(p)
+			release()
+			return nil, conflict(p.Partition)
 		case <-ctx.Done():
-			lease.Release()
+			release()
 			return nil, ctx.Err()
 		}
 	}
-	return lease, nil
+	return release, nil
+}
+
+// forget drops the locks of a generation that nobody uses any more.
+func (l *localLocks) forget(generation int) {
+	l.slots.Range(func(k, _ any) bool {
+		if k.(Part).Generation == generation {
+			l.slots.Delete(k)
+		}
+		return true
+	})
 }
 
 func conflict(p partmap.Partition) error {
 	return partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p)
-}
-
-type localLease struct {
-	locks *LocalLocks
-	once  sync.Once
-	held  []partmap.Partition
-}
-
-func (l *localLease) Release() {
-	l.once.Do(func() {
-		for _, p := range l.held {
-			<-l.locks.slots[p]
-		}
-	})
 }

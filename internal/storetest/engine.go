@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,26 +12,27 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// EngineOpener returns an engine over a new, empty backend whose writers wait
-// lockWait for a held lock (0: fail at once).
+// EngineOpener returns the engine of a new, empty directory of
+// partmap.DefaultPartitions partitions in generation 0, with the default
+// indexes, whose writers wait lockWait for a held lock (0: fail at once).
 type EngineOpener func(t *testing.T, lockWait time.Duration) *engine.Engine
 
 // RunEngine runs the engine conformance suite: the load/lock/commit rules of
 // the invocation model, on a real backend.
 func RunEngine(t *testing.T, open EngineOpener) {
 	ctx := context.Background()
-	const p, q = partmap.Partition(7), partmap.Partition(8)
+	p, q := engine.Part{Partition: 7}, engine.Part{Partition: 8}
 	rec := func(name string) partmap.Record {
 		return partmap.Record{Profile: partmap.Profile{"fullName": name}, Version: 1}
 	}
-	lockOne := func(p partmap.Partition) engine.Invocation {
-		return engine.Invocation{Load: []partmap.Partition{p}, Lock: []partmap.Partition{p}}
+	lockOne := func(p engine.Part) engine.Invocation {
+		return engine.Invocation{Load: []engine.Part{p}, Lock: []engine.Part{p}}
 	}
-	get := func(t *testing.T, e *engine.Engine, p partmap.Partition, email string) (partmap.Record, bool) {
+	get := func(t *testing.T, e *engine.Engine, p engine.Part, email string) (partmap.Record, bool) {
 		t.Helper()
 		var got partmap.Record
 		var ok bool
-		err := e.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) (err error) {
+		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) (err error) {
 			got, ok, err = tx.Get(p, email)
 			return err
 		})
@@ -39,7 +42,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		return got, ok
 	}
 	// hold locks p in the background until the returned release is called.
-	hold := func(t *testing.T, e *engine.Engine, p partmap.Partition) (release func()) {
+	hold := func(t *testing.T, e *engine.Engine, p engine.Part) (release func()) {
 		t.Helper()
 		locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan error)
 		go func() {
@@ -64,7 +67,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 
 	t.Run("ErrReadNotLoaded", func(t *testing.T) {
 		e := open(t, 0)
-		err := e.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
 			_, _, err := tx.Get(q, "a@example.com")
 			return err
 		})
@@ -76,7 +79,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	t.Run("ErrWriteNotLocked", func(t *testing.T) {
 		e := open(t, 0)
 		// Loading is not locking: a read-only invocation cannot write.
-		err := e.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
 			return tx.Put(p, "a@example.com", rec("x"))
 		})
 		if !errors.Is(err, engine.ErrNotLocked) {
@@ -196,7 +199,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		defer release()
 		err := e.Invoke(ctx, lockOne(q), func(tx *engine.Tx) error { return tx.Put(q, "b@example.com", rec("y")) })
 		if err != nil {
-			t.Fatalf("write to %s while %s is held: %v", q, p, err)
+			t.Fatalf("write to %s while %s is held: %v", q.Partition, p.Partition, err)
 		}
 		if _, ok := get(t, e, q, "b@example.com"); !ok {
 			t.Fatal("write to the free partition is not visible")
@@ -205,36 +208,120 @@ func RunEngine(t *testing.T, open EngineOpener) {
 
 	t.Run("WholeMapLock", func(t *testing.T) {
 		e := open(t, 0)
+		var all []engine.Part
+		for part := range partmap.Partition(partmap.DefaultPartitions) {
+			all = append(all, engine.Part{Partition: part})
+		}
 		// A held partition keeps the whole-map lock out...
 		release := hold(t, e, p)
-		if err := e.InvokeExclusive(ctx, func(*engine.Tx) error { return nil }); !errors.Is(err, partmap.ErrLockConflict) {
-			t.Fatalf("whole-map lock while %s is held: got %v", p, err)
+		if _, err := e.Hold(ctx, all, 0); !errors.Is(err, partmap.ErrLockConflict) {
+			t.Fatalf("whole-map lock while %s is held: got %v", p.Partition, err)
 		}
 		release()
 		// ...and the whole-map lock keeps every writer out.
-		locked, unlock, done := make(chan struct{}), make(chan struct{}), make(chan error)
-		go func() {
-			done <- e.InvokeExclusive(ctx, func(tx *engine.Tx) error {
-				close(locked)
-				<-unlock
-				return tx.Put(q, "m@example.com", rec("m"))
-			})
-		}()
-		<-locked
-		for part := range partmap.Partition(e.Partitions()) {
-			if err := e.Invoke(ctx, lockOne(part), func(*engine.Tx) error { return nil }); !errors.Is(err, partmap.ErrLockConflict) {
-				t.Fatalf("write to %s under the whole-map lock: got %v", part, err)
-			}
-		}
-		close(unlock)
-		if err := <-done; err != nil {
+		lease, err := e.Hold(ctx, all, 0)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := get(t, e, q, "m@example.com"); !ok {
-			t.Fatal("whole-map invocation's write is missing")
+		for _, part := range all {
+			if err := e.Invoke(ctx, lockOne(part), func(*engine.Tx) error { return nil }); !errors.Is(err, partmap.ErrLockConflict) {
+				t.Fatalf("write to %s under the whole-map lock: got %v", part.Partition, err)
+			}
+		}
+		if err := lease.Release(); err != nil {
+			t.Fatal(err)
 		}
 		if err := e.Invoke(ctx, lockOne(p), func(*engine.Tx) error { return nil }); err != nil {
 			t.Fatalf("write after the whole-map lock: %v", err)
+		}
+	})
+
+	// An invocation's writes reach the backend finished: the partition's
+	// count follows its profiles (and goes with the last one), and the index
+	// entries follow the indexed fields' values.
+	t.Run("CountsAndIndexEntriesFollowWrites", func(t *testing.T) {
+		e := open(t, 0)
+		write := func(fn func(tx *engine.Tx) error) {
+			t.Helper()
+			if err := e.Invoke(ctx, lockOne(p), fn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(wantCount int64, wantEntries ...engine.IndexEntry) {
+			t.Helper()
+			err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
+				n, err := tx.Count(p)
+				if err != nil {
+					return err
+				}
+				entries, err := tx.IndexEntries(p)
+				if err != nil {
+					return err
+				}
+				slices.SortFunc(entries, func(a, b engine.IndexEntry) int { return strings.Compare(a.Email+a.Value, b.Email+b.Value) })
+				if n != wantCount || !slices.Equal(entries, wantEntries) {
+					t.Errorf("count %d, entries %v; want %d, %v", n, entries, wantCount, wantEntries)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		acme := func(tier string) partmap.Record {
+			return partmap.Record{Profile: partmap.Profile{"companyName": "Acme", "customerTier": tier}, Version: 1}
+		}
+		write(func(tx *engine.Tx) error {
+			tx.Put(p, "a@example.com", acme("gold"))
+			tx.Put(p, "b@example.com", rec("b"))
+			return tx.Put(p, "a@example.com", acme("gold")) // twice in one invocation counts once
+		})
+		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "gold", Email: "a@example.com"})
+		write(func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", acme("silver")) }) // replaces one entry
+		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "silver", Email: "a@example.com"})
+		write(func(tx *engine.Tx) error { return tx.Delete(p, "nobody@example.com") })
+		write(func(tx *engine.Tx) error {
+			tx.Put(p, "c@example.com", acme("gold"))
+			return tx.Delete(p, "c@example.com") // created and deleted in one invocation
+		})
+		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "silver", Email: "a@example.com"})
+		write(func(tx *engine.Tx) error { tx.Delete(p, "a@example.com"); return tx.Delete(p, "b@example.com") })
+		check(0)
+	})
+
+	// The whole-partition reads are held to the invocation's loads too, and
+	// refuse a partition the invocation has written, whose writes they
+	// would not show.
+	t.Run("ErrWholePartitionReads", func(t *testing.T) {
+		e := open(t, 0)
+		if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec("a")) }); err != nil {
+			t.Fatal(err)
+		}
+		reads := map[string]func(tx *engine.Tx, part engine.Part) error{
+			"Scan":         func(tx *engine.Tx, part engine.Part) error { _, err := tx.Scan(part); return err },
+			"Count":        func(tx *engine.Tx, part engine.Part) error { _, err := tx.Count(part); return err },
+			"IndexEntries": func(tx *engine.Tx, part engine.Part) error { _, err := tx.IndexEntries(part); return err },
+		}
+		for name, read := range reads {
+			err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{q}}, func(tx *engine.Tx) error { return read(tx, p) })
+			if !errors.Is(err, engine.ErrNotLoaded) {
+				t.Errorf("%s of a partition not loaded: %v, want ErrNotLoaded", name, err)
+			}
+			err = e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
+				tx.Put(p, "b@example.com", rec("b"))
+				return read(tx, p)
+			})
+			if !errors.Is(err, engine.ErrWritten) {
+				t.Errorf("%s of a partition written: %v, want ErrWritten", name, err)
+			}
+		}
+		var items []engine.Item
+		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) (err error) {
+			items, err = tx.Scan(p)
+			return err
+		})
+		if err != nil || len(items) != 1 || items[0].Email != "a@example.com" || items[0].Partition != p.Partition {
+			t.Fatalf("Scan: %v %v", items, err)
 		}
 	})
 
@@ -244,8 +331,8 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	// and repeated.
 	t.Run("PrefetchReadsWhatGetReads", func(t *testing.T) {
 		e := open(t, 0)
-		last := partmap.Partition(e.Partitions() - 1)
-		put := func(p partmap.Partition, email, name string) {
+		last := engine.Part{Partition: partmap.DefaultPartitions - 1}
+		put := func(p engine.Part, email, name string) {
 			t.Helper()
 			if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, email, rec(name)) }); err != nil {
 				t.Fatal(err)
@@ -255,7 +342,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		put(p, "a@example.com", "A")
 		put(q, "c@example.com", "C in q")
 		put(last, "z@example.com", "Z")
-		check := func(pp partmap.Partition, want map[string]string) {
+		check := func(pp engine.Part, want map[string]string) {
 			t.Helper()
 			var emails []string
 			for e := range want {
@@ -271,7 +358,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 						return err
 					}
 					if ok != (name != "") || got.Profile["fullName"] != name {
-						t.Errorf("%s %s after Prefetch: %v %v; want %q", pp, email, got.Profile, ok, name)
+						t.Errorf("%s %s after Prefetch: %v %v; want %q", pp.Partition, email, got.Profile, ok, name)
 					}
 				}
 				// A prefetched absent record is created, not replaced.
@@ -286,7 +373,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		if got, ok := get(t, e, p, "new@example.com"); !ok || got.Profile["fullName"] != "N" {
 			t.Fatalf("write after Prefetch: %v %v", got, ok)
 		}
-		err := e.Invoke(ctx, engine.Invocation{Load: []partmap.Partition{p}}, func(tx *engine.Tx) error {
+		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
 			return tx.Prefetch(q, []string{"c@example.com"})
 		})
 		if !errors.Is(err, engine.ErrNotLoaded) {
@@ -294,11 +381,4 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		}
 	})
 
-	t.Run("ErrPartitionOutOfRange", func(t *testing.T) {
-		e := open(t, 0)
-		bad := partmap.Partition(e.Partitions())
-		if err := e.Invoke(ctx, lockOne(bad), func(*engine.Tx) error { return nil }); err == nil {
-			t.Fatalf("invocation on %s of %d partitions succeeded", bad, e.Partitions())
-		}
-	})
 }

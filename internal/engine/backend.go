@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/partmap/partmap"
+)
+
+// Backend is the whole contract between the directory and a storage
+// technology: a backend implements these ten methods and nothing else. It
+// stores what it is handed and answers what it is asked; it never decides
+// what a write means and never calls back into the engine or the directory.
+//
+// What a backend stores, for every layout generation the directory names:
+// partitions of records, each keyed by canonical email; each partition's
+// profile count, which exists only while the partition holds a profile; and
+// each profile's index entries, in the profile's own partition, so that one
+// atomic commit of a partition covers a profile, its count and its entries.
+// Beside them it keeps the directory's metadata, as bytes it does not read.
+//
+// Errors: a backend answers with *partmap.Error values (EUNAVAILABLE when
+// the store cannot answer now, ELOCKCONFLICT when a lock stayed busy), or
+// with ErrStale; any other error is internal. A missing record, partition
+// or count is not an error.
+type Backend interface {
+	// Meta returns the stored metadata, nil when there is none. With a
+	// non-nil update, it first replaces the metadata with update's result,
+	// atomically and durably: concurrent updates are serialised. An update
+	// that returns its input unchanged writes nothing; an update's error is
+	// returned and writes nothing.
+	Meta(ctx context.Context, update func(old []byte) ([]byte, error)) ([]byte, error)
+
+	// Lock takes the locks of parts that other processes sharing the store
+	// take too, once the engine holds its own in-process locks of them.
+	// parts come sorted, without repeats. A busy lock is retried until wait
+	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. With
+	// hold, the locks are kept alive until released, however long that is.
+	// A store that one process owns has nothing to share and returns a nil
+	// Lease.
+	Lock(ctx context.Context, parts []Part, wait time.Duration, hold bool) (Lease, error)
+
+	// Get returns the records of emails in part, in order, nil for a
+	// missing one. It sees every commit that has returned, durable or not.
+	Get(ctx context.Context, part Part, emails []string) ([]*partmap.Record, error)
+
+	// Commit applies writes atomically under lease, the one Lock returned
+	// for their partitions. It returns once they are visible to Get; the
+	// returned durable blocks until they survive a crash. Splitting the two
+	// lets the engine release its locks before the fsync, so that writers
+	// of one partition share syncs. A backend that cannot commit several
+	// partitions atomically commits them partition by partition, each
+	// atomically, and must then say so (the directory's Options).
+	Commit(ctx context.Context, lease Lease, writes []Write) (durable func() error, err error)
+
+	// Scan returns up to q.Limit profiles of q's generation in enumeration
+	// order, from one consistent view of each partition at least.
+	Scan(ctx context.Context, q Query) ([]Item, error)
+
+	// Counts returns the profile count of every partition of generation
+	// gen from first up to (not including) end that holds a profile, in
+	// order.
+	Counts(ctx context.Context, gen int, first, end partmap.Partition) ([]partmap.PartitionCount, error)
+
+	// IndexEntries returns every index entry stored in part, whatever its
+	// field, for checking.
+	IndexEntries(ctx context.Context, part Part) ([]IndexEntry, error)
+
+	// Snapshot freezes layout l for an export: its scans see the
+	// generation as it was at one instant, whatever is written meanwhile.
+	Snapshot(ctx context.Context, l Layout) (Snapshot, error)
+
+	// Mark records stage on every partition of layout l, for backends that
+	// several servers share: from then on it refuses a write whose Fence
+	// the mark exceeds, and a read of a StageRetired partition, with
+	// ErrStale. A backend only one process serves needs no marks and may
+	// do nothing.
+	Mark(ctx context.Context, l Layout, stage Stage) error
+
+	// Drop deletes every record, count and index entry of layout l, which
+	// nobody reads or writes any more. Marks stay, for servers that have
+	// not noticed.
+	Drop(ctx context.Context, l Layout) error
+}
+
+// Lease is a set of held locks.
+type Lease interface {
+	// Release frees the locks; calling it again does nothing. An error
+	// means a held lock was lost meanwhile (on Redis: a failover, or a
+	// stall past its time to live).
+	Release() error
+}
+
+// Snapshot is a frozen view of one generation.
+type Snapshot interface {
+	// Scan is Backend.Scan, over the frozen view; q.Where is empty.
+	Scan(ctx context.Context, q Query) ([]Item, error)
+	// Close releases the view. An error means it did not stay frozen, so
+	// what was read from it is not a consistent snapshot.
+	Close() error
+}
+
+// Layout is one generation of the directory's partitioning: its number,
+// which names its key space, and its partition count. The directory starts
+// at generation 0, and each resize makes the next.
+type Layout struct {
+	Generation int
+	Partitions int
+}
+
+// Part names one partition of one generation.
+type Part struct {
+	Generation int
+	Partition  partmap.Partition
+}
+
+// Compare orders parts by generation, then partition: the order in which
+// locks are taken, so that no two invocations deadlock.
+func (p Part) Compare(q Part) int {
+	switch {
+	case p.Generation != q.Generation:
+		return p.Generation - q.Generation
+	case p.Partition < q.Partition:
+		return -1
+	case p.Partition > q.Partition:
+		return 1
+	}
+	return 0
+}
+
+// Write is one finished change to one profile, for Commit.
+type Write struct {
+	Part   Part
+	Email  string
+	Record *partmap.Record // nil deletes the record, which exists
+	// Created says the record is new: its partition's count grows by one.
+	// A deletion shrinks it by one; a replacement leaves it.
+	Created bool
+	// Remove and Add are the index entries the write takes out and puts
+	// in, in Part: those of the indexed fields whose value it changes.
+	Remove, Add []IndexEntry
+	// Fence is the latest stage the writer knows Part's generation to be
+	// in (see Backend.Mark): StageServing, or StageResizing when it writes
+	// the next generation in the same commit.
+	Fence Stage
+}
+
+// Stage is where a generation is in a resize, as Backend.Mark records it.
+// Stages only move forward: serving, resizing (being copied into the next
+// generation), retired (replaced by it).
+type Stage string
+
+const (
+	StageServing  Stage = ""
+	StageResizing Stage = "resizing"
+	StageRetired  Stage = "retired"
+)
+
+// ErrStale refuses a write or read of a generation that another server's
+// resize has moved on (Backend.Mark), or, said by the directory, an
+// invocation planned on a layout it has since replaced. The operation runs
+// again on the current layout.
+var ErrStale = errors.New("engine: the layout changed; run again")
+
+// Position is a place in enumeration order: partition, then email.
+type Position struct {
+	Partition partmap.Partition
+	Email     string
+}
+
+// Item is one profile found by a scan.
+type Item struct {
+	Position
+	Record partmap.Record
+}
+
+// Query selects profiles of one generation for Backend.Scan.
+type Query struct {
+	Generation int
+	After      *Position         // strictly after this position; nil from the start
+	End        partmap.Partition // stop before this partition
+	Limit      int
+	// Where, when not empty, keeps only the profiles whose index entries
+	// hold every condition, found through the entries of the first. The
+	// caller re-checks the records: one may change between its entries
+	// and its record being read.
+	Where []IndexMatch
+}
+
+// IndexEntry is one secondary-index entry: Email's profile holds Value in
+// the field at position Field of the directory's index list.
+type IndexEntry struct {
+	Field int
+	Value string
+	Email string
+}
+
+// IndexMatch is one search condition, with its field as a position in the
+// index list.
+type IndexMatch struct {
+	Field int
+	Value string
+}

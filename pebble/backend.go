@@ -1,0 +1,262 @@
+package pebble
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/record"
+)
+
+// backend keeps a directory in one Pebble database: every layout
+// generation in a key space of its own (keys.go). One process owns the
+// database (its directory lock keeps others out), so the engine's
+// in-process locks are all the locking it needs, and it keeps no marks.
+type backend struct {
+	db     *pebble.DB
+	metaMu sync.Mutex // serialises metadata updates
+}
+
+var _ engine.Backend = (*backend)(nil)
+
+func (b *backend) Meta(_ context.Context, update func([]byte) ([]byte, error)) ([]byte, error) {
+	if update == nil {
+		return b.readMeta()
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	old, err := b.readMeta()
+	if err != nil {
+		return nil, err
+	}
+	v, err := update(old)
+	if err != nil || bytes.Equal(v, old) {
+		return v, err
+	}
+	return v, b.db.Set(metaKey, v, pebble.Sync)
+}
+
+func (b *backend) readMeta() ([]byte, error) {
+	v, closer, err := b.db.Get(metaKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), nil
+}
+
+// Lock has nothing to share: one process owns the database.
+func (b *backend) Lock(context.Context, []engine.Part, time.Duration, bool) (engine.Lease, error) {
+	return nil, nil
+}
+
+// Get reads one record with a point lookup, which Bloom filters make cheap
+// when it is absent, and several through one iterator bounded to the
+// partition, seeking in key order: point lookups would each build an
+// iterator and consult every level's filters, and a bulk write reads a few
+// records of each partition it touches (docs/PERFORMANCE.md).
+func (b *backend) Get(_ context.Context, part engine.Part, emails []string) (out []*partmap.Record, err error) {
+	pre := genPrefix(part.Generation)
+	out = make([]*partmap.Record, len(emails))
+	if len(emails) == 1 {
+		v, closer, err := b.db.Get(recordKey(pre, part.Partition, emails[0]))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer closer.Close()
+		rec, err := record.Decode(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", part.Partition, emails[0], err)
+		}
+		out[0] = &rec
+		return out, nil
+	}
+	it, err := b.db.NewIter(&pebble.IterOptions{
+		LowerBound: recordKey(pre, part.Partition, ""),
+		UpperBound: recordKey(pre, part.Partition+1, ""),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			out, err = nil, cerr
+		}
+	}()
+	order := make([]int, len(emails))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return strings.Compare(emails[x], emails[y]) })
+	for _, i := range order {
+		k := recordKey(pre, part.Partition, emails[i])
+		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		rec, err := record.Decode(v) // copies: v is only valid until the next seek
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", part.Partition, emails[i], err)
+		}
+		out[i] = &rec
+	}
+	return out, it.Error()
+}
+
+// Commit writes the records, their index entries and each partition's
+// profile count in one batch. The count is read without a snapshot: the
+// engine holds the partition's lock, so nobody else changes it.
+func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Write) (func() error, error) {
+	batch := b.db.NewBatch()
+	fail := func(err error) (func() error, error) {
+		batch.Close()
+		return nil, err
+	}
+	delta := make(map[engine.Part]int, 1)
+	for _, w := range writes {
+		pre := genPrefix(w.Part.Generation)
+		for _, e := range w.Remove {
+			if err := batch.Delete(indexKey(pre, w.Part.Partition, e), nil); err != nil {
+				return fail(err)
+			}
+		}
+		for _, e := range w.Add {
+			if err := batch.Set(indexKey(pre, w.Part.Partition, e), nil, nil); err != nil {
+				return fail(err)
+			}
+		}
+		k := recordKey(pre, w.Part.Partition, w.Email)
+		var err error
+		switch {
+		case w.Record == nil:
+			err = batch.Delete(k, nil)
+			delta[w.Part]--
+		case w.Created:
+			err = batch.Set(k, record.Encode(*w.Record), nil)
+			delta[w.Part]++
+		default:
+			err = batch.Set(k, record.Encode(*w.Record), nil)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	for part, d := range delta {
+		if d == 0 {
+			continue
+		}
+		n, err := b.count(part)
+		if err != nil {
+			return fail(err)
+		}
+		k := countKey(genPrefix(part.Generation), part.Partition)
+		if n += int64(d); n > 0 {
+			err = batch.Set(k, binary.AppendUvarint(nil, uint64(n)), nil)
+		} else {
+			err = batch.Delete(k, nil) // a partition exists only while it holds a profile
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	// Visible now; durable once the WAL's fsync, which the engine waits for
+	// after releasing its locks, so that the next writer joins the same
+	// fsync instead of queueing behind it.
+	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		return fail(err)
+	}
+	return func() error {
+		defer batch.Close()
+		return batch.SyncWait()
+	}, nil
+}
+
+func (b *backend) count(part engine.Part) (int64, error) {
+	v, closer, err := b.db.Get(countKey(genPrefix(part.Generation), part.Partition))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	n, w := binary.Uvarint(v)
+	if w <= 0 {
+		return 0, fmt.Errorf("%s: corrupt profile count", part.Partition)
+	}
+	return int64(n), nil
+}
+
+// Counts reads the count keys in range; only partitions with profiles have
+// one.
+func (b *backend) Counts(ctx context.Context, gen int, first, end partmap.Partition) ([]partmap.PartitionCount, error) {
+	pre := genPrefix(gen)
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: countKey(pre, first), UpperBound: countKey(pre, end)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []partmap.PartitionCount
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()[len(pre):]
+		n, w := binary.Uvarint(it.Value())
+		if len(k) != 5 || w <= 0 {
+			return nil, fmt.Errorf("pebble: malformed count %q=%q", k, it.Value())
+		}
+		out = append(out, partmap.PartitionCount{Partition: partmap.Partition(binary.BigEndian.Uint32(k[1:])), Profiles: int64(n)})
+	}
+	return out, it.Error()
+}
+
+func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.IndexEntry, error) {
+	pre := genPrefix(part.Generation)
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: partitionIndexPrefix(pre, part.Partition), UpperBound: partitionIndexPrefix(pre, part.Partition+1)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []engine.IndexEntry
+	for ok := it.First(); ok; ok = it.Next() {
+		e, ok := parseIndexKey(it.Key()[len(pre):])
+		if !ok {
+			e = engine.IndexEntry{Field: -1, Email: string(it.Key())} // reported as drift
+		}
+		out = append(out, e)
+	}
+	return out, it.Error()
+}
+
+// Mark does nothing: one process serves a Pebble directory, and its
+// serving layout is all the marking it needs.
+func (b *backend) Mark(context.Context, engine.Layout, engine.Stage) error { return nil }
+
+// Drop deletes a generation's keys with range deletions, durably.
+func (b *backend) Drop(_ context.Context, l engine.Layout) error {
+	batch := b.db.NewBatch()
+	defer batch.Close()
+	for _, r := range generationRanges(l.Generation) {
+		if err := batch.DeleteRange(r[0], r[1], nil); err != nil {
+			return err
+		}
+	}
+	return batch.Commit(pebble.Sync)
+}

@@ -1,0 +1,519 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/record"
+)
+
+// backend keeps a directory in Redis, every layout generation under a
+// namespace of its own (NS for generation 0, NS@G for generation G), so
+// that a resize writes its next generation beside the current one.
+type backend struct {
+	client     goredis.UniversalClient
+	ttl        time.Duration
+	ns         string // the directory's namespace
+	acks       int
+	ackTimeout time.Duration
+}
+
+var _ engine.Backend = (*backend)(nil)
+
+// Keys. A partition's keys start with its hash tag, before anything else:
+// the namespace and the email may themselves contain braces.
+func (b *backend) metaKey() string { return "partmap:" + b.ns + ":meta" }
+
+func (b *backend) key(part engine.Part) string {
+	ns := b.ns
+	if part.Generation > 0 {
+		ns += "@" + strconv.Itoa(part.Generation)
+	}
+	return "{" + part.Partition.String() + "}:" + ns + ":"
+}
+
+// stateKey holds a partition's mark (Backend.Mark): "resizing" while a
+// resize copies its generation, "retired" once one has replaced it, so that
+// a server that has not noticed the resize cannot write, or read, the wrong
+// generation.
+func (b *backend) stateKey(part engine.Part) string  { return b.key(part) + "state" }
+func (b *backend) lockKey(part engine.Part) string   { return b.key(part) + "lock" }
+func (b *backend) countKey(part engine.Part) string  { return b.key(part) + "count" }
+func (b *backend) emailsKey(part engine.Part) string { return b.key(part) + "emails" }
+func (b *backend) recordKey(part engine.Part, email string) string {
+	return b.key(part) + "r:" + email
+}
+
+// indexKey is the sorted set of one indexed field's entries in a
+// partition. Its members are indexMember(value, email), all with score 0,
+// so that they sort by value, then email.
+func (b *backend) indexKey(part engine.Part, field int) string {
+	return b.key(part) + "x:" + strconv.Itoa(field)
+}
+
+// indexMember prefixes the value with its length (4 bytes, big-endian), so
+// that one value's members are exactly those that start with its prefix,
+// whatever bytes the value holds; the email (ASCII) follows.
+func indexMember(value, email string) string {
+	return valuePrefix(value) + email
+}
+
+func valuePrefix(value string) string {
+	return string(binary.BigEndian.AppendUint32(nil, uint32(len(value)))) + value
+}
+
+func parseIndexMember(m string) (engine.IndexEntry, bool) {
+	if len(m) < 4 {
+		return engine.IndexEntry{}, false
+	}
+	n := binary.BigEndian.Uint32([]byte(m[:4]))
+	if uint64(n) > uint64(len(m)-4) {
+		return engine.IndexEntry{}, false
+	}
+	return engine.IndexEntry{Value: m[4 : 4+n], Email: m[4+n:]}, true
+}
+
+// Meta reads the metadata with GET, and updates it in an optimistic
+// transaction (WATCH, MULTI, SET, EXEC) that starts again when another
+// server changed it meanwhile.
+func (b *backend) Meta(ctx context.Context, update func([]byte) ([]byte, error)) ([]byte, error) {
+	key := b.metaKey()
+	get := func(c goredis.Cmdable) ([]byte, error) {
+		v, err := c.Get(ctx, key).Bytes()
+		if errors.Is(err, goredis.Nil) {
+			return nil, nil
+		}
+		return v, unavailable(err)
+	}
+	if update == nil {
+		return get(b.client)
+	}
+	for range 100 {
+		var out []byte
+		var failed error // update's own error, returned as it is
+		err := b.client.Watch(ctx, func(tx *goredis.Tx) error {
+			old, err := get(tx)
+			if err != nil {
+				return err
+			}
+			if out, failed = update(old); failed != nil || bytes.Equal(out, old) {
+				return nil
+			}
+			_, err = tx.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+				pipe.Set(ctx, key, out, 0)
+				return nil
+			})
+			return err
+		}, key)
+		switch {
+		case errors.Is(err, goredis.TxFailedErr):
+			continue // changed meanwhile: read again
+		case failed != nil:
+			return nil, failed
+		case err != nil:
+			return nil, unavailable(err)
+		}
+		return out, nil
+	}
+	return nil, partmap.Errorf(partmap.EUNAVAILABLE, "the metadata kept changing; retry")
+}
+
+// lease is a set of partition locks held under one token.
+type lease struct {
+	b     *backend
+	token string
+	parts []engine.Part
+}
+
+func (l *lease) Release() error {
+	// A release lost to a failing Redis only leaves the lock to its TTL, so
+	// it is not worth waiting long for.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, p := range l.parts {
+		// Only the owner deletes a lock: after its TTL it may be somebody else's.
+		releaseScript.Run(ctx, l.b.client, []string{l.b.lockKey(p)}, l.token)
+	}
+	l.parts = nil
+	return nil
+}
+
+// Lock takes the partitions' locks in order with SET NX PX, polling a held
+// one with a growing backoff until wait has passed. With hold, the locks
+// are renewed until released.
+func (b *backend) Lock(ctx context.Context, parts []engine.Part, wait time.Duration, hold bool) (engine.Lease, error) {
+	if !hold {
+		return b.lock(ctx, parts, wait, b.ttl)
+	}
+	// The first locks must not expire while the last are awaited.
+	l, err := b.lock(ctx, parts, wait, wait+b.ttl)
+	if err != nil {
+		return nil, err
+	}
+	h := &held{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
+	go h.keepAlive()
+	return h, nil
+}
+
+func (b *backend) lock(ctx context.Context, parts []engine.Part, wait, ttl time.Duration) (*lease, error) {
+	raw := make([]byte, 16)
+	rand.Read(raw)
+	l := &lease{b: b, token: hex.EncodeToString(raw)}
+	deadline := time.Now().Add(wait)
+	for _, p := range parts {
+		for backoff := time.Millisecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
+			ok, err := b.client.SetNX(ctx, b.lockKey(p), l.token, ttl).Result()
+			if err != nil {
+				l.Release()
+				return nil, unavailable(err)
+			}
+			if ok {
+				l.parts = append(l.parts, p)
+				break
+			}
+			remaining := time.Until(deadline)
+			if remaining <= 0 {
+				l.Release()
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p.Partition)
+			}
+			select {
+			case <-ctx.Done():
+				l.Release()
+				return nil, ctx.Err()
+			case <-time.After(min(backoff, remaining)):
+			}
+		}
+	}
+	return l, nil
+}
+
+// held is a lease kept alive past its locks' time to live: the whole-map
+// lock, or a snapshot.
+type held struct {
+	*lease
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	mu   sync.Mutex
+	lost error
+}
+
+func (h *held) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
+}
+
+// keepAlive renews every lock at a third of its TTL, in one pipeline.
+func (h *held) keepAlive() {
+	defer close(h.done)
+	tick := time.NewTicker(h.b.ttl / 3)
+	defer tick.Stop()
+	for h.extend() {
+		select {
+		case <-h.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// extend renews every lock to the usual TTL, and reports whether all held.
+func (h *held) extend() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.b.ttl/3)
+	pipe := h.b.client.Pipeline()
+	cmds := make([]*goredis.Cmd, len(h.parts))
+	for i, p := range h.parts {
+		cmds[i] = extendScript.Eval(ctx, pipe, []string{h.b.lockKey(p)}, h.token, h.b.ttl.Milliseconds())
+	}
+	pipe.Exec(ctx)
+	cancel()
+	for i, c := range cmds {
+		if n, err := c.Int(); err != nil || n != 1 {
+			h.mu.Lock()
+			if h.lost == nil {
+				h.lost = partmap.Errorf(partmap.EUNAVAILABLE,
+					"the lock on %s was lost while held (a Redis failover or a stall), so what ran under it, an export say, did not see one consistent snapshot; run it again", h.parts[i].Partition)
+			}
+			h.mu.Unlock()
+			return false
+		}
+	}
+	return true
+}
+
+// Release stops the keep-alive and releases the locks; an error means one
+// was lost while held.
+func (h *held) Release() error {
+	h.once.Do(func() {
+		close(h.stop)
+		<-h.done
+		h.lease.Release()
+	})
+	return h.err()
+}
+
+// Get reads the records and the partition's state in one MGET (one slot):
+// a retired generation must not answer for the one that replaced it.
+func (b *backend) Get(ctx context.Context, part engine.Part, emails []string) ([]*partmap.Record, error) {
+	recs, extra, err := b.mgetRecords(ctx, part, emails, b.stateKey(part))
+	if err != nil {
+		return nil, err
+	}
+	if state, _ := extra[0].(string); state == string(engine.StageRetired) {
+		return nil, engine.ErrStale
+	}
+	return recs, nil
+}
+
+// mgetRecords reads the records of emails in part, nil where absent, and
+// the values of extra keys of part's slot, in one MGET.
+func (b *backend) mgetRecords(ctx context.Context, part engine.Part, emails []string, extra ...string) ([]*partmap.Record, []any, error) {
+	keys := make([]string, 0, len(emails)+len(extra))
+	for _, e := range emails {
+		keys = append(keys, b.recordKey(part, e))
+	}
+	vals, err := b.client.MGet(ctx, append(keys, extra...)...).Result()
+	if err != nil {
+		return nil, nil, unavailable(err)
+	}
+	out := make([]*partmap.Record, len(emails))
+	for i, v := range vals[:len(emails)] {
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		rec, err := record.Decode([]byte(s))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %s: %w", part.Partition, emails[i], err)
+		}
+		out[i] = &rec
+	}
+	return out, vals[len(emails):], nil
+}
+
+// Commit runs the commit script once per partition. Redis Cluster cannot
+// make one script span slots, so writes to several partitions commit
+// partition by partition, each atomically.
+func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Write) (func() error, error) {
+	var token string
+	switch l := l.(type) {
+	case *lease:
+		token = l.token
+	case *held:
+		token = l.token
+	}
+	byPart := map[engine.Part][]engine.Write{}
+	var order []engine.Part
+	for _, w := range writes {
+		if _, ok := byPart[w.Part]; !ok {
+			order = append(order, w.Part)
+		}
+		byPart[w.Part] = append(byPart[w.Part], w)
+	}
+	// The next generation first: a crash between the two leaves the write
+	// in the next generation only, where it is an unacknowledged write that
+	// landed; the current generation's copy is the one reads see, and the
+	// next write of the profile rewrites both.
+	slices.SortStableFunc(order, func(x, y engine.Part) int { return y.Generation - x.Generation })
+	for i, p := range order {
+		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p)}
+		accept := ",,"
+		if byPart[p][0].Fence == engine.StageResizing {
+			accept = ",," + string(engine.StageResizing) + ","
+		}
+		args := []any{token, len(byPart[p]), accept}
+		var indexKeys []string
+		var indexArgs []any
+		for _, w := range byPart[p] {
+			keys = append(keys, b.recordKey(p, w.Email))
+			value, existed := "", "1"
+			if w.Record != nil {
+				value = string(record.Encode(*w.Record))
+			}
+			if w.Created {
+				existed = "0"
+			}
+			args = append(args, w.Email, value, existed)
+			for _, e := range w.Remove {
+				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
+				indexArgs = append(indexArgs, "-", indexMember(e.Value, e.Email))
+			}
+			for _, e := range w.Add {
+				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
+				indexArgs = append(indexArgs, "+", indexMember(e.Value, e.Email))
+			}
+		}
+		keys = append(keys, indexKeys...)
+		args = append(args, indexArgs...)
+		if err := b.run(ctx, keys, args); err != nil {
+			if i > 0 {
+				// An earlier partition's script has written: the outcome is
+				// not "nothing was written" any more.
+				return nil, &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+					Message: fmt.Sprintf("the write reached only part of its partitions (%s failed: %v); its outcome is unknown, read before retrying", p.Partition, err)}
+			}
+			switch scriptError(err) {
+			case "PARTMAP_LOCK_LOST":
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p.Partition)
+			case "PARTMAP_STALE":
+				return nil, engine.ErrStale
+			}
+			return nil, unavailable(err)
+		}
+	}
+	return func() error { return nil }, nil
+}
+
+// run runs the commit script; with MinReplicasAck, it sends WAIT on the
+// same connection to the partition's master, since WAIT counts the
+// acknowledgements of that connection's own writes.
+func (b *backend) run(ctx context.Context, keys []string, args []any) error {
+	if b.acks == 0 {
+		return commitScript.Run(ctx, b.client, keys, args...).Err()
+	}
+	var node *goredis.Client
+	switch c := b.client.(type) {
+	case *goredis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, keys[0]); err != nil {
+			return err
+		}
+	case *goredis.Client:
+		node = c
+	default:
+		return fmt.Errorf("redis: replica acknowledgements need a client or a cluster client, not %T", b.client)
+	}
+	pipe := node.Pipeline()
+	eval := commitScript.Eval(ctx, pipe, keys, args...)
+	wait := pipe.Do(ctx, "WAIT", b.acks, b.ackTimeout.Milliseconds())
+	if _, err := pipe.Exec(ctx); err != nil {
+		if eval.Err() != nil {
+			return eval.Err()
+		}
+		return err
+	}
+	if n, err := wait.Int(); err != nil || n < b.acks {
+		return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+			Message: fmt.Sprintf("the write was applied but only %d of the %d required replicas acknowledged it in %v", n, b.acks, b.ackTimeout)}
+	}
+	return nil
+}
+
+// Counts reads the count keys in one pipeline, with the first partition's
+// state: a retired generation must not answer.
+func (b *backend) Counts(ctx context.Context, gen int, first, end partmap.Partition) ([]partmap.PartitionCount, error) {
+	if first >= end {
+		return nil, nil
+	}
+	pipe := b.client.Pipeline()
+	state := pipe.Get(ctx, b.stateKey(engine.Part{Generation: gen, Partition: first}))
+	cmds := make([]*goredis.StringCmd, end-first)
+	for i := range cmds {
+		cmds[i] = pipe.Get(ctx, b.countKey(engine.Part{Generation: gen, Partition: first + partmap.Partition(i)}))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, unavailable(err)
+	}
+	if s, _ := state.Result(); s == string(engine.StageRetired) {
+		return nil, engine.ErrStale
+	}
+	var out []partmap.PartitionCount
+	for i, c := range cmds {
+		p := first + partmap.Partition(i)
+		n, err := c.Result()
+		if errors.Is(err, goredis.Nil) {
+			continue
+		}
+		count, perr := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+		if err != nil || perr != nil {
+			return nil, fmt.Errorf("redis: count of %s: %v %v", p, err, perr)
+		}
+		out = append(out, partmap.PartitionCount{Partition: p, Profiles: count})
+	}
+	return out, nil
+}
+
+// IndexEntries reads the sorted sets of every field an index can have, in
+// one pipeline: entries of a field the directory does not index show too.
+func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.IndexEntry, error) {
+	pipe := b.client.Pipeline()
+	cmds := make([]*goredis.StringSliceCmd, partmap.MaxIndexes)
+	for field := range cmds {
+		cmds[field] = pipe.ZRange(ctx, b.indexKey(part, field), 0, -1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	var out []engine.IndexEntry
+	for field, c := range cmds {
+		for _, m := range c.Val() {
+			e, ok := parseIndexMember(m)
+			if !ok {
+				e = engine.IndexEntry{Email: m} // reported as drift
+			}
+			e.Field = field
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Mark sets every partition's state in one pipeline per thousand.
+func (b *backend) Mark(ctx context.Context, l engine.Layout, stage engine.Stage) error {
+	for lo := 0; lo < l.Partitions; lo += 1000 {
+		pipe := b.client.Pipeline()
+		for p := lo; p < min(lo+1000, l.Partitions); p++ {
+			pipe.Set(ctx, b.stateKey(engine.Part{Generation: l.Generation, Partition: partmap.Partition(p)}), string(stage), 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return unavailable(err)
+		}
+	}
+	return nil
+}
+
+// Drop deletes a generation's keys partition by partition, keeping each
+// partition's mark for servers that have not noticed.
+func (b *backend) Drop(ctx context.Context, l engine.Layout) error {
+	for p := range partmap.Partition(l.Partitions) {
+		part := engine.Part{Generation: l.Generation, Partition: p}
+		emails, err := b.client.ZRange(ctx, b.emailsKey(part), 0, -1).Result()
+		if err != nil {
+			return unavailable(err)
+		}
+		// Not the lock key: a whole-map lock may hold it (a resize starting
+		// its copy over), and an old lock expires by itself.
+		keys := []string{b.emailsKey(part), b.countKey(part)}
+		for f := range partmap.MaxIndexes {
+			keys = append(keys, b.indexKey(part, f))
+		}
+		for _, e := range emails {
+			keys = append(keys, b.recordKey(part, e))
+		}
+		// One slot per partition, so a multi-key DEL is fine on a cluster.
+		for len(keys) > 0 {
+			chunk := keys[:min(len(keys), 500)]
+			keys = keys[len(chunk):]
+			if err := b.client.Del(ctx, chunk...).Err(); err != nil {
+				return unavailable(err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// Scan reads partitions in order, each in email order from its email set,
+// and the records with one MGET per batch (one slot); a search reads the
+// index instead.
+func (b *backend) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	if err := b.checkCurrent(ctx, q.Generation); err != nil {
+		return nil, err
+	}
+	if len(q.Where) > 0 {
+		return b.search(ctx, q)
+	}
+	var items []engine.Item
+	first := partmap.Partition(0)
+	if q.After != nil {
+		first = q.After.Partition
+	}
+	for p := first; p < q.End && len(items) < q.Limit; p++ {
+		part := engine.Part{Generation: q.Generation, Partition: p}
+		min := "-"
+		if q.After != nil && p == q.After.Partition {
+			min = "(" + q.After.Email
+		}
+		for len(items) < q.Limit {
+			count := q.Limit - len(items)
+			emails, err := b.client.ZRangeByLex(ctx, b.emailsKey(part), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(count)}).Result()
+			if err != nil {
+				return nil, unavailable(err)
+			}
+			if len(emails) == 0 {
+				break
+			}
+			found, err := b.readRecords(ctx, part, emails)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, found...)
+			// A full batch thinned by deletions may leave more in p.
+			if len(emails) < count {
+				break
+			}
+			min = "(" + emails[len(emails)-1]
+		}
+	}
+	return items, nil
+}
+
+// checkCurrent refuses, as stale, a scan of a generation another server's
+// resize has retired (and dropped).
+func (b *backend) checkCurrent(ctx context.Context, gen int) error {
+	state, err := b.client.Get(ctx, b.stateKey(engine.Part{Generation: gen})).Result()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return nil
+	case err != nil:
+		return unavailable(err)
+	case state == string(engine.StageRetired):
+		return engine.ErrStale
+	}
+	return nil
+}
+
+// readRecords reads the records of emails in part with one MGET (one slot),
+// leaving out those deleted since their emails were read.
+func (b *backend) readRecords(ctx context.Context, part engine.Part, emails []string) ([]engine.Item, error) {
+	recs, _, err := b.mgetRecords(ctx, part, emails)
+	if err != nil {
+		return nil, err
+	}
+	var items []engine.Item
+	for i, rec := range recs {
+		if rec != nil { // nil: deleted between the two reads
+			items = append(items, engine.Item{Position: engine.Position{Partition: part.Partition, Email: emails[i]}, Record: *rec})
+		}
+	}
+	return items, nil
+}
+
+// searchChunk is how many partitions one pipelined round of a search asks
+// at once: a rare value need not cost a round trip per partition.
+const searchChunk = 100
+
+// search reads, chunk by chunk of partitions, the first condition's entries
+// in email order, confirms the other conditions with ZSCORE, and reads the
+// survivors' records with MGET, one partition (one slot) at a time.
+func (b *backend) search(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	first := partmap.Partition(0)
+	if q.After != nil {
+		first = q.After.Partition
+	}
+	prefix := valuePrefix(q.Where[0].Value)
+	key := func(p partmap.Partition) string {
+		return b.indexKey(engine.Part{Generation: q.Generation, Partition: p}, q.Where[0].Field)
+	}
+	// Emails are ASCII, so 0xff ends one value's members.
+	rng := func(afterEmail string, count int) *goredis.ZRangeBy {
+		min := "[" + prefix
+		if afterEmail != "" {
+			min = "(" + prefix + afterEmail
+		}
+		return &goredis.ZRangeBy{Min: min, Max: "(" + prefix + "\xff", Count: int64(count)}
+	}
+	var items []engine.Item
+	for lo := first; lo < q.End && len(items) < q.Limit; lo += searchChunk {
+		hi := min(lo+searchChunk, q.End)
+		want := q.Limit - len(items)
+		pipe := b.client.Pipeline()
+		cmds := make([]*goredis.StringSliceCmd, hi-lo)
+		for p := lo; p < hi; p++ {
+			afterEmail := ""
+			if q.After != nil && p == q.After.Partition {
+				afterEmail = q.After.Email
+			}
+			cmds[p-lo] = pipe.ZRangeByLex(ctx, key(p), rng(afterEmail, want))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, unavailable(err)
+		}
+		for p := lo; p < hi && len(items) < q.Limit; p++ {
+			part := engine.Part{Generation: q.Generation, Partition: p}
+			members, err := cmds[p-lo].Result()
+			count := want
+			for err == nil && len(members) > 0 {
+				emails := make([]string, len(members))
+				for i, m := range members {
+					emails[i] = m[len(prefix):]
+				}
+				found, ferr := b.searchPartition(ctx, part, q.Where[1:], emails, q.Limit-len(items))
+				if ferr != nil {
+					return nil, ferr
+				}
+				items = append(items, found...)
+				// A full batch whose members the other conditions thinned
+				// out: the partition may hold more matches after it.
+				if len(members) < count || len(items) >= q.Limit {
+					break
+				}
+				count = q.Limit - len(items)
+				members, err = b.client.ZRangeByLex(ctx, key(p), rng(emails[len(emails)-1], count)).Result()
+			}
+			if err != nil {
+				return nil, unavailable(err)
+			}
+		}
+	}
+	return items, nil
+}
+
+// searchPartition keeps the emails whose entries hold every other
+// condition and reads their records, up to limit.
+func (b *backend) searchPartition(ctx context.Context, part engine.Part, rest []engine.IndexMatch, emails []string, limit int) ([]engine.Item, error) {
+	// Every member's score is 0, so only ZSCORE's nil tells a missing one
+	// (go-redis reads ZMSCORE's nil as 0 too).
+	for _, m := range rest {
+		pipe := b.client.Pipeline()
+		cmds := make([]*goredis.FloatCmd, len(emails))
+		for i, e := range emails {
+			cmds[i] = pipe.ZScore(ctx, b.indexKey(part, m.Field), indexMember(m.Value, e))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, unavailable(err)
+		}
+		kept := emails[:0:0]
+		for i, e := range emails {
+			if _, err := cmds[i].Result(); err == nil {
+				kept = append(kept, e)
+			} else if !errors.Is(err, goredis.Nil) {
+				return nil, unavailable(err)
+			}
+		}
+		emails = kept
+	}
+	if len(emails) > limit {
+		emails = emails[:limit]
+	}
+	if len(emails) == 0 {
+		return nil, nil
+	}
+	return b.readRecords(ctx, part, emails)
+}
+
+// snapshotLockWait is how long a snapshot waits for each busy partition
+// lock. Writers hold a lock for a round trip or two, so it is generous.
+const snapshotLockWait = 10 * time.Second
+
+// Snapshot freezes the generation by holding every partition's lock:
+// Redis has no snapshots, and Redis Cluster cannot read many slots
+// atomically. A lock lost meanwhile (a failover, a stalled process) fails
+// the export rather than passing off a moving view as a snapshot.
+func (b *backend) Snapshot(ctx context.Context, l engine.Layout) (engine.Snapshot, error) {
+	parts := make([]engine.Part, l.Partitions)
+	for i := range parts {
+		parts[i] = engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}
+	}
+	lease, err := b.Lock(ctx, parts, snapshotLockWait, true)
+	if err != nil {
+		return nil, err
+	}
+	return frozen{lease.(*held)}, nil
+}
+
+type frozen struct{ *held }
+
+func (f frozen) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error) {
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	return f.b.Scan(ctx, q)
+}
+
+func (f frozen) Close() error { return f.Release() }
