@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
@@ -487,6 +488,77 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestConsoleKeepsEmptyFields edits a profile with empty fields: saving
+// keeps every field that is present, empty or not, and only the remove
+// buttons delete one.
+func TestConsoleKeepsEmptyFields(t *testing.T) {
+	exe := chromiumPath(t)
+	srv, _ := newServer(t, nil)
+	api := srv.URL + base
+	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	const email = "grace@example.com"
+	stored := func() map[string]string {
+		t.Helper()
+		var profile map[string]string
+		r := send(t, "GET", api+"/customer-profile?emailAddress="+email, nil)
+		if r.status != 200 || json.Unmarshal(r.body, &profile) != nil {
+			t.Fatalf("GET the profile: %d %s", r.status, r.body)
+		}
+		return profile
+	}
+	profile := `{"emailAddress":"grace@example.com","fullName":"","companyName":"Remington Rand","notes":"","visits":"42"}`
+	if r := send(t, "PUT", api+"/customer-profile", strings.NewReader(profile)); r.status != 201 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+
+	p := openPage(t, exe, 60*time.Second)
+	p.do("load the console", chromedp.Navigate(srv.URL+"/"))
+	p.until("the heatmap is drawn", q("#heatmap")+".dataset.loaded")
+	p.do("find the profile", chromedp.SendKeys(chromedp.CSS("#find-email"), email),
+		chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
+	p.waitText(`#view-fields dd[data-field="companyName"]`, "Remington Rand")
+	p.waitText(`#view-fields dd[data-field="fullName"]`, "")
+	p.waitText(`#view-fields dd[data-field="notes"]`, "")
+
+	// An edit of one field leaves the empty ones, and adds an empty one.
+	p.do("edit the company and add an empty field",
+		chromedp.Click(chromedp.CSS("#edit-button")),
+		emptyField("#edit-companyName"),
+		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), "UNIVAC"),
+		chromedp.Click(chromedp.CSS("#add-field")),
+		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), "nickname"),
+		chromedp.Click(chromedp.CSS("#add-field")), // a row left blank is no field
+		chromedp.Click(chromedp.CSS("#save-button")))
+	p.waitNotice("ok", "", "Saved "+email)
+	want := map[string]string{"emailAddress": email, "fullName": "", "companyName": "UNIVAC", "notes": "", "visits": "42", "nickname": ""}
+	if got := stored(); !maps.Equal(got, want) {
+		t.Fatalf("after the edit the server has %v, want %v", got, want)
+	}
+	p.waitText(`#view-fields dd[data-field="nickname"]`, "")
+
+	// Emptying a box empties the field; removing it is its own act, for a
+	// documented field and for another.
+	p.do("empty the company, remove fullName and visits",
+		chromedp.Click(chromedp.CSS("#notice-close")), // so that the next "Saved" is the next save's
+		chromedp.Click(chromedp.CSS("#edit-button")),
+		emptyField("#edit-companyName"),
+		chromedp.Click(chromedp.CSS("#remove-fullName")),
+		chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#extra-fields .field-row')]
+			.find(r => r.querySelector('.field-name').value === 'visits').querySelector('button').click()`),
+		chromedp.Click(chromedp.CSS("#save-button")))
+	p.waitNotice("ok", "", "Saved "+email)
+	want = map[string]string{"emailAddress": email, "companyName": "", "notes": "", "nickname": ""}
+	if got := stored(); !maps.Equal(got, want) {
+		t.Fatalf("after emptying one field and removing two the server has %v, want %v", got, want)
+	}
+	p.until("the view lacks the removed fields", `document.querySelector('#view-fields dd[data-field="fullName"]') === null && `+
+		`document.querySelector('#view-fields dd[data-field="visits"]') === null && `+
+		`document.querySelector('#view-fields dd[data-field="notes"]') !== null`)
+	p.checkConsole()
 }
 
 // readmeScreenshot fills the directory with made-up customers and saves the

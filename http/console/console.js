@@ -397,9 +397,13 @@ function showProfile(profile, etag) {
   setMode('view');
 }
 
-function addFieldRow(name = '', value = '') {
+// addFieldRow adds a row for a field that is not documented. A row made
+// from the profile is that field until its remove button drops the row;
+// a row added and left blank is no field.
+function addFieldRow(name = '', value = '', loaded = false) {
   const row = document.createElement('div');
   row.className = 'field-row';
+  if (loaded) row.dataset.loaded = name;
   const input = (className, placeholder, label, text) => {
     const i = document.createElement('input');
     i.type = 'text';
@@ -411,7 +415,7 @@ function addFieldRow(name = '', value = '') {
   };
   const n = input('field-name', 'name', 'Field name', name);
   n.spellcheck = false;
-  const v = input('field-value', 'value', 'Value of the field', value);
+  const v = input('field-value', 'empty', 'Value of the field', value);
   const del = document.createElement('button');
   del.type = 'button';
   del.className = 'quiet';
@@ -423,38 +427,56 @@ function addFieldRow(name = '', value = '') {
   return n;
 }
 
+// A documented field's box is present (its value, "" included, is saved)
+// or absent (not set, and not saved). Empty is not missing: only its remove
+// button makes a field absent, and typing in an absent box sets it.
+function setPresent(field, present) {
+  const box = $('edit-' + field);
+  box.dataset.present = String(present);
+  box.placeholder = present ? 'empty' : 'not set';
+  $('remove-' + field).disabled = !present;
+}
+
 function openEditor(mode) {
   const p = mode === 'edit' ? current.profile : {};
   $('editor-title').textContent = mode === 'edit' ? 'Edit ' + p.emailAddress : 'New profile';
   const email = $('edit-emailAddress');
   email.value = p.emailAddress || '';
   email.readOnly = mode === 'edit'; // the email is the key: another email is another profile
-  for (const f of DOCUMENTED) $('edit-' + f).value = p[f] ?? '';
+  for (const f of DOCUMENTED) {
+    $('edit-' + f).value = p[f] ?? '';
+    setPresent(f, Object.hasOwn(p, f));
+  }
   $('extra-fields').replaceChildren();
   for (const [name, value] of Object.entries(p)) {
-    if (name !== 'emailAddress' && !DOCUMENTED.includes(name)) addFieldRow(name, value);
+    if (name !== 'emailAddress' && !DOCUMENTED.includes(name)) addFieldRow(name, value, true);
   }
   setMode(mode);
   (mode === 'edit' ? $('edit-fullName') : email).focus();
 }
 
-// collectProfile reads the editor into the JSON profile a PUT sends.
+// collectProfile reads the editor into the JSON profile a PUT sends: every
+// field that is present, empty or not. The PUT replaces the whole profile,
+// so a field left out is deleted; only a remove button leaves one out.
 function collectProfile() {
   const profile = { emailAddress: $('edit-emailAddress').value };
   for (const f of DOCUMENTED) {
-    const v = $('edit-' + f).value;
-    if (v !== '') profile[f] = v;
+    const box = $('edit-' + f);
+    if (box.dataset.present === 'true') profile[f] = box.value;
   }
   for (const row of $('extra-fields').querySelectorAll('.field-row')) {
     const name = row.querySelector('.field-name').value;
     const value = row.querySelector('.field-value').value;
-    if (name === '' && value === '') continue;
+    if (name === '' && value === '' && row.dataset.loaded === undefined) continue;
+    if (name === '' && value === '') {
+      throw new FormError('The field ' + row.dataset.loaded + ' has lost its name. Type it again, or remove the field with \u00d7.');
+    }
     if (name === '') throw new FormError('A field with the value "' + value + '" has no name.');
     if (name === 'emailAddress' || DOCUMENTED.includes(name)) {
       throw new FormError('Set ' + name + ' in its own box above, not as another field.');
     }
     if (Object.hasOwn(profile, name)) throw new FormError('The field ' + name + ' is given twice.');
-    if (value !== '') profile[name] = value;
+    profile[name] = value;
   }
   return profile;
 }
@@ -626,6 +648,14 @@ function init() {
   $('delete-no').addEventListener('click', () => { $('delete-confirm').hidden = true; });
   $('editor').addEventListener('submit', saveProfile);
   $('add-field').addEventListener('click', () => addFieldRow().focus());
+  for (const f of DOCUMENTED) {
+    $('edit-' + f).addEventListener('input', () => setPresent(f, true));
+    $('remove-' + f).addEventListener('click', () => {
+      $('edit-' + f).value = '';
+      setPresent(f, false);
+      $('edit-' + f).focus();
+    });
+  }
   $('cancel-edit').addEventListener('click', () => setMode(current.profile ? 'view' : 'none'));
   $('heatmap-refresh').addEventListener('click', loadHeatmap);
   $('page-size').addEventListener('change', firstPage);
