@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
@@ -323,6 +324,241 @@ func TestConsole(t *testing.T) {
 	if path := os.Getenv("PARTMAP_CONSOLE_SCREENSHOT"); path != "" {
 		readmeScreenshot(t, p, api, auth, path)
 	}
+}
+
+// TestConsoleFollowsResize opens the console on 1000 partitions, resizes
+// the directory under it, and checks that the console then places the
+// profile, sums the partitions and draws the heatmap with the new count:
+// every partition in some cell, each counted once, and the profile's cell
+// marked, up to MaxPartitions.
+func TestConsoleFollowsResize(t *testing.T) {
+	exe := chromiumPath(t)
+	srv, _ := newServer(t, nil)
+	api := srv.URL + base
+	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+
+	// 400 profiles, one of them in partition-1010 of 4000, which is
+	// partition-010 of 1000.
+	target := ""
+	for i := 0; target == ""; i++ {
+		if e := fmt.Sprintf("ada%d@example.com", i); partmap.PartitionOf(e, 4000) == 1010 {
+			target = e
+		}
+	}
+	var bulk strings.Builder
+	fmt.Fprintf(&bulk, `{"emailAddress":%q}`+"\n", target)
+	for i := range 399 {
+		fmt.Fprintf(&bulk, `{"emailAddress":"seed%03d@example.com"}`+"\n", i)
+	}
+	if r := send(t, "POST", api+"/customer-profiles/bulk", strings.NewReader(bulk.String())); r.status != 200 || !strings.Contains(string(r.body), `"created":400,`) {
+		t.Fatalf("seeding: %d %s", r.status, r.body)
+	}
+
+	p := openPage(t, exe, 90*time.Second)
+	p.do("load the console", chromedp.Navigate(srv.URL+"/"))
+	p.until("the heatmap is drawn", q("#heatmap")+".dataset.loaded")
+	find := func() {
+		p.t.Helper()
+		p.do("find the profile", emptyField("#find-email"), chromedp.SendKeys(chromedp.CSS("#find-email"), target),
+			chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
+	}
+	find()
+	p.waitText("#view-partition", "partition-010")
+
+	// Resized while the console is open: finding the profile again finds
+	// the new count too.
+	resize(t, api, 4000)
+	find()
+	p.waitText("#view-partition", "partition-1010")
+	checkHeatmap(t, p, api, target, 4000)
+	rows := `[...document.querySelectorAll('#browse-rows tr[data-email]')].map(tr => [tr.dataset.email, tr.querySelector('td.partition').textContent])`
+	for _, row := range evaluate[[][2]string](p, rows) {
+		if want := partmap.PartitionOf(row[0], 4000).String(); row[1] != want {
+			t.Errorf("the browse table places %s in %s, want %s", row[0], row[1], want)
+		}
+	}
+
+	// The largest count still makes a heatmap of a readable size, found
+	// by Refresh alone.
+	resize(t, api, partmap.MaxPartitions)
+	p.do("refresh the heatmap", chromedp.Click(chromedp.CSS("#heatmap-refresh")))
+	p.waitText("#view-partition", partmap.PartitionOf(target, partmap.MaxPartitions).String())
+	checkHeatmap(t, p, api, target, partmap.MaxPartitions)
+	p.do("click the profile's cell", chromedp.Click(chromedp.CSS("#heatmap .cell.current")))
+	c := evaluate[struct{ First, Last, Profiles int }](p, `(c => ({first: Number(c.dataset.first), last: Number(c.dataset.last),
+		profiles: Number(c.dataset.profiles)}))(`+q("#heatmap .cell.current")+`)`)
+	want := fmt.Sprintf("%s to %s: %d profiles", partmap.Partition(c.First), partmap.Partition(c.Last), c.Profiles)
+	if c.Profiles == 1 {
+		want = strings.TrimSuffix(want, "s")
+	}
+	p.waitText("#heatmap-detail", want)
+	p.screenshot("resized.png")
+	p.checkConsole()
+}
+
+// resize resizes the directory to n partitions and waits until it is done.
+func resize(t *testing.T, api string, n int) {
+	t.Helper()
+	if r := send(t, "POST", fmt.Sprintf("%s/resize?partitions=%d", api, n), nil); r.status != 202 {
+		t.Fatalf("resize to %d: %d %s", n, r.status, r.body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var st pmhttp.ResizeJSON
+		r := send(t, "GET", api+"/resize", nil)
+		if r.status != 200 || json.Unmarshal(r.body, &st) != nil {
+			t.Fatalf("resize status: %d %s", r.status, r.body)
+		}
+		if st.State == "idle" && st.Partitions == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the resize to %d has not finished: %s", n, r.body)
+		}
+	}
+}
+
+// checkHeatmap waits for the console's summary to count n partitions, then
+// checks that the heatmap's cells cover them all in order, each counting
+// what the server counts in its partitions, that there are few enough cells
+// to read, and that the profile's cell is the one marked.
+func checkHeatmap(t *testing.T, p *page, api, email string, n int) {
+	t.Helper()
+	var stats struct {
+		Partitions []struct {
+			Name     string
+			Profiles int
+		}
+		PartitionsInUse int
+		TotalProfiles   int
+	}
+	if r := send(t, "GET", api+"/partitions", nil); r.status != 200 || json.Unmarshal(r.body, &stats) != nil {
+		t.Fatalf("GET /partitions: %d %s", r.status, r.body)
+	}
+	summary := fmt.Sprintf("%d profiles in %d of %s partitions", stats.TotalProfiles, stats.PartitionsInUse, thousands(n))
+	p.until("the summary says "+summary, q("#heatmap-summary")+".textContent.includes("+jsString(summary)+")")
+	counts := map[string]int{}
+	for _, c := range stats.Partitions {
+		counts[c.Name] = c.Profiles
+	}
+	type cell struct {
+		First, Last, Profiles int
+		Current               bool
+	}
+	cells := evaluate[[]cell](p, `[...document.querySelectorAll('#heatmap .cell')].map(c => ({
+		first: Number(c.dataset.first), last: Number(c.dataset.last), profiles: Number(c.dataset.profiles),
+		current: c.classList.contains('current')}))`)
+	if len(cells) == 0 || len(cells) > partmap.DefaultPartitions {
+		t.Fatalf("%d partitions are drawn in %d cells; want 1 to %d", n, len(cells), partmap.DefaultPartitions)
+	}
+	at := partmap.PartitionOf(email, n)
+	next, marked := 0, 0
+	for i, c := range cells {
+		if c.First != next || c.Last < c.First {
+			t.Fatalf("cell %d covers %d to %d; the one before ended at %d", i, c.First, c.Last, next-1)
+		}
+		want := 0
+		for part := c.First; part <= c.Last; part++ {
+			want += counts[partmap.Partition(part).String()]
+		}
+		if c.Profiles != want {
+			t.Errorf("cell %d (%d to %d) counts %d profiles; the server, %d", i, c.First, c.Last, c.Profiles, want)
+		}
+		if c.Current {
+			marked++
+			if int(at) < c.First || int(at) > c.Last {
+				t.Errorf("cell %d (%d to %d) is marked as %s's, which is in %s", i, c.First, c.Last, email, at)
+			}
+		}
+		next = c.Last + 1
+	}
+	if next != n {
+		t.Errorf("the cells end at %d, want %d", next-1, n-1)
+	}
+	if marked != 1 {
+		t.Errorf("%d cells are marked as the profile's, want 1", marked)
+	}
+}
+
+// thousands writes n as the console does, with commas.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// TestConsoleKeepsEmptyFields edits a profile with empty fields: saving
+// keeps every field that is present, empty or not, and only the remove
+// buttons delete one.
+func TestConsoleKeepsEmptyFields(t *testing.T) {
+	exe := chromiumPath(t)
+	srv, _ := newServer(t, nil)
+	api := srv.URL + base
+	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	const email = "grace@example.com"
+	stored := func() map[string]string {
+		t.Helper()
+		var profile map[string]string
+		r := send(t, "GET", api+"/customer-profile?emailAddress="+email, nil)
+		if r.status != 200 || json.Unmarshal(r.body, &profile) != nil {
+			t.Fatalf("GET the profile: %d %s", r.status, r.body)
+		}
+		return profile
+	}
+	profile := `{"emailAddress":"grace@example.com","fullName":"","companyName":"Remington Rand","notes":"","visits":"42"}`
+	if r := send(t, "PUT", api+"/customer-profile", strings.NewReader(profile)); r.status != 201 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+
+	p := openPage(t, exe, 60*time.Second)
+	p.do("load the console", chromedp.Navigate(srv.URL+"/"))
+	p.until("the heatmap is drawn", q("#heatmap")+".dataset.loaded")
+	p.do("find the profile", chromedp.SendKeys(chromedp.CSS("#find-email"), email),
+		chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
+	p.waitText(`#view-fields dd[data-field="companyName"]`, "Remington Rand")
+	p.waitText(`#view-fields dd[data-field="fullName"]`, "")
+	p.waitText(`#view-fields dd[data-field="notes"]`, "")
+
+	// An edit of one field leaves the empty ones, and adds an empty one.
+	p.do("edit the company and add an empty field",
+		chromedp.Click(chromedp.CSS("#edit-button")),
+		emptyField("#edit-companyName"),
+		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), "UNIVAC"),
+		chromedp.Click(chromedp.CSS("#add-field")),
+		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), "nickname"),
+		chromedp.Click(chromedp.CSS("#add-field")), // a row left blank is no field
+		chromedp.Click(chromedp.CSS("#save-button")))
+	p.waitNotice("ok", "", "Saved "+email)
+	want := map[string]string{"emailAddress": email, "fullName": "", "companyName": "UNIVAC", "notes": "", "visits": "42", "nickname": ""}
+	if got := stored(); !maps.Equal(got, want) {
+		t.Fatalf("after the edit the server has %v, want %v", got, want)
+	}
+	p.waitText(`#view-fields dd[data-field="nickname"]`, "")
+
+	// Emptying a box empties the field; removing it is its own act, for a
+	// documented field and for another.
+	p.do("empty the company, remove fullName and visits",
+		chromedp.Click(chromedp.CSS("#notice-close")), // so that the next "Saved" is the next save's
+		chromedp.Click(chromedp.CSS("#edit-button")),
+		emptyField("#edit-companyName"),
+		chromedp.Click(chromedp.CSS("#remove-fullName")),
+		chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#extra-fields .field-row')]
+			.find(r => r.querySelector('.field-name').value === 'visits').querySelector('button').click()`),
+		chromedp.Click(chromedp.CSS("#save-button")))
+	p.waitNotice("ok", "", "Saved "+email)
+	want = map[string]string{"emailAddress": email, "companyName": "", "notes": "", "nickname": ""}
+	if got := stored(); !maps.Equal(got, want) {
+		t.Fatalf("after emptying one field and removing two the server has %v, want %v", got, want)
+	}
+	p.until("the view lacks the removed fields", `document.querySelector('#view-fields dd[data-field="fullName"]') === null && `+
+		`document.querySelector('#view-fields dd[data-field="visits"]') === null && `+
+		`document.querySelector('#view-fields dd[data-field="notes"]') !== null`)
+	p.checkConsole()
 }
 
 // readmeScreenshot fills the directory with made-up customers and saves the

@@ -7,7 +7,9 @@
 // prefix still works. Keep in step with BasePath in http/http.go.
 const API = 'patterns/hash-partitioned-attribute-map';
 const PROBLEM = 'urn:partmap:problem:';
-const PARTITIONS = 1000; // the original design's count; /partitions lists only the non-empty ones
+// The heatmap draws at most this many cells (40 columns of 25); beyond it,
+// each cell holds a run of partitions. /partitions says how many there are.
+const MAX_CELLS = 1000;
 const TOKEN_KEY = 'partmap.token';
 const DOCUMENTED = ['fullName', 'companyName', 'customerTier'];
 
@@ -170,38 +172,83 @@ async function startDirectory() {
 
 // partitionOf places a canonical email as partmap.PartitionOf does: 32-bit
 // FNV-1a over its bytes (ASCII, so one per character), modulo the count.
-function partitionOf(canonical) {
+function partitionOf(canonical, n) {
   let h = 0x811c9dc5;
   for (let i = 0; i < canonical.length; i++) {
     h ^= canonical.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return (h >>> 0) % PARTITIONS;
+  return (h >>> 0) % n;
 }
 
+// partitionName names a partition as partmap does: at least three digits.
 function partitionName(n) {
   return 'partition-' + String(n).padStart(3, '0');
 }
 
-const cells = [];
+function partitionNumber(name) {
+  const m = /^partition-(\d{3,})$/.exec(String(name));
+  return m ? Number(m[1]) : -1;
+}
+
+// The heatmap is drawn for the directory's partition count, as the last
+// GET /partitions said (0 until one has answered). An online resize changes
+// it, so every load reads it again and redraws what depends on it. cells[i]
+// holds partitions i*perCell to i*perCell+perCell-1 (the last may hold
+// fewer), so that any count up to partmap.MaxPartitions draws as at most
+// MAX_CELLS cells.
+const heat = { partitions: 0, perCell: 1, cells: [] };
+
+// partitionOfEmail names the partition of a profile's email, or says that
+// the count is not known yet.
+function partitionOfEmail(email) {
+  return heat.partitions ? partitionName(partitionOf(email, heat.partitions)) : 'partition unknown';
+}
+
 let selectedCell = -1;
 let currentCell = -1;
 let heatmapSeq = 0;
 
-function buildHeatmap() {
-  const grid = $('heatmap');
-  const frag = document.createDocumentFragment();
-  for (let i = 0; i < PARTITIONS; i++) {
+function number(n) {
+  return n.toLocaleString('en');
+}
+
+function cellLabel(first, last) {
+  return first === last ? partitionName(first) : partitionName(first) + ' to ' + partitionName(last);
+}
+
+// buildHeatmap makes the cells for n partitions.
+function buildHeatmap(n) {
+  const perCell = Math.max(1, Math.ceil(n / MAX_CELLS));
+  const cells = [];
+  for (let first = 0; first < n; first += perCell) {
+    const last = Math.min(n, first + perCell) - 1;
     const c = document.createElement('div');
     c.className = 'cell empty';
-    c.dataset.partition = partitionName(i);
+    c.dataset.partition = cellLabel(first, last);
+    c.dataset.first = String(first);
+    c.dataset.last = String(last);
     c.dataset.profiles = '0';
-    c.dataset.index = String(i);
-    c.title = partitionName(i) + ': not loaded';
-    frag.append(c);
+    c.dataset.index = String(cells.length);
+    c.title = c.dataset.partition + ': not loaded';
     cells.push(c);
   }
-  grid.append(frag);
+  Object.assign(heat, { partitions: n, perCell, cells });
+  selectedCell = -1;
+  currentCell = -1;
+  $('heatmap').replaceChildren(...cells);
+  $('heatmap').setAttribute('aria-label', number(n) + ' partitions' +
+    (perCell > 1 ? ', ' + number(perCell) + ' to a cell,' : '') +
+    ' coloured by profile count; arrow keys move, the detail line below names the selected cell');
+  $('heatmap-detail').textContent = 'Click a cell to see its partition' + (perCell > 1 ? 's.' : '.');
+}
+
+function cellOf(partition) {
+  return Math.floor(partition / heat.perCell);
+}
+
+function wireHeatmap() {
+  const grid = $('heatmap');
   grid.addEventListener('click', (ev) => {
     const c = ev.target.closest('.cell');
     if (c) selectCell(Number(c.dataset.index));
@@ -209,29 +256,40 @@ function buildHeatmap() {
   grid.addEventListener('keydown', (ev) => {
     const cols = 40;
     const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -cols, ArrowDown: cols }[ev.key];
-    if (step === undefined) return;
+    if (step === undefined || heat.cells.length === 0) return;
     ev.preventDefault();
     const from = selectedCell < 0 ? 0 : selectedCell;
-    selectCell(Math.min(PARTITIONS - 1, Math.max(0, from + step)));
+    selectCell(Math.min(heat.cells.length - 1, Math.max(0, from + step)));
   });
 }
 
 function profilesText(n) {
-  return n === 1 ? '1 profile' : n.toLocaleString('en') + ' profiles';
+  return n === 1 ? '1 profile' : number(n) + ' profiles';
 }
 
 function selectCell(i) {
-  if (selectedCell >= 0) cells[selectedCell].classList.remove('selected');
+  if (selectedCell >= 0) heat.cells[selectedCell].classList.remove('selected');
   selectedCell = i;
-  const c = cells[i];
+  const c = heat.cells[i];
   c.classList.add('selected');
   $('heatmap-detail').textContent = c.dataset.partition + ': ' + profilesText(Number(c.dataset.profiles));
 }
 
-function markCurrent(i) {
-  if (currentCell >= 0) cells[currentCell].classList.remove('current');
-  currentCell = i;
-  if (i >= 0) cells[i].classList.add('current');
+// markCurrent marks the cell of the profile on screen, if any.
+function markCurrent() {
+  if (currentCell >= 0) heat.cells[currentCell].classList.remove('current');
+  currentCell = current.profile && heat.partitions ? cellOf(partitionOf(current.profile.emailAddress, heat.partitions)) : -1;
+  if (currentCell >= 0) heat.cells[currentCell].classList.add('current');
+}
+
+// showPartitions writes the partition of every profile on the page, with
+// the count the heatmap was last drawn for.
+function showPartitions() {
+  if (current.profile) $('view-partition').textContent = partitionOfEmail(current.profile.emailAddress);
+  for (const td of $('browse-rows').querySelectorAll('td.partition')) {
+    td.textContent = partitionOfEmail(td.parentElement.dataset.email);
+  }
+  markCurrent();
 }
 
 // colour spreads counts on a log scale, so that a few full partitions do not
@@ -251,27 +309,36 @@ async function loadHeatmap() {
     return;
   }
   if (seq !== heatmapSeq) return; // a later refresh is on its way
-  const counts = new Array(PARTITIONS).fill(0);
+  const n = r.data.totalPartitions;
+  if (n !== heat.partitions) buildHeatmap(n);
+  const counts = new Array(heat.cells.length).fill(0);
+  let fullest = 0;
   let outside = 0;
   for (const p of r.data.partitions) {
-    const n = Number(String(p.name).replace(/^partition-/, ''));
-    if (Number.isInteger(n) && n >= 0 && n < PARTITIONS) counts[n] = p.profiles;
-    else outside++;
+    const i = partitionNumber(p.name);
+    if (i < 0 || i >= n) {
+      outside++;
+      continue;
+    }
+    counts[cellOf(i)] += p.profiles;
+    fullest = Math.max(fullest, p.profiles);
   }
   const max = Math.max(1, ...counts);
-  counts.forEach((n, i) => {
-    const c = cells[i];
-    c.dataset.profiles = String(n);
-    c.classList.toggle('empty', n === 0);
-    c.style.backgroundColor = n === 0 ? '' : colour(n, max);
-    c.title = c.dataset.partition + ': ' + profilesText(n);
+  counts.forEach((k, i) => {
+    const c = heat.cells[i];
+    c.dataset.profiles = String(k);
+    c.classList.toggle('empty', k === 0);
+    c.style.backgroundColor = k === 0 ? '' : colour(k, max);
+    c.title = c.dataset.partition + ': ' + profilesText(k);
   });
-  $('legend-max').textContent = max.toLocaleString('en');
-  let summary = profilesText(r.data.totalProfiles) + ' in ' + r.data.partitionsInUse + ' of ' + PARTITIONS +
-    ' partitions; the fullest holds ' + max.toLocaleString('en') + '.';
-  if (outside) summary += ' ' + outside + ' partitions beyond ' + partitionName(PARTITIONS - 1) + ' are not drawn.';
+  $('legend-max').textContent = number(max);
+  let summary = profilesText(r.data.totalProfiles) + ' in ' + number(r.data.partitionsInUse) + ' of ' + number(n) +
+    ' partitions; the fullest holds ' + number(fullest) + '.';
+  if (heat.perCell > 1) summary += ' A cell holds ' + number(heat.perCell) + ' partitions.';
+  if (outside) summary += ' ' + outside + ' partitions beyond ' + partitionName(n - 1) + ' are not drawn.';
   $('heatmap-summary').textContent = summary;
   $('heatmap').dataset.loaded = String(seq);
+  showPartitions();
   if (selectedCell >= 0) selectCell(selectedCell);
 }
 
@@ -287,11 +354,12 @@ function setMode(mode) {
   if (mode === 'none') {
     current.profile = null;
     current.etag = '';
-    markCurrent(-1);
+    markCurrent();
   }
 }
 
 async function findProfile(email) {
+  loadHeatmap(); // the partition count too may have changed since
   try {
     const r = await api('GET', '/customer-profile', { query: { emailAddress: email } });
     showProfile(r.data, r.etag);
@@ -305,9 +373,7 @@ function showProfile(profile, etag) {
   current.profile = profile;
   current.etag = etag || '';
   const email = profile.emailAddress;
-  const p = partitionOf(email);
   $('view-email').textContent = email;
-  $('view-partition').textContent = partitionName(p);
   $('view-etag').textContent = current.etag;
   const dl = $('view-fields');
   dl.replaceChildren();
@@ -327,13 +393,17 @@ function showProfile(profile, etag) {
     dd.textContent = 'No fields but the email address.';
     dl.append(dd);
   }
-  markCurrent(p);
+  showPartitions();
   setMode('view');
 }
 
-function addFieldRow(name = '', value = '') {
+// addFieldRow adds a row for a field that is not documented. A row made
+// from the profile is that field until its remove button drops the row;
+// a row added and left blank is no field.
+function addFieldRow(name = '', value = '', loaded = false) {
   const row = document.createElement('div');
   row.className = 'field-row';
+  if (loaded) row.dataset.loaded = name;
   const input = (className, placeholder, label, text) => {
     const i = document.createElement('input');
     i.type = 'text';
@@ -345,7 +415,7 @@ function addFieldRow(name = '', value = '') {
   };
   const n = input('field-name', 'name', 'Field name', name);
   n.spellcheck = false;
-  const v = input('field-value', 'value', 'Value of the field', value);
+  const v = input('field-value', 'empty', 'Value of the field', value);
   const del = document.createElement('button');
   del.type = 'button';
   del.className = 'quiet';
@@ -357,38 +427,56 @@ function addFieldRow(name = '', value = '') {
   return n;
 }
 
+// A documented field's box is present (its value, "" included, is saved)
+// or absent (not set, and not saved). Empty is not missing: only its remove
+// button makes a field absent, and typing in an absent box sets it.
+function setPresent(field, present) {
+  const box = $('edit-' + field);
+  box.dataset.present = String(present);
+  box.placeholder = present ? 'empty' : 'not set';
+  $('remove-' + field).disabled = !present;
+}
+
 function openEditor(mode) {
   const p = mode === 'edit' ? current.profile : {};
   $('editor-title').textContent = mode === 'edit' ? 'Edit ' + p.emailAddress : 'New profile';
   const email = $('edit-emailAddress');
   email.value = p.emailAddress || '';
   email.readOnly = mode === 'edit'; // the email is the key: another email is another profile
-  for (const f of DOCUMENTED) $('edit-' + f).value = p[f] ?? '';
+  for (const f of DOCUMENTED) {
+    $('edit-' + f).value = p[f] ?? '';
+    setPresent(f, Object.hasOwn(p, f));
+  }
   $('extra-fields').replaceChildren();
   for (const [name, value] of Object.entries(p)) {
-    if (name !== 'emailAddress' && !DOCUMENTED.includes(name)) addFieldRow(name, value);
+    if (name !== 'emailAddress' && !DOCUMENTED.includes(name)) addFieldRow(name, value, true);
   }
   setMode(mode);
   (mode === 'edit' ? $('edit-fullName') : email).focus();
 }
 
-// collectProfile reads the editor into the JSON profile a PUT sends.
+// collectProfile reads the editor into the JSON profile a PUT sends: every
+// field that is present, empty or not. The PUT replaces the whole profile,
+// so a field left out is deleted; only a remove button leaves one out.
 function collectProfile() {
   const profile = { emailAddress: $('edit-emailAddress').value };
   for (const f of DOCUMENTED) {
-    const v = $('edit-' + f).value;
-    if (v !== '') profile[f] = v;
+    const box = $('edit-' + f);
+    if (box.dataset.present === 'true') profile[f] = box.value;
   }
   for (const row of $('extra-fields').querySelectorAll('.field-row')) {
     const name = row.querySelector('.field-name').value;
     const value = row.querySelector('.field-value').value;
-    if (name === '' && value === '') continue;
+    if (name === '' && value === '' && row.dataset.loaded === undefined) continue;
+    if (name === '' && value === '') {
+      throw new FormError('The field ' + row.dataset.loaded + ' has lost its name. Type it again, or remove the field with \u00d7.');
+    }
     if (name === '') throw new FormError('A field with the value "' + value + '" has no name.');
     if (name === 'emailAddress' || DOCUMENTED.includes(name)) {
       throw new FormError('Set ' + name + ' in its own box above, not as another field.');
     }
     if (Object.hasOwn(profile, name)) throw new FormError('The field ' + name + ' is given twice.');
-    if (value !== '') profile[name] = value;
+    profile[name] = value;
   }
   return profile;
 }
@@ -492,7 +580,7 @@ async function loadPage() {
     first.append(open);
     const others = Object.keys(p).filter((k) => k !== 'emailAddress' && !DOCUMENTED.includes(k));
     tr.append(first, cell(p.fullName), cell(p.companyName), cell(p.customerTier),
-      cell(partitionName(partitionOf(p.emailAddress)), 'mono'), cell(others.join(', '), 'others'));
+      cell(partitionOfEmail(p.emailAddress), 'mono partition'), cell(others.join(', '), 'others'));
     tr.lastChild.title = others.join(', ');
     rows.push(tr);
   }
@@ -560,13 +648,21 @@ function init() {
   $('delete-no').addEventListener('click', () => { $('delete-confirm').hidden = true; });
   $('editor').addEventListener('submit', saveProfile);
   $('add-field').addEventListener('click', () => addFieldRow().focus());
+  for (const f of DOCUMENTED) {
+    $('edit-' + f).addEventListener('input', () => setPresent(f, true));
+    $('remove-' + f).addEventListener('click', () => {
+      $('edit-' + f).value = '';
+      setPresent(f, false);
+      $('edit-' + f).focus();
+    });
+  }
   $('cancel-edit').addEventListener('click', () => setMode(current.profile ? 'view' : 'none'));
   $('heatmap-refresh').addEventListener('click', loadHeatmap);
   $('page-size').addEventListener('change', firstPage);
   $('browse-first').addEventListener('click', firstPage);
   $('browse-prev').addEventListener('click', prevPage);
   $('browse-next').addEventListener('click', nextPage);
-  buildHeatmap();
+  wireHeatmap();
   refreshData();
 }
 
