@@ -48,16 +48,20 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 		}
 		partitions = mapPartitions(stats)
 	}
+	// Nothing reaches stdout before the first page is in: a refused search
+	// prints no header. Then whole pages go out as they come, so a failure
+	// on a later page leaves the pages before it and never half a line.
 	out := bufio.NewWriter(e.stdout)
-	defer out.Flush()
-	if !*asJSON {
-		fmt.Fprintln(out, "EMAIL\tFULL NAME\tCOMPANY\tTIER\tPARTITION")
-	}
+	header := !*asJSON
 	n, cursor := 0, ""
 	for {
 		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: *pageSize, Where: where})
 		if err != nil {
 			return err
+		}
+		if header {
+			fmt.Fprintln(out, "EMAIL\tFULL NAME\tCOMPANY\tTIER\tPARTITION")
+			header = false
 		}
 		for _, rec := range page.Profiles {
 			p := rec.Profile
@@ -72,13 +76,15 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 					cell(p[partmap.FieldCustomerTier]), partmap.PartitionOf(p.Email(), partitions))
 			}
 		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
 		n += len(page.Profiles)
 		if page.NextCursor == "" {
 			break
 		}
 		cursor = page.NextCursor
 	}
-	out.Flush()
 	fmt.Fprintf(e.stderr, "%d profiles\n", n)
 	return nil
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 )
 
 func TestSearchAndCheckCommands(t *testing.T) {
@@ -29,8 +34,11 @@ func TestSearchAndCheckCommands(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
 	}
-	if code, _, errOut := run(t, "", "search", "fullName=x", srv); code != 1 || !strings.Contains(errOut, "not indexed") || !strings.Contains(errOut, "companyName, customerTier") {
-		t.Fatalf("search by a field that is not indexed: %d %q", code, errOut)
+	// A refused search prints nothing to stdout: no table header, no rows.
+	for _, args := range [][]string{{"search", "fullName=x"}, {"list", "fullName=x"}, {"list", "--json", "fullName=x"}, {"search", "customerTier=gold", "fullName=x"}} {
+		if code, out, errOut := run(t, "", append(args, srv)...); code != 1 || out != "" || !strings.Contains(errOut, "not indexed") || !strings.Contains(errOut, "companyName, customerTier") {
+			t.Errorf("%q by a field that is not indexed: %d %q %q", args, code, out, errOut)
+		}
 	}
 
 	if code, out, _ := run(t, "", "check", srv); code != 0 || !strings.Contains(out, "checked 1000 partitions") || !strings.Contains(out, "companyName, customerTier") {
@@ -120,3 +128,26 @@ func TestResizeCommand(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// A listing that fails after its first page keeps the whole pages it
+// printed, and prints no part of the next.
+func TestListFailsOnALaterPage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == pmhttp.BasePath+"/partitions":
+			w.Write([]byte(`{"partitions":[],"partitionsInUse":0,"totalProfiles":2,"totalPartitions":1000}`))
+		case r.URL.Query().Get("cursor") == "":
+			w.Write([]byte(`{"profiles":[{"emailAddress":"a@example.com","fullName":"A"}],"nextCursor":"next"}`))
+		default:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"type":"urn:partmap:problem:invalid","title":"Invalid","status":400,"detail":"the cursor is damaged"}`))
+		}
+	}))
+	defer srv.Close()
+	code, out, errOut := run(t, "", "list", "--page-size", "1", "--server", srv.URL)
+	want := "EMAIL\tFULL NAME\tCOMPANY\tTIER\tPARTITION\na@example.com\tA\t\t\t" + partmap.PartitionOf("a@example.com", 1000).String() + "\n"
+	if code != 1 || out != want || !strings.Contains(errOut, "the cursor is damaged") {
+		t.Fatalf("got %d %q %q, want 1 and %q", code, out, errOut, want)
+	}
+}

@@ -10,28 +10,28 @@ import (
 	pmhttp "github.com/partmap/partmap/http"
 )
 
-// Ceiling is the least a server can do for partmap's PUT and GET: parse the
+// ceiling is the least a server can do for partmap's PUT and GET: parse the
 // JSON enough to find the email, and keep the bytes in a sync.Map. Measured
 // with the same clients in the same run, it is this machine's HTTP ceiling.
-type Ceiling struct {
+type ceiling struct {
 	profiles sync.Map // email → JSON bytes
 }
 
 const ceilingETag = `"0000000000000001"` // the clients want one
 
-// Preload stores profiles directly.
-func (c *Ceiling) Preload(keys Keys) {
+// preload stores profiles directly.
+func (c *ceiling) preload(keys keySet) {
 	for i := range keys.N {
-		b, _ := json.Marshal(Profile(Email(i), i))
-		c.profiles.Store(Email(i), b)
+		b, _ := json.Marshal(profile(email(i), i))
+		c.profiles.Store(email(i), b)
 	}
 	for i, e := range keys.Hot {
-		b, _ := json.Marshal(Profile(e, i))
+		b, _ := json.Marshal(profile(e, i))
 		c.profiles.Store(e, b)
 	}
 }
 
-func (c *Ceiling) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (c *ceiling) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, pmhttp.BasePath)
 	switch {
 	case r.Method == "POST" && path == "/start":
@@ -70,7 +70,7 @@ func (c *Ceiling) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// CeilingWorkloads are the workloads the ceiling can serve.
-var CeilingWorkloads = []string{Upsert, Get, Mix, Hot, Zipf}
+// ceilingWorkloads are the workloads the ceiling can serve.
+var ceilingWorkloads = []string{Upsert, Get, Mix, Hot, Zipf}
 
-var _ http.Handler = (*Ceiling)(nil)
+var _ http.Handler = (*ceiling)(nil)

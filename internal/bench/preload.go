@@ -9,16 +9,16 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// Preload stores the profiles of keys through the store's bulk path. It
+// preload stores the profiles of keys through the store's bulk path. It
 // sends them in partition order, so that each bulk call touches few
 // partitions: a store that rewrites whole partitions (the bucket baseline)
 // then writes each one once, not once per call. progress gets the number
 // of profiles stored so far.
-func Preload(ctx context.Context, s partmap.Store, keys Keys, progress func(done int)) error {
+func preload(ctx context.Context, s partmap.Store, keys keySet, progress func(done int)) error {
 	// Indexes by partition: 4 bytes per profile, not a million strings.
 	byPartition := make([][]uint32, partmap.DefaultPartitions)
 	for i := range keys.N {
-		p := partmap.PartitionOf(Email(i), partmap.DefaultPartitions)
+		p := partmap.PartitionOf(email(i), partmap.DefaultPartitions)
 		byPartition[p] = append(byPartition[p], uint32(i))
 	}
 	chunks := make(chan []partmap.Profile)
@@ -58,12 +58,12 @@ func Preload(ctx context.Context, s partmap.Store, keys Keys, progress func(done
 		}
 	}
 	for i, e := range keys.Hot {
-		chunk = append(chunk, Profile(e, i))
+		chunk = append(chunk, profile(e, i))
 	}
 	ok := true
 	for _, idx := range byPartition {
 		for _, i := range idx {
-			chunk = append(chunk, Profile(Email(int(i)), int(i)))
+			chunk = append(chunk, profile(email(int(i)), int(i)))
 			if len(chunk) == partmap.MaxBulkProfiles {
 				if ok = send(); !ok {
 					break

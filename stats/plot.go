@@ -1,8 +1,9 @@
-package main
+package stats
 
 import (
 	"bufio"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -16,7 +17,7 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// The plots of `partmap stats --plot`: one layout, drawn as SVG or PNG.
+// The plots of the histogram: one layout, drawn as SVG or PNG.
 const (
 	plotWidth, plotHeight = 800, 450
 	plotLeft, plotRight   = 70, 780 // the plot area, in pixels
@@ -40,7 +41,7 @@ type tick struct {
 	label string
 }
 
-func layoutPlot(r statsReport) plotLayout {
+func layoutPlot(r *Report) plotLayout {
 	l := plotLayout{
 		title:  fmt.Sprintf("Partition sizes: %d profiles in %d partitions (%d in use)", r.Profiles, r.Partitions, r.PartitionsInUse),
 		xLabel: "profiles per partition",
@@ -72,7 +73,7 @@ func layoutPlot(r statsReport) plotLayout {
 	var xs []tick
 	if r.Histogram[0].From == r.Histogram[0].To {
 		for i, b := range r.Histogram {
-			xs = append(xs, tick{(x(i) + x(i+1)) / 2, plotBottom, b.label()})
+			xs = append(xs, tick{(x(i) + x(i+1)) / 2, plotBottom, b.Label()})
 		}
 	} else {
 		for i, b := range r.Histogram {
@@ -93,7 +94,15 @@ func layoutPlot(r statsReport) plotLayout {
 	return l
 }
 
-func writeSVG(w io.Writer, r statsReport) error {
+// errNoPartitions refuses to plot a report of no partitions at all.
+var errNoPartitions = errors.New("stats: no partitions to plot")
+
+// WriteSVG draws the histogram as an SVG image of 800x450 pixels, each bar
+// titled with its bin and count.
+func (r *Report) WriteSVG(w io.Writer) error {
+	if len(r.Histogram) == 0 {
+		return errNoPartitions
+	}
 	l := layoutPlot(r)
 	bw := bufio.NewWriter(w)
 	esc := func(s string) string {
@@ -111,7 +120,7 @@ func writeSVG(w io.Writer, r statsReport) error {
 	for i, b := range l.bars {
 		h := r.Histogram[i]
 		fmt.Fprintf(bw, `<rect class="bar" x="%d" y="%d" width="%d" height="%d"><title>%s: %d partitions</title></rect>`+"\n",
-			b.Min.X, b.Min.Y, b.Dx(), b.Dy(), esc(h.label()), h.Partitions)
+			b.Min.X, b.Min.Y, b.Dx(), b.Dy(), esc(h.Label()), h.Partitions)
 	}
 	fmt.Fprintf(bw, "</g>\n<g text-anchor=\"middle\">\n")
 	for _, c := range l.counts {
@@ -134,7 +143,11 @@ func writeSVG(w io.Writer, r statsReport) error {
 	return bw.Flush()
 }
 
-func writePNG(w io.Writer, r statsReport) error {
+// WritePNG draws the histogram as a PNG image, laid out as WriteSVG's.
+func (r *Report) WritePNG(w io.Writer) error {
+	if len(r.Histogram) == 0 {
+		return errNoPartitions
+	}
 	l := layoutPlot(r)
 	img := image.NewRGBA(image.Rect(0, 0, plotWidth, plotHeight))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
