@@ -11,11 +11,13 @@ import (
 	"github.com/partmap/partmap"
 )
 
+// partitionJSON is one partition in use.
 type partitionJSON struct {
 	Name     string `json:"name"`
 	Profiles int64  `json:"profiles"`
 }
 
+// partitionsReply is the body of GET /partitions.
 type partitionsReply struct {
 	Partitions      []partitionJSON `json:"partitions"`
 	PartitionsInUse int             `json:"partitionsInUse"`
@@ -42,15 +44,7 @@ func (s *Server) handleListPartitions(w http.ResponseWriter, r *http.Request, q 
 }
 
 func (c *Client) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
-	var out struct {
-		Partitions []struct {
-			Name     string `json:"name"`
-			Profiles int64  `json:"profiles"`
-		} `json:"partitions"`
-		TotalProfiles   int64    `json:"totalProfiles"`
-		TotalPartitions int      `json:"totalPartitions"`
-		Indexes         []string `json:"indexes"`
-	}
+	var out partitionsReply
 	if _, err := c.do(ctx, request{method: "GET", path: "/partitions"}, &out); err != nil {
 		return partmap.PartitionStats{}, err
 	}

@@ -175,11 +175,7 @@ func (c *Client) PatchProfile(ctx context.Context, email string, patch partmap.P
 	if err != nil {
 		return partmap.PatchResult{}, err
 	}
-	var out struct {
-		Profile       partmap.Profile `json:"profile"`
-		FieldsAdded   int             `json:"fieldsAdded"`
-		FieldsDeleted int             `json:"fieldsDeleted"`
-	}
+	var out patchReply
 	resp, err := c.do(ctx, request{method: "PATCH", path: "/customer-profile", query: emailValues(email),
 		body: body, contentType: "application/merge-patch+json", cond: cond}, &out)
 	if err != nil {
@@ -252,11 +248,7 @@ func (c *Client) IncrementField(ctx context.Context, email, field string, by int
 	q := emailValues(email)
 	q.Set("field", field)
 	q.Set("by", strconv.FormatInt(by, 10))
-	var out struct {
-		Email string `json:"emailAddress"`
-		Field string `json:"field"`
-		Value string `json:"value"`
-	}
+	var out incrementReply
 	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/increment", query: q, cond: cond}, &out)
 	if err != nil {
 		return partmap.Increment{}, err

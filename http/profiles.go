@@ -12,6 +12,7 @@ import (
 	"github.com/partmap/partmap"
 )
 
+// listReply is the body of a list or search reply.
 type listReply struct {
 	Profiles   []partmap.Profile `json:"profiles"`
 	NextCursor *string           `json:"nextCursor"`
@@ -75,10 +76,7 @@ func (c *Client) ListProfiles(ctx context.Context, opts partmap.ListOptions) (pa
 		}
 		q.Set(m.Field, m.Value)
 	}
-	var out struct {
-		Profiles   []partmap.Profile `json:"profiles"`
-		NextCursor *string           `json:"nextCursor"`
-	}
+	var out listReply
 	if _, err := c.do(ctx, request{method: "GET", path: "/customer-profiles", query: q}, &out); err != nil {
 		return partmap.Page{}, err
 	}
