@@ -16,8 +16,8 @@ import (
 // MaxBulkBodyBytes bounds a bulk request body.
 const MaxBulkBodyBytes = 16 << 20
 
-// BulkResultJSON is one line's outcome in a bulk reply.
-type BulkResultJSON struct {
+// bulkResult is one line's outcome in a bulk reply.
+type bulkResult struct {
 	Line    int      `json:"line"`
 	Status  int      `json:"status"`
 	Email   string   `json:"emailAddress,omitempty"`
@@ -25,12 +25,12 @@ type BulkResultJSON struct {
 	Problem *problem `json:"problem,omitempty"`
 }
 
-// BulkReplyJSON is the body of a bulk reply.
-type BulkReplyJSON struct {
-	Created  int              `json:"created"`
-	Replaced int              `json:"replaced"`
-	Failed   int              `json:"failed"`
-	Results  []BulkResultJSON `json:"results"`
+// bulkReply is the body of a bulk reply.
+type bulkReply struct {
+	Created  int          `json:"created"`
+	Replaced int          `json:"replaced"`
+	Failed   int          `json:"failed"`
+	Results  []bulkResult `json:"results"`
 }
 
 // handleBulk upserts the profiles of a JSON Lines body, one per line. Every
@@ -40,7 +40,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 	if err != nil {
 		return err
 	}
-	reply := BulkReplyJSON{Results: []BulkResultJSON{}} // [] for an empty body, never null
+	reply := bulkReply{Results: []bulkResult{}} // [] for an empty body, never null
 	var profiles []partmap.Profile
 	var lines []int
 	for n, line := range bytes.Split(body, []byte("\n")) {
@@ -51,7 +51,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 		p, err := partmap.ParseProfileJSON(line)
 		if err != nil {
 			pr := s.problem(r, err)
-			reply.Results = append(reply.Results, BulkResultJSON{Line: n + 1, Status: pr.Status, Problem: &pr})
+			reply.Results = append(reply.Results, bulkResult{Line: n + 1, Status: pr.Status, Problem: &pr})
 			continue
 		}
 		profiles = append(profiles, p)
@@ -62,7 +62,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 		return err
 	}
 	for i, res := range results {
-		out := BulkResultJSON{Line: lines[i], Status: http.StatusOK}
+		out := bulkResult{Line: lines[i], Status: http.StatusOK}
 		switch {
 		case res.Err != nil:
 			pr := s.problem(r, res.Err)
@@ -75,7 +75,7 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 		}
 		reply.Results = append(reply.Results, out)
 	}
-	slices.SortFunc(reply.Results, func(a, b BulkResultJSON) int { return a.Line - b.Line })
+	slices.SortFunc(reply.Results, func(a, b bulkResult) int { return a.Line - b.Line })
 	for _, res := range reply.Results {
 		switch res.Status {
 		case http.StatusCreated:
@@ -156,7 +156,7 @@ func (c *Client) UpsertJSONLines(ctx context.Context, lines [][]byte) ([]LineRes
 			body.Write(lines[i])
 			body.WriteByte('\n')
 		}
-		var reply BulkReplyJSON
+		var reply bulkReply
 		_, err := c.do(ctx, request{method: "POST", path: "/customer-profiles/bulk", body: body.Bytes(), contentType: "application/x-ndjson"}, &reply)
 		if err != nil {
 			return nil, err
