@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -51,12 +50,13 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		path = f.Name()
 	}
 
+	total := 0 // valid profiles, when validated first
 	if !*skip {
 		f, err := os.Open(path)
 		if err != nil {
 			return err
 		}
-		_, bad, err := pmhttp.ValidateImport(f, opts)
+		valid, bad, err := pmhttp.ValidateImport(f, opts)
 		f.Close()
 		if err != nil {
 			return describeLineErr(err)
@@ -67,6 +67,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			}
 			return fmt.Errorf("%d invalid lines; nothing was written (use --skip-invalid to write the valid ones)", len(bad))
 		}
+		total = valid
 	}
 
 	f, err := os.Open(path)
@@ -75,15 +76,13 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	defer f.Close()
 	st, _ := f.Stat()
-	bar := progressbar.NewOptions64(st.Size(), progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
-		progressbar.OptionSetDescription("importing"), progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish())
-	opts.Progress = func(p pmhttp.ImportProgress) { bar.Set64(p.Bytes) }
+	bar := newImportBar(e.stderr, isTerminal(e.stderr), total, st.Size())
+	opts.Progress = bar.update
 	res, err := cl.Import(ctx, f, opts)
 	if err != nil {
 		return describeLineErr(err)
 	}
-	bar.Finish()
+	bar.finish()
 	if len(res.Rejected) > 0 {
 		out := e.stderr
 		if *rejects != "" {
@@ -101,6 +100,41 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stderr, "imported %d profiles (%d new, %d replaced); %d lines rejected\n", res.Written, res.Created, res.Written-res.Created, len(res.Rejected))
 	return nil
 }
+
+// importBar draws an import's progress in profiles, so that its rate reads
+// in profiles per second.
+type importBar struct {
+	bar   *progressbar.ProgressBar
+	known bool  // the total is counted, not estimated
+	size  int64 // of the input
+}
+
+// newImportBar starts the bar's clock: a bar that started at its first
+// update would divide a whole batch by almost no time ("202 GB/s"). A
+// total of 0 is unknown, and estimated as the import goes. Updates come
+// once per batch, so the bar needs no throttle, which would drop the frame
+// of a new estimate.
+func newImportBar(w io.Writer, visible bool, total int, size int64) *importBar {
+	b := &importBar{known: total > 0, size: size}
+	b.bar = progressbar.NewOptions(max(total, 1), progressbar.OptionSetWriter(w), progressbar.OptionSetVisibility(visible),
+		progressbar.OptionSetDescription("importing"), progressbar.OptionShowIts(), progressbar.OptionSetItsString("profiles"),
+		progressbar.OptionClearOnFinish())
+	b.bar.StartWithoutRender()
+	return b
+}
+
+func (b *importBar) update(p pmhttp.ImportProgress) {
+	b.bar.Set64(int64(p.Profiles))
+	if !b.known && p.Bytes > 0 {
+		// Without a validating pass nobody has counted the profiles: the
+		// share of the input read so far estimates their number, kept
+		// above the count so that the bar ends when the import does.
+		est := int64(float64(p.Profiles) * float64(b.size) / float64(p.Bytes))
+		b.bar.ChangeMax64(max(est, int64(p.Profiles)+1))
+	}
+}
+
+func (b *importBar) finish() { b.bar.Finish() }
 
 // describeLine renders a rejected line as describe renders any error.
 func describeLine(le pmhttp.LineError) string {

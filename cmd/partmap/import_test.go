@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	pmhttp "github.com/partmap/partmap/http"
 )
 
 func TestImportCommand(t *testing.T) {
@@ -48,4 +54,39 @@ func TestImportCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "imported 1 profiles") {
 		t.Fatalf("stdin: %d %q", code, errOut)
 	}
+}
+
+// The import bar counts profiles, and its rate runs from the start of the
+// import. It used to count bytes from its first update, so that its first
+// frame divided a whole batch by almost no time: "(202 GB/s)".
+func TestImportBarCountsProfiles(t *testing.T) {
+	const wait = 50 * time.Millisecond
+	rate := regexp.MustCompile(`(\d+) profiles/s`)
+	t.Run("OK", func(t *testing.T) {
+		var out bytes.Buffer
+		began := time.Now()
+		bar := newImportBar(&out, true, 3000, 1<<20)
+		time.Sleep(wait)
+		bar.update(pmhttp.ImportProgress{Profiles: 1000, Bytes: 300 << 10})
+		elapsed := time.Since(began)
+		m := rate.FindStringSubmatch(out.String())
+		if m == nil || !strings.Contains(out.String(), " 33%") || strings.Contains(out.String(), "B/s") {
+			t.Fatalf("frame %q, want 33%% and a rate in profiles/s", out.String())
+		}
+		// 1000 profiles took between wait and elapsed.
+		got, _ := strconv.Atoi(m[1])
+		if lo, hi := int(1000/elapsed.Seconds()), int(1000/wait.Seconds())+1; got < lo || got > hi {
+			t.Fatalf("rate %d profiles/s, want %d to %d", got, lo, hi)
+		}
+	})
+	// Without a validating pass the total is estimated from the share of
+	// the input read.
+	t.Run("OKUnknownTotal", func(t *testing.T) {
+		var out bytes.Buffer
+		bar := newImportBar(&out, true, 0, 1000)
+		bar.update(pmhttp.ImportProgress{Profiles: 100, Bytes: 250})
+		if frames := out.String(); !strings.Contains(frames[strings.LastIndex(frames, "\r"):], " 25%") {
+			t.Fatalf("frames %q, want 25%% last (100 of about 400 profiles)", frames)
+		}
+	})
 }
