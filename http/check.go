@@ -10,18 +10,18 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// CheckJSON is the reply of GET /check?partition=N.
-type CheckJSON struct {
+// checkReply is the reply of GET /check?partition=N.
+type checkReply struct {
 	Partition    string      `json:"partition"`
 	Profiles     int64       `json:"profiles"`
 	Counted      int64       `json:"counted"`
 	IndexEntries int64       `json:"indexEntries"`
 	OK           bool        `json:"ok"`
-	Drift        []DriftJSON `json:"drift"`
+	Drift        []driftJSON `json:"drift"`
 }
 
-// DriftJSON is one disagreement between a profile and the index.
-type DriftJSON struct {
+// driftJSON is one disagreement between a profile and the index.
+type driftJSON struct {
 	Email   string `json:"emailAddress"`
 	Field   string `json:"field"`
 	Value   string `json:"value"`
@@ -41,14 +41,14 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request, q url.Value
 	if err != nil {
 		return err
 	}
-	reply := CheckJSON{Partition: c.Partition.String(), Profiles: c.Profiles, Counted: c.Counted,
-		IndexEntries: c.IndexEntries, OK: c.OK(), Drift: []DriftJSON{}}
+	reply := checkReply{Partition: c.Partition.String(), Profiles: c.Profiles, Counted: c.Counted,
+		IndexEntries: c.IndexEntries, OK: c.OK(), Drift: []driftJSON{}}
 	for _, d := range c.Drift {
 		problem := "stale"
 		if d.Missing {
 			problem = "missing"
 		}
-		reply.Drift = append(reply.Drift, DriftJSON{Email: d.Email, Field: d.Field, Value: d.Value, Problem: problem})
+		reply.Drift = append(reply.Drift, driftJSON{Email: d.Email, Field: d.Field, Value: d.Value, Problem: problem})
 	}
 	return writeJSON(w, http.StatusOK, reply)
 }
@@ -63,7 +63,7 @@ func parsePartition(v string) (partmap.Partition, error) {
 }
 
 func (c *Client) CheckPartition(ctx context.Context, p partmap.Partition) (partmap.PartitionCheck, error) {
-	var out CheckJSON
+	var out checkReply
 	if _, err := c.do(ctx, request{method: "GET", path: "/check", query: url.Values{"partition": {strconv.Itoa(int(p))}}}, &out); err != nil {
 		return partmap.PartitionCheck{}, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// WholeMapLockJSON is the reply of POST /whole-map-lock.
-type WholeMapLockJSON struct {
+// wholeMapLockReply is the reply of POST /whole-map-lock.
+type wholeMapLockReply struct {
 	Lease   string    `json:"lease"`
 	Expires time.Time `json:"expires"`
 }
@@ -30,7 +30,7 @@ func (s *Server) handleLockWholeMap(w http.ResponseWriter, r *http.Request, q ur
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, WholeMapLockJSON{Lease: l.Lease, Expires: l.Expires.UTC()})
+	return writeJSON(w, http.StatusOK, wholeMapLockReply{Lease: l.Lease, Expires: l.Expires.UTC()})
 }
 
 func (s *Server) handleUnlockWholeMap(w http.ResponseWriter, r *http.Request, q url.Values) error {
@@ -49,7 +49,7 @@ func (c *Client) LockWholeMap(ctx context.Context, d time.Duration) (partmap.Who
 	if d < time.Second || d%time.Second != 0 {
 		return partmap.WholeMapLock{}, partmap.Errorf(partmap.EINVALID, "over HTTP the whole-map lock is held for whole seconds, not %v", d)
 	}
-	var out WholeMapLockJSON
+	var out wholeMapLockReply
 	q := url.Values{"seconds": {strconv.Itoa(int(d / time.Second))}}
 	// Not retried on conflict: a held whole-map lock will not clear soon.
 	if _, err := c.once(ctx, request{method: "POST", path: "/whole-map-lock", query: q}, c.base+"/whole-map-lock?"+q.Encode(), &out); err != nil {

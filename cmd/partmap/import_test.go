@@ -1,32 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
+	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
-	"testing/iotest"
+	"time"
 
-	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 )
-
-// A reader that hands out one byte at a time splits every multibyte
-// character across reads; the decoder must still see whole characters.
-func TestJSONLReaderSplitsNothing(t *testing.T) {
-	in := "\xef\xbb\xbf{\"emailAddress\":\"a@b\",\"n\":\"A中🙂\"}\n\n{\"emailAddress\":\"c@d\",\"n\":\"é\"}\r\n"
-	r := &jsonlReader{r: bufio.NewReader(iotest.OneByteReader(strings.NewReader(in)))}
-	// The line goes to the server as read, without its BOM and line end.
-	p, raw, line, err := r.next()
-	if err != nil || line != 1 || p["n"] != "A中🙂" || string(raw) != `{"emailAddress":"a@b","n":"A中🙂"}` {
-		t.Fatalf("first: %v %q line %d %v", p, raw, line, err)
-	}
-	p, raw, line, err = r.next()
-	if err != nil || line != 3 || p["n"] != "é" || string(raw) != `{"emailAddress":"c@d","n":"é"}` {
-		t.Fatalf("second: %v %q line %d %v", p, raw, line, err)
-	}
-}
 
 func TestImportCommand(t *testing.T) {
 	srv := startedServer(t)
@@ -71,44 +56,37 @@ func TestImportCommand(t *testing.T) {
 	}
 }
 
-// Batches go two at a time, but a profile repeated across batches still
-// ends as its last line says.
-func TestImportKeepsFileOrderAcrossBatches(t *testing.T) {
-	srv := startedServer(t)
-	var in strings.Builder
-	for i := range 3*importBatch + 5 {
-		email := fmt.Sprintf("u%d@example.com", i)
-		if i%(importBatch/2) == 0 {
-			email = "same@example.com" // in every batch, several times
+// The import bar counts profiles, and its rate runs from the start of the
+// import. It used to count bytes from its first update, so that its first
+// frame divided a whole batch by almost no time: "(202 GB/s)".
+func TestImportBarCountsProfiles(t *testing.T) {
+	const wait = 50 * time.Millisecond
+	rate := regexp.MustCompile(`(\d+) profiles/s`)
+	t.Run("OK", func(t *testing.T) {
+		var out bytes.Buffer
+		began := time.Now()
+		bar := newImportBar(&out, true, 3000, 1<<20)
+		time.Sleep(wait)
+		bar.update(pmhttp.ImportProgress{Profiles: 1000, Bytes: 300 << 10})
+		elapsed := time.Since(began)
+		m := rate.FindStringSubmatch(out.String())
+		if m == nil || !strings.Contains(out.String(), " 33%") || strings.Contains(out.String(), "B/s") {
+			t.Fatalf("frame %q, want 33%% and a rate in profiles/s", out.String())
 		}
-		fmt.Fprintf(&in, "{\"emailAddress\":%q,\"n\":\"%d\"}\n", email, i)
-	}
-	if code, _, errOut := run(t, in.String(), "import", "-", srv); code != 0 {
-		t.Fatalf("import: %s", errOut)
-	}
-	last := (3*importBatch + 4) / (importBatch / 2) * (importBatch / 2)
-	if code, out, _ := run(t, "", "get", "same@example.com", "--fields", "n", srv); code != 0 || !strings.Contains(out, fmt.Sprintf("%q", fmt.Sprint(last))) {
-		t.Fatalf("the repeated profile: %q, want n=%d", out, last)
-	}
-}
-
-// Large profiles fill a bulk request's body limit long before its count:
-// batches are cut by bytes too.
-func TestImportCutsBatchesByBytes(t *testing.T) {
-	srv := startedServer(t)
-	var in strings.Builder
-	value := strings.Repeat("x", partmap.DefaultLimits.MaxFieldValueBytes)
-	const n = 600 // about 20 MB, over the 16 MiB a request may carry
-	for i := range n {
-		fmt.Fprintf(&in, "{\"emailAddress\":\"big%d@example.com\",\"a\":%q,\"b\":%q}\n", i, value, value[:len(value)/2])
-	}
-	if in.Len() <= importBatchBytes {
-		t.Fatalf("the input, %d bytes, fits one request", in.Len())
-	}
-	if code, _, errOut := run(t, in.String(), "import", "-", srv); code != 0 || !strings.Contains(errOut, fmt.Sprintf("imported %d profiles (%d new", n, n)) {
-		t.Fatalf("import: %d %s", code, errOut)
-	}
-	if code, out, _ := run(t, "", "get", fmt.Sprintf("big%d@example.com", n-1), "--fields", "emailAddress", srv); code != 0 || !strings.Contains(out, "big") {
-		t.Fatalf("the last profile: %d %q", code, out)
-	}
+		// 1000 profiles took between wait and elapsed.
+		got, _ := strconv.Atoi(m[1])
+		if lo, hi := int(1000/elapsed.Seconds()), int(1000/wait.Seconds())+1; got < lo || got > hi {
+			t.Fatalf("rate %d profiles/s, want %d to %d", got, lo, hi)
+		}
+	})
+	// Without a validating pass the total is estimated from the share of
+	// the input read.
+	t.Run("OKUnknownTotal", func(t *testing.T) {
+		var out bytes.Buffer
+		bar := newImportBar(&out, true, 0, 1000)
+		bar.update(pmhttp.ImportProgress{Profiles: 100, Bytes: 250})
+		if frames := out.String(); !strings.Contains(frames[strings.LastIndex(frames, "\r"):], " 25%") {
+			t.Fatalf("frames %q, want 25%% last (100 of about 400 profiles)", frames)
+		}
+	})
 }

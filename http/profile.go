@@ -1,0 +1,272 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/partmap/partmap"
+)
+
+func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
+	if err != nil {
+		return err
+	}
+	fields, err := fieldsParam(q)
+	if err != nil {
+		return err
+	}
+	var version partmap.Version
+	var body any
+	if fields == nil {
+		rec, err := s.store.FindProfile(r.Context(), email)
+		version, body = rec.Version, rec.Profile
+		if err != nil {
+			return err
+		}
+	} else {
+		proj, err := s.store.ProjectProfile(r.Context(), email, fields)
+		version, body = proj.Version, proj
+		if err != nil {
+			return err
+		}
+	}
+	nm, err := notModified(r, version)
+	if err != nil {
+		return err // a 400 describes no version of the profile
+	}
+	w.Header().Set("ETag", version.ETag())
+	if nm {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	return writeJSON(w, http.StatusOK, body)
+}
+
+func (c *Client) FindProfile(ctx context.Context, email string) (partmap.Record, error) {
+	var rec partmap.Record
+	resp, err := c.do(ctx, request{method: "GET", path: "/customer-profile", query: emailValues(email)}, &rec.Profile)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	rec.Version, err = etagOf(resp)
+	return rec, err
+}
+
+func (c *Client) ProjectProfile(ctx context.Context, email string, fields []string) (partmap.Projection, error) {
+	if len(fields) == 0 {
+		return partmap.Projection{}, partmap.Errorf(partmap.EINVALID, "name at least one field")
+	}
+	// field=NAME, repeated, carries any name, commas included.
+	q := emailValues(email)
+	q["field"] = fields
+	var proj partmap.Projection
+	resp, err := c.do(ctx, request{method: "GET", path: "/customer-profile", query: q}, &proj)
+	if err != nil {
+		return partmap.Projection{}, err
+	}
+	proj.Version, err = etagOf(resp)
+	return proj, err
+}
+
+func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, "application/json")
+	if err != nil {
+		return err
+	}
+	profile, err := partmap.ParseProfileJSON(body)
+	if err != nil {
+		return err
+	}
+	// A PUT may name its profile in the URL too (its Location); then the
+	// two must agree, or the write would land somewhere unexpected.
+	if _, named := q["emailAddress"]; named {
+		if err := sameEmail(q, profile); err != nil {
+			return err
+		}
+	}
+	rec, created, err := s.store.UpsertProfile(r.Context(), profile, cond)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", rec.Version.ETag())
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", BasePath+"/customer-profile?emailAddress="+url.QueryEscape(rec.Profile.Email()))
+	}
+	return writeJSON(w, status, rec.Profile)
+}
+
+func sameEmail(q url.Values, profile partmap.Profile) error {
+	inURL, err := emailParam(q)
+	if err != nil {
+		return err
+	}
+	a, errA := partmap.CanonicalEmail(inURL)
+	b, errB := partmap.CanonicalEmail(profile[partmap.FieldEmail])
+	if errA != nil {
+		return errA
+	}
+	if errB == nil && a != b {
+		return &partmap.Error{Code: partmap.EKEYFIELD, Field: partmap.FieldEmail,
+			Message: fmt.Sprintf("the URL names %s but the body's emailAddress is %s", a, b)}
+	}
+	return nil
+}
+
+func (c *Client) UpsertProfile(ctx context.Context, p partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return partmap.Record{}, false, err
+	}
+	var rec partmap.Record
+	resp, err := c.do(ctx, request{method: "PUT", path: "/customer-profile", body: body, cond: cond}, &rec.Profile)
+	if err != nil {
+		return partmap.Record{}, false, err
+	}
+	rec.Version, err = etagOf(resp)
+	return rec, resp.StatusCode == http.StatusCreated, err
+}
+
+// patchReply is the body of a PATCH reply.
+type patchReply struct {
+	Profile       partmap.Profile `json:"profile"`
+	FieldsAdded   int             `json:"fieldsAdded"`
+	FieldsDeleted int             `json:"fieldsDeleted"`
+}
+
+func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, "application/merge-patch+json", "application/json")
+	if err != nil {
+		return err
+	}
+	patch, err := partmap.ParsePatchJSON(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.store.PatchProfile(r.Context(), email, patch, cond)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", res.Record.Version.ETag())
+	return writeJSON(w, http.StatusOK, patchReply{res.Record.Profile, res.FieldsAdded, res.FieldsDeleted})
+}
+
+func (c *Client) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return partmap.PatchResult{}, err
+	}
+	var out patchReply
+	resp, err := c.do(ctx, request{method: "PATCH", path: "/customer-profile", query: emailValues(email),
+		body: body, contentType: "application/merge-patch+json", cond: cond}, &out)
+	if err != nil {
+		return partmap.PatchResult{}, err
+	}
+	v, err := etagOf(resp)
+	return partmap.PatchResult{Record: partmap.Record{Profile: out.Profile, Version: v},
+		FieldsAdded: out.FieldsAdded, FieldsDeleted: out.FieldsDeleted}, err
+}
+
+func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteProfile(r.Context(), email, cond); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (c *Client) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
+	_, err := c.do(ctx, request{method: "DELETE", path: "/customer-profile", query: emailValues(email), cond: cond}, nil)
+	return err
+}
+
+// incrementReply is the body of an increment reply. The value is a decimal
+// string, as stored, because JSON numbers lose precision past 2^53.
+type incrementReply struct {
+	Email string `json:"emailAddress"`
+	Field string `json:"field"`
+	Value string `json:"value"`
+}
+
+func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	email, err := emailParam(q)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	field, err := oneParam(q, "field", true)
+	if err != nil {
+		return err
+	}
+	by := int64(1)
+	if v, err := oneParam(q, "by", false); err != nil {
+		return err
+	} else if v != "" {
+		if by, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return partmap.Errorf(partmap.EINVALID, "by must be an integer from %d to %d, not %q", math.MinInt64, math.MaxInt64, v)
+		}
+	}
+	inc, err := s.store.IncrementField(r.Context(), email, field, by, cond)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", inc.Version.ETag())
+	return writeJSON(w, http.StatusOK, incrementReply{inc.Email, inc.Field, strconv.FormatInt(inc.Value, 10)})
+}
+
+func (c *Client) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
+	q := emailValues(email)
+	q.Set("field", field)
+	q.Set("by", strconv.FormatInt(by, 10))
+	var out incrementReply
+	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/increment", query: q, cond: cond}, &out)
+	if err != nil {
+		return partmap.Increment{}, err
+	}
+	inc := partmap.Increment{Email: out.Email, Field: out.Field}
+	if inc.Value, err = strconv.ParseInt(out.Value, 10, 64); err != nil {
+		return partmap.Increment{}, fmt.Errorf("server sent a bad counter value %q", out.Value)
+	}
+	inc.Version, err = etagOf(resp)
+	return inc, err
+}
+
+func emailValues(email string) url.Values { return url.Values{"emailAddress": {email}} }
+
+func etagOf(resp *http.Response) (partmap.Version, error) {
+	v, err := partmap.ParseETag(resp.Header.Get("ETag"))
+	if err != nil {
+		return 0, fmt.Errorf("server sent a bad ETag: %w", err)
+	}
+	return v, nil
+}

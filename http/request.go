@@ -1,0 +1,207 @@
+package http
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/partmap/partmap"
+)
+
+// readBody reads the whole body, refusing it without buffering it all when
+// it is over the limit. The body must be UTF-8 in one of mediaTypes (a
+// missing Content-Type is taken as the first) and not content-encoded. A
+// leading UTF-8 byte order mark is framing, not text, and is dropped.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaTypes ...string) ([]byte, error) {
+	return s.readBodyLimit(w, r, s.limits.MaxBodyBytes, mediaTypes...)
+}
+
+func (s *Server) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int, mediaTypes ...string) ([]byte, error) {
+	if err := checkMediaType(r, mediaTypes); err != nil {
+		return nil, err
+	}
+	tooLarge := &partmap.Error{Code: partmap.ETOOLARGE, Limit: "body", LimitBytes: limit,
+		Message: "request body is over the limit of " + strconv.Itoa(limit) + " bytes"}
+	if r.ContentLength > int64(limit) {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
+	var maxErr *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &maxErr):
+		return nil, tooLarge
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return nil, partmap.Errorf(partmap.ETIMEOUT, "the request body did not arrive within the server's read timeout")
+	case err != nil:
+		return nil, &partmap.Error{Code: partmap.EINVALID, Message: "the request body could not be read", Err: err}
+	}
+	return bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), nil
+}
+
+func checkMediaType(r *http.Request, types []string) error {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return partmap.Errorf(partmap.EMEDIATYPE, "Content-Encoding %q is not supported; send the body as it is", ce)
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err == nil && slices.Contains(types, mt) {
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	return partmap.Errorf(partmap.EMEDIATYPE, "Content-Type must be %s (UTF-8), not %q", strings.Join(types, " or "), ct)
+}
+
+// emailParam returns the query's one emailAddress.
+func emailParam(q url.Values) (string, error) {
+	if _, ok := q["emailAddress"]; !ok {
+		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail,
+			Message: "the emailAddress query parameter is required (encode a + in an address as %2B)"}
+	}
+	email, err := oneParam(q, "emailAddress", true)
+	if err != nil {
+		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: partmap.ErrorMessage(err)}
+	}
+	return email, nil
+}
+
+// oneParam returns a query parameter given at most once.
+func oneParam(q url.Values, name string, required bool) (string, error) {
+	v := q[name]
+	switch {
+	case len(v) > 1:
+		return "", partmap.Errorf(partmap.EINVALID, "%s is given %d times; give it once", name, len(v))
+	case len(v) == 0 && required:
+		return "", partmap.Errorf(partmap.EINVALID, "the %s query parameter is required", name)
+	case len(v) == 0:
+		return "", nil
+	}
+	return v[0], nil
+}
+
+// fieldsParam reads a projection: fields=a,b,c, or field=NAME repeated for
+// names that contain a comma. nil means no projection.
+func fieldsParam(q url.Values) ([]string, error) {
+	lists, singles := q["fields"], q["field"]
+	if lists == nil && singles == nil {
+		return nil, nil
+	}
+	fields := []string{}
+	for _, l := range lists {
+		fields = append(fields, strings.Split(l, ",")...)
+	}
+	fields = append(fields, singles...)
+	for _, f := range fields {
+		if !utf8.ValidString(f) {
+			return nil, partmap.Errorf(partmap.EINVALIDUTF8, "a field name in the query is not valid UTF-8")
+		}
+	}
+	return fields, nil
+}
+
+// condition reads If-Match and If-None-Match as RFC 9110 defines them for a
+// write: If-Match is * or a list of entity tags, one of which must strongly
+// match (a weak tag, or one partmap did not issue, never does); If-None-Match
+// on a write can only be *, create-only.
+func condition(r *http.Request) (partmap.Condition, error) {
+	var c partmap.Condition
+	if values := r.Header.Values("If-Match"); values != nil {
+		any, tags, err := parseEntityTags("If-Match", values)
+		if err != nil {
+			return c, err
+		}
+		c.IfExists = any
+		for _, t := range tags {
+			v, err := partmap.ParseETag(t.opaque)
+			if t.weak || err != nil {
+				v = 0 // can never match
+			}
+			c.IfMatch = append(c.IfMatch, v)
+		}
+	}
+	if values := r.Header.Values("If-None-Match"); values != nil {
+		any, _, err := parseEntityTags("If-None-Match", values)
+		if err != nil {
+			return c, err
+		}
+		if !any {
+			return c, partmap.Errorf(partmap.EINVALID, "If-None-Match on a write must be *")
+		}
+		c.IfNoneMatch = true
+	}
+	return c, nil
+}
+
+// notModified reports whether a GET's If-None-Match names the current
+// version; it uses the weak comparison RFC 9110 prescribes for GET.
+func notModified(r *http.Request, v partmap.Version) (bool, error) {
+	values := r.Header.Values("If-None-Match")
+	if values == nil {
+		return false, nil
+	}
+	any, tags, err := parseEntityTags("If-None-Match", values)
+	if err != nil || any {
+		return any, err
+	}
+	for _, t := range tags {
+		if t.opaque == v.ETag() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+type entityTag struct {
+	weak   bool
+	opaque string // with its quotes
+}
+
+// parseEntityTags parses the values of one conditional header: "*", or a
+// comma-separated list of entity tags, possibly over several header lines.
+func parseEntityTags(header string, values []string) (any bool, tags []entityTag, err error) {
+	s := strings.TrimSpace(strings.Join(values, ","))
+	bad := func(why string) error {
+		return partmap.Errorf(partmap.EINVALID, "%s %s; give * or entity tags such as \"0123456789abcdef\"", header, why)
+	}
+	if s == "*" {
+		return true, nil, nil
+	}
+	for {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
+			break
+		}
+		var t entityTag
+		if rest, ok := strings.CutPrefix(s, "W/"); ok {
+			t.weak, s = true, rest
+		}
+		if s == "" || s[0] != '"' {
+			return false, nil, bad("is not a list of entity tags")
+		}
+		end := strings.IndexByte(s[1:], '"') + 1
+		if end == 0 {
+			return false, nil, bad("is not a list of entity tags")
+		}
+		t.opaque, s = s[:end+1], strings.TrimLeft(s[end+1:], " \t")
+		if s != "" && s[0] != ',' {
+			return false, nil, bad("is not a list of entity tags")
+		}
+		tags = append(tags, t)
+	}
+	if len(tags) == 0 {
+		return false, nil, bad("is empty")
+	}
+	return false, tags, nil
+}
