@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,11 @@ type ClientOptions struct {
 	RetryFor   time.Duration // how long to keep retrying lock conflicts; 0 means 30s, <0 never retries
 	RetryBase  time.Duration // first backoff; 0 means 2ms
 	RetryMax   time.Duration // backoff cap; 0 means 500ms
+	// OnWait, if set, is called before the client waits out a lock
+	// conflict whose end the server announced in Retry-After (the
+	// whole-map lock), so that a user can be told what it waits for. A
+	// conflict that would outlast RetryFor is returned at once instead.
+	OnWait func(err *partmap.Error, wait time.Duration)
 }
 
 // NewClient returns a client for the server at baseURL, such as
@@ -101,8 +107,16 @@ func (c *Client) do(ctx context.Context, req request, out any) (*http.Response, 
 		}
 		backoff := min(c.opts.RetryMax, c.opts.RetryBase<<min(attempt, 20))
 		sleep := rand.N(backoff + 1)
+		var announced *partmap.Error
+		long := errors.As(err, &announced) && announced.RetryAfter > backoff
+		if long {
+			sleep = announced.RetryAfter
+		}
 		if time.Now().Add(sleep).After(deadline) {
 			return resp, err
+		}
+		if long && c.opts.OnWait != nil {
+			c.opts.OnWait(announced, sleep)
 		}
 		if err := sleepCtx(ctx, sleep); err != nil {
 			return resp, err
@@ -160,7 +174,11 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 			return resp, &partmap.Error{Code: codeForStatus(resp.StatusCode),
 				Message: fmt.Sprintf("server answered %s", resp.Status)}
 		}
-		return resp, errorOf(p, resp.StatusCode)
+		e := errorOf(p, resp.StatusCode)
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 1 {
+			e.RetryAfter = time.Duration(secs) * time.Second
+		}
+		return resp, e
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {
 		var err error

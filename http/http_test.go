@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +331,32 @@ func TestLockConflict(t *testing.T) {
 	release()
 	if err := <-done; err != nil {
 		t.Fatalf("retrying client: %v", err)
+	}
+}
+
+// Behind the whole-map lock, a write's conflict names the lock and its
+// end, and Retry-After counts the seconds left, not the usual 1.
+func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
+	srv, store := newServer(t, &pebble.Options{})
+	start(t, srv.URL)
+	lock, err := store.LockWholeMap(context.Background(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"w@example.com"}`))
+	p := r.problem(t)
+	secs, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	if detail, _ := p["detail"].(string); r.status != 409 || !strings.Contains(detail, "whole map is locked") ||
+		!strings.Contains(detail, lock.Expires.UTC().Format(time.RFC3339)) || secs < 50 || secs > 60 {
+		t.Fatalf("got %d %v Retry-After=%q", r.status, p, r.header.Get("Retry-After"))
+	}
+	// Released, a write meets the usual conflicts only.
+	store.UnlockWholeMap(context.Background(), lock.Lease)
+	release := holdPartition(t, store, "w@example.com")
+	defer release()
+	r = send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"w@example.com"}`))
+	if detail, _ := r.problem(t)["detail"].(string); r.status != 409 || strings.Contains(detail, "whole map") || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("after the release: %d %q Retry-After=%q", r.status, detail, r.header.Get("Retry-After"))
 	}
 }
 

@@ -1196,11 +1196,27 @@ func checkResize(t *testing.T, c *docChecker) {
 	c.expect(t, xBad(xGet(resize+"?verbose=1")), 400, partmap.EINVALID)
 	c.expect(t, xPut(resize, "{}"), 405, partmap.EMETHOD)
 
-	c.expect(t, xPost(resize+"?partitions=1500", ""), 202, "")
-	// Another count is refused while the resize runs; the same one resumes it.
-	// Which one a request meets depends on how far the resize has gone.
-	if r := c.send(t, xPost(resize+"?partitions=1500", "")); r.status != 202 && r.status != 400 {
-		t.Errorf("resuming the resize to 1500: %d %s", r.status, r.body)
+	// Held, the whole-map lock keeps a resize from finishing: meanwhile the
+	// same count resumes it and another is a conflict. A resize that ended
+	// before the lock was taken is tried again, to another count.
+	target := 1500
+	for try := 0; ; try++ {
+		c.expect(t, xPost(resize+fmt.Sprintf("?partitions=%d", target), ""), 202, "")
+		var lock struct{ Lease string }
+		json.Unmarshal(c.expect(t, xPost(b+"/whole-map-lock?seconds=60", ""), 200, "").body, &lock)
+		var st struct{ State string }
+		json.Unmarshal(c.expect(t, xGet(resize), 200, "").body, &st)
+		if st.State == "running" {
+			c.expect(t, xPost(resize+fmt.Sprintf("?partitions=%d", target), ""), 202, "")
+			c.expect(t, xPost(resize+fmt.Sprintf("?partitions=%d", target+500), ""), 409, partmap.ECONFLICT)
+			c.expect(t, xDelete(b+"/whole-map-lock?lease="+lock.Lease), 204, "")
+			break
+		}
+		c.expect(t, xDelete(b+"/whole-map-lock?lease="+lock.Lease), 204, "")
+		if try == 10 {
+			t.Fatal("every resize ended before the whole-map lock was taken")
+		}
+		target += 500
 	}
 	var status struct {
 		State      string
@@ -1209,10 +1225,10 @@ func checkResize(t *testing.T, c *docChecker) {
 	for deadline := time.Now().Add(time.Minute); status.State != "idle" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		json.Unmarshal(c.expect(t, xGet(resize), 200, "").body, &status)
 	}
-	if status.State != "idle" || status.Partitions != 1500 {
-		t.Errorf("the resize to 1500 did not end: %+v", status)
+	if status.State != "idle" || status.Partitions != target {
+		t.Errorf("the resize to %d did not end: %+v", target, status)
 	}
-	c.expect(t, xPost(resize+"?partitions=1500", ""), 400, partmap.EINVALID) // the current count now
+	c.expect(t, xPost(resize+fmt.Sprintf("?partitions=%d", target), ""), 400, partmap.EINVALID) // the current count now
 }
 
 // checkTokens sends every operation, on a server with tokens, without a

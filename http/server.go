@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/partmap/partmap"
 )
@@ -195,13 +197,23 @@ func problemOf(err error) problem {
 	return p
 }
 
+// retryAfterSeconds is when a retry may succeed, in whole seconds: when
+// the whole-map lock that refused the request ends, if known, else 1.
+func retryAfterSeconds(err error) int {
+	var e *partmap.Error
+	if errors.As(err, &e) && e.RetryAfter > time.Second {
+		return int((e.RetryAfter + time.Second - 1) / time.Second)
+	}
+	return 1
+}
+
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problem(r, err)
 	if p.Type == ProblemTypePrefix+string(partmap.ELOCKCONFLICT) {
 		s.metrics.conflicts.Inc()
 	}
 	if p.Type == ProblemTypePrefix+string(partmap.ELOCKCONFLICT) || p.Status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(err)))
 	}
 	p.Instance = r.URL.Path
 	b, _ := json.Marshal(p)

@@ -131,6 +131,13 @@ func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
 		{"ErrForeignPebble", func(t *testing.T, dir string) {
 			rawPebble(t, dir, map[string]string{"user:1": "somebody else's"})
 		}, nil, "without partmap metadata"},
+		{"ErrForeignLevelDB", func(t *testing.T, dir string) {
+			// A LevelDB directory: a CURRENT file, but no Pebble markers.
+			// Nothing may be written to it, not even a lock file.
+			for name, data := range map[string]string{"CURRENT": "MANIFEST-000002\n", "MANIFEST-000002": "\x00", "000003.log": "", "LOG": "leveldb"} {
+				os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644)
+			}
+		}, nil, "is not a partmap directory"},
 		{"ErrForeignFiles", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("precious"), 0o644)
 		}, nil, "holds no partmap data"},

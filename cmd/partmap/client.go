@@ -9,13 +9,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"time"
 
+	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
 )
 
 // clientFlags are shared by every subcommand that talks to a server.
 type clientFlags struct {
 	fs     *flag.FlagSet
+	stderr io.Writer
 	server string
 	token  string
 	caCert string
@@ -23,7 +26,7 @@ type clientFlags struct {
 
 // newClientCommand starts the flag set of a client subcommand.
 func newClientCommand(e *env, name, args string) *clientFlags {
-	cf := &clientFlags{fs: newFlagSet(e, name, args)}
+	cf := &clientFlags{fs: newFlagSet(e, name, args), stderr: e.stderr}
 	def := e.getenv("PARTMAP_SERVER")
 	if def == "" {
 		def = "http://127.0.0.1:8080"
@@ -45,7 +48,9 @@ func (cf *clientFlags) parse(args []string, minArgs, maxArgs int) ([]string, *pm
 		cf.fs.Usage()
 		return nil, nil, errUsageReported
 	}
-	opts := &pmhttp.ClientOptions{Token: cf.token}
+	opts := &pmhttp.ClientOptions{Token: cf.token, OnWait: func(err *partmap.Error, wait time.Duration) {
+		fmt.Fprintf(cf.stderr, "partmap: waiting %v: %s\n", wait.Round(time.Second), err.Message)
+	}}
 	if cf.caCert != "" {
 		pem, err := os.ReadFile(cf.caCert)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
@@ -79,8 +80,25 @@ func TestMapLockCommands(t *testing.T) {
 	if code, _, errOut := run(t, "", "map-lock", srv); code != 1 || !strings.Contains(errOut, "already held") {
 		t.Fatalf("a second map-lock: %d %q", code, errOut)
 	}
+	// A write under a lock that outlasts the client's retries says what
+	// holds it and until when, at once instead of retrying in silence.
+	start := time.Now()
+	if code, _, errOut := run(t, "", "put", "w@example.com", "--name", "W", srv); code != 1 || !strings.Contains(errOut, "whole map is locked") || !strings.Contains(errOut, "until") {
+		t.Fatalf("a put under the whole-map lock: %d %q", code, errOut)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("a put under a whole-map lock of 30 s gave up after %v", waited)
+	}
 	if code, _, _ := run(t, "", "map-unlock", lease, srv); code != 0 {
 		t.Fatalf("map-unlock: %d", code)
+	}
+	// A lock that ends within the client's retries is waited out, and the
+	// client says what it waits for.
+	if code, _, errOut := run(t, "", "map-lock", "--for", "2s", srv); code != 0 {
+		t.Fatalf("map-lock --for 2s: %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "put", "w@example.com", "--name", "W", srv); code != 0 || !strings.Contains(errOut, "waiting") || !strings.Contains(errOut, "whole map is locked") {
+		t.Fatalf("a put under a short whole-map lock: %d %q", code, errOut)
 	}
 	if code, _, errOut := run(t, "", "map-unlock", lease, srv); code != 1 || !strings.Contains(errOut, "no whole-map lock") {
 		t.Fatalf("a second map-unlock: %d %q", code, errOut)

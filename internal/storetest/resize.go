@@ -123,6 +123,39 @@ func RunResize(t *testing.T, open Opener) {
 		}
 	})
 
+	// A resize to another count while one runs is a conflict with the
+	// directory's state, not a bad request; the same count resumes it. The
+	// whole-map lock keeps the running one from finishing meanwhile.
+	t.Run("ErrConflictWhileAResizeRuns", func(t *testing.T) {
+		s := started(t)
+		load(t, s, 200)
+		for n := 1500; ; n += 500 {
+			if _, err := s.Resize(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+			lock, err := s.LockWholeMap(ctx, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := s.ResizeStatus(ctx)
+			if err == nil && st.Running {
+				if _, err := s.Resize(ctx, n+1); partmap.ErrorCode(err) != partmap.ECONFLICT {
+					t.Errorf("resize to %d while one to %d runs: got %v, want conflict", n+1, n, err)
+				}
+				if _, err := s.Resize(ctx, n); err != nil {
+					t.Errorf("resize to %d again while it runs: %v", n, err)
+				}
+				s.UnlockWholeMap(ctx, lock.Lease)
+				WaitResized(t, s)
+				return
+			}
+			s.UnlockWholeMap(ctx, lock.Lease)
+			if n > 5000 {
+				t.Fatalf("every resize ended before the whole-map lock was taken: %+v %v", st, err)
+			}
+		}
+	})
+
 	t.Run("ResizeKeepsEverything", func(t *testing.T) {
 		s := started(t)
 		want := load(t, s, 3000)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,11 @@ func runWholeMapLock(t *testing.T, started func(*testing.T) partmap.Store) {
 		case err := <-done:
 			if !errors.Is(err, partmap.ErrLockConflict) {
 				t.Fatalf("a write under the whole-map lock: got %v, want a lock conflict", err)
+			}
+			// It says what holds the partition, and until when.
+			var e *partmap.Error
+			if !errors.As(err, &e) || !strings.Contains(e.Message, "whole map is locked") || e.RetryAfter < 30*time.Second {
+				t.Fatalf("a write under the whole-map lock: %v (retry after %v); want the whole-map lock named, with its end", err, e.RetryAfter)
 			}
 		case <-time.After(300 * time.Millisecond):
 			if err := s.UnlockWholeMap(ctx, l.Lease); err != nil {
