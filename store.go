@@ -73,6 +73,13 @@ type Store interface {
 	// A partition outside the map is EINVALID.
 	CheckPartition(ctx context.Context, p Partition) (PartitionCheck, error)
 
+	// CheckPartitions checks partitions first up to end (not included) as
+	// CheckPartition does, one at a time and in order, and calls fn with
+	// each; end 0 means the map's last partition. It holds each partition's
+	// lock only while it checks that one. A range outside the map is
+	// EINVALID; an error from fn stops the check and is returned.
+	CheckPartitions(ctx context.Context, first, end Partition, fn func(PartitionCheck) error) error
+
 	// UpsertProfiles upserts many profiles, for imports and preloading. It
 	// groups them by partition and commits each group atomically under that
 	// partition's lock, so it never holds more than one partition lock per

@@ -360,6 +360,39 @@ func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
 	}
 }
 
+// A check of many partitions is one streamed request; a partition that a
+// writer holds midway ends the stream with a lock conflict in its trailer,
+// and the client asks again from that partition: every partition is
+// checked once, in order.
+func TestCheckPartitionsResumesAfterAConflict(t *testing.T) {
+	srv, store := newServer(t, &pebble.Options{})
+	start(t, srv.URL)
+	busy := "busy@example.com"
+	p := partmap.PartitionOf(busy, partmap.DefaultPartitions)
+	release := holdPartition(t, store, busy)
+	cl := newClient(t, srv.URL, nil)
+	var got []partmap.Partition
+	first := p - min(p, 3)
+	err := cl.CheckPartitions(context.Background(), first, p+3, func(c partmap.PartitionCheck) error {
+		got = append(got, c.Partition)
+		if c.Partition+1 == p {
+			go func() { time.Sleep(20 * time.Millisecond); release() }()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range got {
+		if q != first+partmap.Partition(i) {
+			t.Fatalf("checked %v, want %d up to %d once each, in order", got, first, p+3)
+		}
+	}
+	if len(got) != int(p+3-first) || cl.LockConflicts() == 0 {
+		t.Fatalf("checked %v with %d conflicts; want %d up to %d, after a conflict", got, cl.LockConflicts(), first, p+3)
+	}
+}
+
 // failingStore answers every call with an error partmap did not classify.
 type failingStore struct{ partmap.Store }
 

@@ -740,6 +740,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	inc := b + "/customer-profile/increment"
 	list := b + "/customer-profiles"
 	check := b + "/check?partition="
+	checks := b + "/checks"
 	wholeMap := b + "/whole-map-lock"
 	export := b + "/customer-profiles/export"
 	partitionOf := func(email string) partmap.Partition { return partmap.PartitionOf(email, partmap.DefaultPartitions) }
@@ -760,7 +761,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		xGet(of(alice)), xHead(of(alice)), xPut(profile, `{"emailAddress":"`+alice+`"}`),
 		xPatch(of(alice), `{"a":"1"}`), xDelete(of(alice)), xPost(inc+"?emailAddress="+alice+"&field=n", ""),
 		xGet(list), xHead(list), xGet(list + "?companyName=Acme"), xGet(b + "/partitions"), xHead(b + "/partitions"),
-		xGet(check + "1"), xHead(check + "1"), xPost(wholeMap+"?seconds=60", ""),
+		xGet(check + "1"), xHead(check + "1"), xGet(checks), xHead(checks), xPost(wholeMap+"?seconds=60", ""),
 		xGet(export), xHead(export),
 		xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...),
 	} {
@@ -878,6 +879,24 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xGet(check+"1&partition=2"), 400, partmap.EINVALID)
 	c.expect(t, xBad(xGet(check+"1&verbose=1")), 400, partmap.EINVALID)
 
+	// Many partitions in one streamed request: a line per partition, in
+	// order, and the count in a trailer.
+	r = c.expect(t, xGet(checks+"?from=partition-10&to=12"), 200, "")
+	if lines := strings.Split(strings.TrimSuffix(string(r.body), "\n"), "\n"); len(lines) != 3 ||
+		!strings.Contains(lines[0], `"partition":"partition-010"`) || !strings.Contains(lines[2], `"partition":"partition-012"`) ||
+		r.trailer.Get("Partmap-Check-Partitions") != "3" {
+		t.Errorf("check of partitions 10 to 12: %q %v", r.body, r.trailer)
+	}
+	c.expect(t, xGet(checks), 200, "")
+	c.expect(t, xHead(checks+"?to=5"), 200, "")
+	for _, q := range []string{"?from=1000", "?to=1000", "?from=5&to=3", "?from=1&from=2"} {
+		c.expect(t, xGet(checks+q), 400, partmap.EINVALID)
+	}
+	c.expect(t, xHead(checks+"?from=1000"), 400, "")
+	for _, q := range []string{"?from=x", "?to=-1", "?partition=1"} {
+		c.expect(t, xBad(xGet(checks+q)), 400, partmap.EINVALID)
+	}
+
 	// The whole-map lock: writers and checks meet lock conflicts while it is
 	// held, reads go on, and its lease releases it once.
 	r = c.expect(t, xPost(wholeMap+"?seconds=60", ""), 200, "")
@@ -891,6 +910,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPost(wholeMap+"?seconds=1", ""), 409, partmap.ELOCKCONFLICT)
 	c.expect(t, xPut(profile, `{"emailAddress":"carol@example.com"}`), 409, partmap.ELOCKCONFLICT)
 	c.expect(t, xGet(check+carol.String()), 409, partmap.ELOCKCONFLICT)
+	c.expect(t, xGet(checks+"?from=1&to=2"), 409, partmap.ELOCKCONFLICT)
 	c.expect(t, xGet(of("carol@example.com")), 200, "")
 	c.expect(t, xGet(search), 200, "")
 	c.expect(t, xDelete(wholeMap+"?lease="+held.Lease), 204, "")
@@ -1273,6 +1293,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"headPartitions":     {target: b + "/partitions"},
 		"checkPartition":     {target: b + "/check?partition=1"},
 		"headCheck":          {target: b + "/check?partition=1"},
+		"checkPartitions":    {target: b + "/checks?from=1&to=3"},
+		"headChecks":         {target: b + "/checks?from=1&to=3"},
 		"lockWholeMap":       {target: b + "/whole-map-lock?seconds=1"}, // with admin's token, writers wait a second
 		"unlockWholeMap":     {target: b + "/whole-map-lock?lease=0123"},
 		"resizeMap":          {target: b + "/resize?partitions=1000"}, // the current count: refused, changes nothing

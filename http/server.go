@@ -63,6 +63,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
 		{"GET", "/customer-profiles/export", ScopeRead, nil, s.handleExport},
 		{"GET", "/check", ScopeAdmin, []string{"partition"}, s.handleCheck},
+		{"GET", "/checks", ScopeAdmin, []string{"from", "to"}, s.handleChecks},
 		{"POST", "/whole-map-lock", ScopeAdmin, []string{"seconds"}, s.handleLockWholeMap},
 		{"DELETE", "/whole-map-lock", ScopeAdmin, []string{"lease"}, s.handleUnlockWholeMap},
 		{"POST", "/resize", ScopeAdmin, []string{"partitions"}, s.handleResize},
@@ -120,7 +121,12 @@ func (s *Server) serve(scope Scope, params []string, h handler) http.HandlerFunc
 		if err == nil {
 			err = h(w, r, q)
 		}
-		if err != nil {
+		var midway errStreamFailed
+		switch {
+		case errors.As(err, &midway):
+			// Already told in the stream's error trailer.
+			s.log.Error("stream failed midway", "method", r.Method, "path", r.URL.Path, "err", midway.err)
+		case err != nil:
 			s.writeError(w, r, err)
 		}
 	}

@@ -44,21 +44,17 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// checkPartitions checks first..last and prints every drift; it returns
-// how many partitions drifted.
+// checkPartitions checks first..last, in one streamed request, and prints
+// every drift; it returns how many partitions drifted.
 func checkPartitions(ctx context.Context, cl *pmhttp.Client, first, last int, e *env) (int, error) {
 	bar := progressbar.NewOptions(last-first+1, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
-		progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish())
+		progressbar.OptionSetDescription("checking"), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("partitions"), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	drifted := 0
-	for p := first; p <= last; p++ {
-		c, err := cl.CheckPartition(ctx, partmap.Partition(p))
-		if err != nil {
-			return drifted, fmt.Errorf("checking %s: %w", partmap.Partition(p), err)
-		}
+	err := cl.CheckPartitions(ctx, partmap.Partition(first), partmap.Partition(last+1), func(c partmap.PartitionCheck) error {
 		bar.Add(1)
 		if c.OK() {
-			continue
+			return nil
 		}
 		drifted++
 		if c.Profiles != c.Counted {
@@ -71,6 +67,10 @@ func checkPartitions(ctx context.Context, cl *pmhttp.Client, first, last int, e 
 			}
 			fmt.Fprintf(e.stdout, "%s: %s: %s %s=%q\n", c.Partition, what, d.Email, d.Field, d.Value)
 		}
+		return nil
+	})
+	if err != nil {
+		return drifted, fmt.Errorf("checking: %w", err)
 	}
 	bar.Finish()
 	return drifted, nil

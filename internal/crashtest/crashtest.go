@@ -321,27 +321,24 @@ func verify(ctx context.Context, cl *pmhttp.Client, keys map[string]*key, preloa
 	}
 	// Every partition's count and index entries agree with its profiles: a
 	// kill never leaves a write half-indexed.
-	n := stats.TotalPartitions
-	for p := partmap.Partition(0); int(p) < n; p++ {
-		c, err := cl.CheckPartition(ctx, p)
-		if partmap.ErrorCode(err) == partmap.EINVALID {
-			// A resize resumed by the restart finished meanwhile, with
-			// fewer partitions: check those.
-			if stats, err = cl.ListPartitions(ctx); err != nil {
-				return err
+	for try := 0; ; try++ {
+		checked := 0
+		err := cl.CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+			if !c.OK() {
+				return fmt.Errorf("check of %s found drift: %+v", c.Partition, c)
 			}
-			if n = stats.TotalPartitions; int(p) >= n {
-				break
-			}
-			c, err = cl.CheckPartition(ctx, p)
+			checked++
+			return nil
+		})
+		if err == nil {
+			res.Checked = checked
+			break
 		}
-		if err != nil {
-			return fmt.Errorf("check of %s: %w", p, err)
+		// A resize resumed by the restart may switch layouts meanwhile:
+		// check the new one from the start.
+		if partmap.ErrorCode(err) != partmap.ECONFLICT || try == 10 {
+			return fmt.Errorf("check: %w", err)
 		}
-		if !c.OK() {
-			return fmt.Errorf("check of %s found drift: %+v", p, c)
-		}
-		res.Checked++
 	}
 	if stats.TotalPartitions == 0 {
 		return fmt.Errorf("the server did not say how many partitions it has")

@@ -68,20 +68,48 @@ func searchScope(where []engine.IndexMatch) []byte {
 	return b
 }
 
-func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (partmap.PartitionCheck, error) {
+func (d *Directory) CheckPartition(ctx context.Context, p partmap.Partition) (check partmap.PartitionCheck, err error) {
+	err = d.CheckPartitions(ctx, p, p+1, func(c partmap.PartitionCheck) error {
+		check = c
+		return nil
+	})
+	return check, err
+}
+
+func (d *Directory) CheckPartitions(ctx context.Context, first, end partmap.Partition, fn func(partmap.PartitionCheck) error) error {
 	sv := d.acquire()
 	defer sv.release()
-	if n := sv.cur.Partitions; int(p) >= n {
-		return partmap.PartitionCheck{}, partmap.Errorf(partmap.EINVALID, "there is no %s in a map of %d partitions", p, n)
+	n := partmap.Partition(sv.cur.Partitions)
+	if end == 0 {
+		end = n
+	}
+	switch {
+	case first >= n:
+		return partmap.Errorf(partmap.EINVALID, "there is no %s in a map of %d partitions", first, n)
+	case end > n || end <= first:
+		return partmap.Errorf(partmap.EINVALID, "partitions %d up to %d are not a range of a map of %d partitions", first, end, n)
 	}
 	if err := d.checkStarted(ctx); err != nil {
-		return partmap.PartitionCheck{}, err
+		return err
 	}
-	check, err := d.checkPartition(ctx, sv, p)
-	if err == engine.ErrStale {
-		err = partmap.Errorf(partmap.ELOCKCONFLICT, "a resize switched layouts during the check; check again")
+	for p := first; p < end; p++ {
+		check, err := d.checkPartition(ctx, sv, p)
+		switch {
+		case err == engine.ErrStale && p == first:
+			return partmap.Errorf(partmap.ELOCKCONFLICT, "a resize switched layouts during the check; check again")
+		case err == engine.ErrStale:
+			// What was checked is of a layout that is gone: retrying from
+			// here would leave the new layout's first partitions out.
+			return partmap.Errorf(partmap.ECONFLICT, "a resize switched layouts during the check, after %s; check again from the start", p-1)
+		}
+		if err != nil {
+			return d.explainConflict(err)
+		}
+		if err := fn(check); err != nil {
+			return err
+		}
 	}
-	return check, err
+	return nil
 }
 
 // checkPartition compares partition p of the current generation with its

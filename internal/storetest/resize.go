@@ -38,20 +38,26 @@ func WaitResized(t testing.TB, s partmap.Store) partmap.ResizeStatus {
 func CheckAll(t testing.TB, s partmap.Store) {
 	t.Helper()
 	ctx := context.Background()
-	stats, err := s.ListPartitions(ctx)
-	if err != nil {
-		t.Fatal(err)
+	checked := 0
+	check := func() error {
+		checked = 0
+		return s.CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+			if !c.OK() {
+				return fmt.Errorf("check of %s: %+v", c.Partition, c)
+			}
+			checked++
+			return nil
+		})
 	}
-	for p := range partmap.Partition(stats.TotalPartitions) {
-		c, err := s.CheckPartition(ctx, p)
-		// A fail-fast store may still be releasing a resize's locks.
-		for try := 0; errors.Is(err, partmap.ErrLockConflict) && try < 100; try++ {
-			time.Sleep(20 * time.Millisecond)
-			c, err = s.CheckPartition(ctx, p)
-		}
-		if err != nil || !c.OK() {
-			t.Fatalf("check of %s: %+v %v", p, c, err)
-		}
+	err := check()
+	// A fail-fast store may still be releasing a resize's locks.
+	for try := 0; errors.Is(err, partmap.ErrLockConflict) && try < 100; try++ {
+		time.Sleep(20 * time.Millisecond)
+		err = check()
+	}
+	stats, serr := s.ListPartitions(ctx)
+	if err != nil || serr != nil || checked != stats.TotalPartitions {
+		t.Fatalf("checked %d of %d partitions: %v %v", checked, stats.TotalPartitions, err, serr)
 	}
 }
 

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -223,6 +224,36 @@ func runCheck(t *testing.T, started func(*testing.T) partmap.Store, indexed bool
 		for _, bad := range []partmap.Partition{partmap.DefaultPartitions, 1 << 31} {
 			if _, err := s.CheckPartition(ctx, bad); partmap.ErrorCode(err) != partmap.EINVALID {
 				t.Errorf("check of %d: got %v, want invalid", bad, err)
+			}
+		}
+
+		// A range is checked in one call, in order, each partition once;
+		// end 0 is the whole map.
+		first, end := p-min(p, 2), min(p+3, partmap.DefaultPartitions)
+		var got []partmap.PartitionCheck
+		if err := s.CheckPartitions(ctx, first, end, func(c partmap.PartitionCheck) error { got = append(got, c); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range got {
+			if c.Partition != first+partmap.Partition(i) || !c.OK() || (c.Partition == p) != (c.Profiles == 5) {
+				t.Fatalf("range check %d up to %d: %+v", first, end, got)
+			}
+		}
+		if len(got) != int(end-first) {
+			t.Fatalf("range check %d up to %d: %d partitions checked", first, end, len(got))
+		}
+		n := 0
+		if err := s.CheckPartitions(ctx, 0, 0, func(partmap.PartitionCheck) error { n++; return nil }); err != nil || n != partmap.DefaultPartitions {
+			t.Fatalf("whole-map check: %d partitions, %v", n, err)
+		}
+		stop := errors.New("enough")
+		n = 0
+		if err := s.CheckPartitions(ctx, 0, 0, func(partmap.PartitionCheck) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Fatalf("a check whose fn fails: %d partitions, %v", n, err)
+		}
+		for _, r := range [][2]partmap.Partition{{5, 5}, {5, 3}, {0, partmap.DefaultPartitions + 1}, {partmap.DefaultPartitions, 0}} {
+			if err := s.CheckPartitions(ctx, r[0], r[1], func(partmap.PartitionCheck) error { return nil }); partmap.ErrorCode(err) != partmap.EINVALID {
+				t.Errorf("check of %d up to %d: got %v, want invalid", r[0], r[1], err)
 			}
 		}
 	}
