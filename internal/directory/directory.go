@@ -158,7 +158,7 @@ func (d *Directory) Layout() engine.Layout { return d.serving.Load().cur }
 
 func (d *Directory) Start(ctx context.Context) (bool, error) {
 	now := false
-	_, err := d.updateMeta(ctx, func(m *Meta) error {
+	_, err := d.updateMeta(ctx, func(m *metadata) error {
 		now = !m.Started
 		m.Started = true
 		return nil

@@ -16,10 +16,10 @@ import (
 // and writes. 2 added secondary indexes; 1 has none.
 const Schema = 2
 
-// Meta is the directory's persisted description of itself, which a backend
+// metadata is the directory's persisted description of itself, which a backend
 // stores as JSON bytes it does not read. The JSON names are the ones
 // written since schema 1: the layout generation is spelt "version" there.
-type Meta struct {
+type metadata struct {
 	Schema     int    `json:"schema"`
 	Partitions int    `json:"partitions"` // the current generation's count
 	Started    bool   `json:"started"`
@@ -31,14 +31,14 @@ type Meta struct {
 	// in a key space of its own.
 	Generation int `json:"version,omitempty"`
 	// Resize is the resize in progress, if any.
-	Resize *Resize `json:"resize,omitempty"`
+	Resize *resizeState `json:"resize,omitempty"`
 	// Retired are the generations resizes replaced, until each has been
 	// marked and dropped: a server that opens finishes the job.
-	Retired []Retired `json:"retired,omitempty"`
+	Retired []retiredLayout `json:"retired,omitempty"`
 }
 
 // Retired is a layout a resize replaced.
-type Retired struct {
+type retiredLayout struct {
 	Generation int `json:"version"`
 	Partitions int `json:"partitions"`
 }
@@ -46,7 +46,7 @@ type Retired struct {
 // Resize is a resize in progress: every profile is being copied into the
 // next generation, of Partitions partitions. Partitions of the current
 // generation below Copied have been copied; writes meanwhile go to both.
-type Resize struct {
+type resizeState struct {
 	Partitions int `json:"partitions"`
 	Generation int `json:"version"`
 	Copied     int `json:"copied"`
@@ -56,12 +56,12 @@ type Resize struct {
 }
 
 // current is the layout that serves reads.
-func (m Meta) current() engine.Layout {
+func (m metadata) current() engine.Layout {
 	return engine.Layout{Generation: m.Generation, Partitions: m.Partitions}
 }
 
 // next is the layout a resize copies into, or nil.
-func (m Meta) next() *engine.Layout {
+func (m metadata) next() *engine.Layout {
 	if m.Resize == nil {
 		return nil
 	}
@@ -69,16 +69,16 @@ func (m Meta) next() *engine.Layout {
 }
 
 // newMeta describes a new directory, with a fresh random cursor key.
-func newMeta(partitions int, indexes []string) Meta {
+func newMeta(partitions int, indexes []string) metadata {
 	key := make([]byte, 32)
 	rand.Read(key)
-	return Meta{Schema: Schema, Partitions: partitions, CursorKey: key, Indexes: indexes}
+	return metadata{Schema: Schema, Partitions: partitions, CursorKey: key, Indexes: indexes}
 }
 
 // parseMeta reads stored metadata and checks that this code can serve it,
 // as a directory of partitions partitions (0: any).
-func parseMeta(raw []byte, partitions int) (Meta, error) {
-	var m Meta
+func parseMeta(raw []byte, partitions int) (metadata, error) {
+	var m metadata
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return m, fmt.Errorf("metadata is corrupt (%v); refusing to open it", err)
 	}
@@ -95,20 +95,20 @@ func parseMeta(raw []byte, partitions int) (Meta, error) {
 }
 
 // readMeta reads the metadata of an opened directory.
-func (d *Directory) readMeta(ctx context.Context) (Meta, error) {
+func (d *Directory) readMeta(ctx context.Context) (metadata, error) {
 	raw, err := d.backend.Meta(ctx, nil)
 	if err != nil {
-		return Meta{}, err
+		return metadata{}, err
 	}
 	if raw == nil {
-		return Meta{}, fmt.Errorf("the directory's metadata is gone")
+		return metadata{}, fmt.Errorf("the directory's metadata is gone")
 	}
 	return parseMeta(raw, 0)
 }
 
 // updateMeta applies fn to the metadata and stores the result, atomically.
-func (d *Directory) updateMeta(ctx context.Context, fn func(*Meta) error) (Meta, error) {
-	var out Meta
+func (d *Directory) updateMeta(ctx context.Context, fn func(*metadata) error) (metadata, error) {
+	var out metadata
 	_, err := d.backend.Meta(ctx, func(old []byte) ([]byte, error) {
 		m, err := parseMeta(old, 0)
 		if err != nil {

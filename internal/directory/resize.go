@@ -101,11 +101,11 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 	// From here on the request's cancellation must not cut the start in
 	// half: the metadata and the marks go together.
 	ctx = context.WithoutCancel(ctx)
-	meta, err := d.updateMeta(ctx, func(m *Meta) error {
+	meta, err := d.updateMeta(ctx, func(m *metadata) error {
 		if m.Resize != nil || m.Generation != sv.cur.Generation {
 			return engine.ErrStale
 		}
-		m.Resize = &Resize{Partitions: partitions, Generation: m.Generation + 1}
+		m.Resize = &resizeState{Partitions: partitions, Generation: m.Generation + 1}
 		return nil
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func (d *Directory) restartCopy(ctx context.Context, sv *serving) error {
 	if err := d.backend.Drop(ctx, *sv.next); err != nil {
 		return err
 	}
-	_, err = d.updateMeta(ctx, func(m *Meta) error {
+	_, err = d.updateMeta(ctx, func(m *metadata) error {
 		if m.Resize == nil || m.Resize.Generation != sv.next.Generation {
 			return engine.ErrStale
 		}
@@ -316,7 +316,7 @@ func (d *Directory) move(ctx context.Context, sv *serving) error {
 		if (p+1)%16 == 0 || p+1 == n {
 			copied := p + 1
 			if err := d.retry(ctx, func() error {
-				_, err := d.updateMeta(ctx, func(m *Meta) error {
+				_, err := d.updateMeta(ctx, func(m *metadata) error {
 					if m.Resize != nil && m.Resize.Generation == sv.next.Generation && m.Resize.Epoch == epoch {
 						m.Resize.Copied = max(m.Resize.Copied, copied)
 					}
@@ -416,7 +416,7 @@ func (d *Directory) switchTo(ctx context.Context, sv *serving, epoch int) error 
 	// together. A crash in between is finished by the next open (Retired).
 	ctx = context.WithoutCancel(ctx)
 	next := *sv.next
-	_, err = d.updateMeta(ctx, func(m *Meta) error {
+	_, err = d.updateMeta(ctx, func(m *metadata) error {
 		if m.Resize == nil && m.Generation == next.Generation {
 			return nil // switched already, by a try whose marking failed
 		}
@@ -424,7 +424,7 @@ func (d *Directory) switchTo(ctx context.Context, sv *serving, epoch int) error 
 			return engine.ErrStale // another server started the copy over, or switched
 		}
 		m.Partitions, m.Generation, m.Resize = next.Partitions, next.Generation, nil
-		m.Retired = append(m.Retired, Retired{Generation: sv.cur.Generation, Partitions: sv.cur.Partitions})
+		m.Retired = append(m.Retired, retiredLayout{Generation: sv.cur.Generation, Partitions: sv.cur.Partitions})
 		return nil
 	})
 	if err == engine.ErrStale {
@@ -463,8 +463,8 @@ func (d *Directory) finishRetired(ctx context.Context) error {
 		if err := d.backend.Drop(ctx, old); err != nil {
 			return err
 		}
-		if _, err := d.updateMeta(ctx, func(m *Meta) error {
-			m.Retired = slices.DeleteFunc(m.Retired, func(x Retired) bool { return x.Generation == old.Generation })
+		if _, err := d.updateMeta(ctx, func(m *metadata) error {
+			m.Retired = slices.DeleteFunc(m.Retired, func(x retiredLayout) bool { return x.Generation == old.Generation })
 			return nil
 		}); err != nil {
 			return err

@@ -31,7 +31,7 @@ func newServing(cur engine.Layout, next *engine.Layout) *serving {
 }
 
 // same reports whether sv serves the layouts m describes.
-func (sv *serving) same(m Meta) bool {
+func (sv *serving) same(m metadata) bool {
 	next := m.next()
 	return sv.cur == m.current() && (next == nil) == (sv.next == nil) && (next == nil || *next == *sv.next)
 }
