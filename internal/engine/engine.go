@@ -107,15 +107,19 @@ func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx)
 // is Hold over every partition of the layouts in use. It excludes writers,
 // who meanwhile get ordinary lock conflicts.
 func (e *Engine) Hold(ctx context.Context, parts []Part, wait time.Duration) (Lease, error) {
-	return e.lock(ctx, parts, wait, true)
+	h := &held{}
+	if err := e.lock(ctx, h, parts, wait, true); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Forget drops the in-process locks of a generation nobody uses any more.
 func (e *Engine) Forget(generation int) { e.locks.forget(generation) }
 
-// held is an invocation's locks: the engine's own, then the backend's.
+// held is a set of locks: the engine's own, then the backend's.
 type held struct {
-	local  func()
+	local  []chan struct{}
 	remote Lease
 	once   sync.Once
 	err    error
@@ -126,38 +130,40 @@ func (h *held) Release() error {
 		if h.remote != nil {
 			h.err = h.remote.Release()
 		}
-		h.local()
+		unlock(h.local)
 	})
 	return h.err
 }
 
-// lock takes the engine's in-process locks of parts, then the backend's,
-// in one wait budget.
-func (e *Engine) lock(ctx context.Context, parts []Part, wait time.Duration, hold bool) (*held, error) {
-	ps := slices.Clone(parts)
+// lock takes the engine's in-process locks of parts into h, then the
+// backend's, in one wait budget.
+func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Duration, hold bool) error {
+	ps := parts
 	if len(ps) > 1 {
+		ps = slices.Clone(parts)
 		slices.SortFunc(ps, Part.Compare)
 		ps = slices.Compact(ps)
 	}
 	deadline := time.Now().Add(wait)
 	local, err := e.locks.lock(ctx, ps, wait)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), hold)
 	if err != nil {
-		local()
-		return nil, err
+		unlock(local)
+		return err
 	}
-	return &held{local: local, remote: remote}, nil
+	h.local, h.remote = local, remote
+	return nil
 }
 
 func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool) (durable func() error, err error) {
 	hooks := e.hooks.Load()
-	var locks *held
+	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
 	if len(inv.Lock) > 0 {
 		t0 := time.Now()
-		locks, err = e.lock(ctx, inv.Lock, e.lockWait, false)
+		err = e.lock(ctx, &tx.locks, inv.Lock, e.lockWait, false)
 		if hooks != nil && hooks.Locked != nil {
 			hooks.Locked(time.Since(t0), err)
 		}
@@ -166,9 +172,8 @@ func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error,
 		}
 		// Also on a panic: net/http recovers a handler's panic and carries
 		// on, and a lock left held would fail every later write to it.
-		defer locks.Release()
+		defer tx.locks.Release()
 	}
-	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
 	err = fn(tx)
 	tx.done = true
 	if err == nil {
@@ -182,14 +187,8 @@ func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error,
 		return durableNow, nil
 	}
 	t0 := time.Now()
-	var lease Lease
-	if locks != nil {
-		lease = locks.remote
-	}
-	wait, err := e.backend.Commit(ctx, lease, writes)
-	if locks != nil {
-		locks.Release() // before the fsync: the next writer joins it
-	}
+	wait, err := e.backend.Commit(ctx, tx.locks.remote, writes)
+	tx.locks.Release() // before the fsync: the next writer joins it
 	committed := func(err error) error {
 		if hooks != nil && hooks.Committed != nil {
 			hooks.Committed(time.Since(t0), err)
@@ -211,16 +210,17 @@ func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error,
 
 func durableNow() error { return nil }
 
-// finish turns the staged writes into what the backend commits, dropping
-// those that change nothing (a record created and deleted again).
+// finish turns the staged writes into what the backend commits, in place,
+// dropping those that change nothing (a record created and deleted again).
 func (e *Engine) finish(tx *Tx) []Write {
-	out := make([]Write, 0, len(tx.writes))
-	for _, s := range tx.writes {
-		if s.prev == nil && s.rec == nil {
+	out := tx.writes[:0]
+	for _, w := range tx.writes {
+		prev := tx.known[key{w.Part, w.Email}].stored
+		if prev == nil && w.Record == nil {
 			continue
 		}
-		w := Write{Part: s.part, Email: s.email, Record: s.rec, Created: s.prev == nil, Fence: tx.inv.Fence[s.part.Generation]}
-		w.Remove, w.Add = indexChanges(e.indexes, s.email, s.prev, s.rec)
+		w.Created, w.Fence = prev == nil, tx.inv.Fence[w.Part.Generation]
+		w.Remove, w.Add = indexChanges(e.indexes, w.Email, prev, w.Record)
 		out = append(out, w)
 	}
 	return out
@@ -258,25 +258,18 @@ type Tx struct {
 	ctx     context.Context
 	backend Backend
 	inv     Invocation
+	locks   held
 	done    bool
 	err     error
 
-	writes []staged
+	writes []Write       // staged, unfinished: Part, Email and Record only
 	known  map[key]known // what this Tx has read or staged, by key
+	one    [1]string     // lookup's argument to Get, kept here to save an allocation per read
 }
 
 type key struct {
 	part  Part
 	email string
-}
-
-// staged is one record's change: prev is what the backend held before
-// this invocation, rec what the invocation leaves (nil: deleted).
-type staged struct {
-	part  Part
-	email string
-	rec   *partmap.Record
-	prev  *partmap.Record
 }
 
 type known struct {
@@ -378,9 +371,9 @@ func (tx *Tx) stage(part Part, email string, rec *partmap.Record) error {
 			return nil // nothing to delete
 		}
 		k.staged = len(tx.writes)
-		tx.writes = append(tx.writes, staged{part: part, email: email, prev: k.stored})
+		tx.writes = append(tx.writes, Write{Part: part, Email: email})
 	}
-	tx.writes[k.staged].rec = rec
+	tx.writes[k.staged].Record = rec
 	k.rec = rec
 	tx.known[key{part, email}] = k
 	return nil
@@ -391,7 +384,8 @@ func (tx *Tx) lookup(part Part, email string) (known, error) {
 	if k, ok := tx.known[key{part, email}]; ok {
 		return k, nil
 	}
-	recs, err := tx.backend.Get(tx.ctx, part, []string{email})
+	tx.one[0] = email
+	recs, err := tx.backend.Get(tx.ctx, part, tx.one[:])
 	if err != nil {
 		return known{}, err
 	}
@@ -460,7 +454,7 @@ func (tx *Tx) unwritten(part Part) error {
 	if err := tx.readable(part); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(tx.writes, func(s staged) bool { return s.part == part }) {
+	if slices.ContainsFunc(tx.writes, func(w Write) bool { return w.Part == part }) {
 		return tx.refuse(ErrWritten, part)
 	}
 	return nil

@@ -15,28 +15,34 @@ import (
 // Channels are made on first use, so a map of a million partitions costs
 // only what its writers touch.
 type localLocks struct {
-	slots sync.Map // Part → chan struct{}
+	mu    sync.RWMutex
+	slots map[Part]chan struct{}
 }
 
 func (l *localLocks) slot(p Part) chan struct{} {
-	if c, ok := l.slots.Load(p); ok {
-		return c.(chan struct{})
+	l.mu.RLock()
+	c, ok := l.slots[p]
+	l.mu.RUnlock()
+	if ok {
+		return c
 	}
-	c, _ := l.slots.LoadOrStore(p, make(chan struct{}, 1))
-	return c.(chan struct{})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok = l.slots[p]; !ok {
+		if l.slots == nil {
+			l.slots = make(map[Part]chan struct{})
+		}
+		c = make(chan struct{}, 1)
+		l.slots[p] = c
+	}
+	return c
 }
 
 // lock acquires parts, sorted and without repeats, in order, waiting at most
-// wait in all. On failure it holds nothing and returns partmap.ELOCKCONFLICT,
-// or the context's error. release frees them.
-func (l *localLocks) lock(ctx context.Context, parts []Part, wait time.Duration) (release func(), err error) {
+// wait in all, and returns the slots it holds, for unlock. On failure it
+// holds nothing and returns partmap.ELOCKCONFLICT, or the context's error.
+func (l *localLocks) lock(ctx context.Context, parts []Part, wait time.Duration) ([]chan struct{}, error) {
 	held := make([]chan struct{}, 0, len(parts))
-	release = func() {
-		for _, c := range held {
-			<-c
-		}
-		held = nil
-	}
 	var deadline <-chan time.Time
 	for _, p := range parts {
 		slot := l.slot(p)
@@ -47,7 +53,7 @@ func (l *localLocks) lock(ctx context.Context, parts []Part, wait time.Duration)
 		default:
 		}
 		if wait <= 0 {
-			release()
+			unlock(held)
 			return nil, conflict(p.Partition)
 		}
 		if deadline == nil {
@@ -59,24 +65,32 @@ func (l *localLocks) lock(ctx context.Context, parts []Part, wait time.Duration)
 		case slot <- struct{}{}:
 			held = append(held, slot)
 		case <-deadline:
-			release()
+			unlock(held)
 			return nil, conflict(p.Partition)
 		case <-ctx.Done():
-			release()
+			unlock(held)
 			return nil, ctx.Err()
 		}
 	}
-	return release, nil
+	return held, nil
+}
+
+// unlock frees the slots lock took.
+func unlock(held []chan struct{}) {
+	for _, c := range held {
+		<-c
+	}
 }
 
 // forget drops the locks of a generation that nobody uses any more.
 func (l *localLocks) forget(generation int) {
-	l.slots.Range(func(k, _ any) bool {
-		if k.(Part).Generation == generation {
-			l.slots.Delete(k)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range l.slots {
+		if p.Generation == generation {
+			delete(l.slots, p)
 		}
-		return true
-	})
+	}
 }
 
 func conflict(p partmap.Partition) error {

@@ -21,15 +21,14 @@ func TestLocalLocks(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OKReleasedAndTakenAgain", func(t *testing.T) {
 		var l localLocks
-		release, err := l.lock(ctx, parts(1, 3), 0)
+		held, err := l.lock(ctx, parts(1, 3), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := l.lock(ctx, parts(3), 0); !errors.Is(err, partmap.ErrLockConflict) {
 			t.Fatalf("a held lock was taken again: %v", err)
 		}
-		release()
-		release() // idempotent
+		unlock(held)
 		if _, err := l.lock(ctx, parts(1, 3), 0); err != nil {
 			t.Fatalf("locks not released: %v", err)
 		}
@@ -50,17 +49,17 @@ func TestLocalLocks(t *testing.T) {
 			t.Fatalf("got %v, want a lock conflict", err)
 		}
 		// 0 and 1 were taken before 2 failed; they must have been released.
-		if release, err := l.lock(ctx, parts(0, 1), 0); err != nil {
+		if again, err := l.lock(ctx, parts(0, 1), 0); err != nil {
 			t.Fatalf("a failed lock kept some locks: %v", err)
 		} else {
-			release()
+			unlock(again)
 		}
-		held()
+		unlock(held)
 	})
 	t.Run("ErrContextCancelled", func(t *testing.T) {
 		var l localLocks
 		held, _ := l.lock(ctx, parts(0), 0)
-		defer held()
+		defer unlock(held)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := l.lock(cctx, parts(0), time.Hour); !errors.Is(err, context.Canceled) {
@@ -95,15 +94,15 @@ func TestLocalLocksGiveBackOnFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var l localLocks
 			held, _ := l.lock(context.Background(), parts(2), 0)
-			defer held()
+			defer unlock(held)
 			if err := try(&l); err == nil {
 				t.Fatal("took a held lock")
 			}
-			release, err := l.lock(context.Background(), parts(0, 1), 0)
+			again, err := l.lock(context.Background(), parts(0, 1), 0)
 			if err != nil {
 				t.Fatalf("a failed lock kept partitions: %v", err)
 			}
-			release()
+			unlock(again)
 		})
 	}
 }
