@@ -167,3 +167,47 @@ func TestInvokeVisibleTimesTheSyncNotTheCaller(t *testing.T) {
 		t.Fatalf("a second call: %v", err)
 	}
 }
+
+// recorder keeps what the engine hands Commit.
+type recorder struct {
+	slowSync
+	got []Write
+}
+
+func (r *recorder) Commit(_ context.Context, _ Lease, writes []Write) (func() error, error) {
+	r.got = append(r.got, writes...)
+	return durableNow, nil
+}
+
+// The backend gets finished writes: whether each creates its profile, the
+// index entries it takes out and puts in, the mark it expects of its
+// generation, and none for a record created and deleted again.
+func TestCommitGetsFinishedWrites(t *testing.T) {
+	b := &recorder{slowSync: slowSync{records: map[string]partmap.Record{
+		"old@example.com": {Profile: partmap.Profile{"tier": "gold", "city": "Oslo"}, Version: 1},
+	}}}
+	e := New(b, Options{Indexes: []string{"city", "tier"}})
+	cur, next := Part{Generation: 3, Partition: 1}, Part{Generation: 4, Partition: 9}
+	inv := Invocation{Load: []Part{cur, next}, Lock: []Part{cur, next}, Fence: map[int]Stage{3: StageResizing}}
+	err := e.Invoke(context.Background(), inv, func(tx *Tx) error {
+		tx.Put(cur, "old@example.com", partmap.Record{Profile: partmap.Profile{"tier": "silver", "city": "Oslo"}, Version: 2})
+		tx.Put(next, "new@example.com", partmap.Record{Profile: partmap.Profile{"city": "Rome"}, Version: 3})
+		tx.Put(cur, "gone@example.com", partmap.Record{Version: 4})
+		return tx.Delete(cur, "gone@example.com")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.got) != 2 {
+		t.Fatalf("the backend got %d writes, want 2: %+v", len(b.got), b.got)
+	}
+	old, created := b.got[0], b.got[1]
+	if old.Created || old.Fence != StageResizing || len(old.Remove) != 1 || old.Remove[0] != (IndexEntry{Field: 1, Value: "gold", Email: "old@example.com"}) ||
+		len(old.Add) != 1 || old.Add[0] != (IndexEntry{Field: 1, Value: "silver", Email: "old@example.com"}) {
+		t.Errorf("replacement: %+v", old)
+	}
+	if !created.Created || created.Fence != StageServing || len(created.Remove) != 0 ||
+		len(created.Add) != 1 || created.Add[0] != (IndexEntry{Field: 0, Value: "Rome", Email: "new@example.com"}) {
+		t.Errorf("creation: %+v", created)
+	}
+}
