@@ -102,12 +102,12 @@ type Store interface {
 	// unknown or expired lease is ENOTFOUND.
 	UnlockWholeMap(ctx context.Context, lease string) error
 
-	// Resize starts rehashing every profile into a new layout version of
+	// Resize starts rehashing every profile into a new layout generation of
 	// the given partition count (1 to MaxPartitions), and returns at once;
 	// the move runs in the background while the directory keeps serving
 	// reads and writes. Asking again for the same count reports on (and if
 	// need be resumes) the resize in progress; another count while one
-	// runs is EINVALID. A store that cannot resize says EINVALID.
+	// runs is ECONFLICT.
 	Resize(ctx context.Context, partitions int) (ResizeStatus, error)
 
 	// ResizeStatus describes the layout and the resize in progress.

@@ -153,7 +153,8 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 // partition's lock or invoke the engine directly.
 func (d *Directory) Engine() *engine.Engine { return d.engine }
 
-// Layout is the layout that serves reads now.
+// Layout is the layout that serves reads now, for tests that address a
+// partition through the engine.
 func (d *Directory) Layout() engine.Layout { return d.serving.Load().cur }
 
 func (d *Directory) Start(ctx context.Context) (bool, error) {
@@ -321,6 +322,3 @@ func nextVersion(prev partmap.Version) partmap.Version {
 
 // Indexes returns the directory's indexed fields.
 func (d *Directory) Indexes() []string { return append([]string(nil), d.indexes...) }
-
-// Limits returns the limits the directory enforces.
-func (d *Directory) Limits() partmap.Limits { return d.limits }
