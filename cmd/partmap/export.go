@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/atomicfile"
 )
 
@@ -41,27 +40,10 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	bar := progressbar.NewOptions64(stats.TotalProfiles, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
 		progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString("profiles"), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-	var n int64
-	export := func(out io.Writer) error {
-		w := bufio.NewWriterSize(out, 256<<10)
-		err := cl.ExportProfiles(ctx, func(rec partmap.Record) error {
-			line, err := rec.Profile.MarshalJSON()
-			if err != nil {
-				return err
-			}
-			w.Write(line)
-			if err := w.WriteByte('\n'); err != nil {
-				return err
-			}
-			if n++; n%1024 == 0 {
-				bar.Set64(n)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return w.Flush()
+	var n int
+	export := func(w io.Writer) (err error) {
+		n, err = cl.Export(ctx, w, pmhttp.ExportOptions{Progress: func(n int) { bar.Set(n) }})
+		return err
 	}
 	if path == "-" {
 		err = export(e.stdout)
