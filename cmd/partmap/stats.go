@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/term"
 
@@ -64,16 +62,9 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if *width != 0 && *width < minWidth {
 		return usagef("--width must be at least %d", minWidth)
 	}
-	var render func(*stats.Report, io.Writer) error
-	if *plot != "" {
-		switch strings.ToLower(filepath.Ext(*plot)) {
-		case ".svg":
-			render = (*stats.Report).WriteSVG
-		case ".png":
-			render = (*stats.Report).WritePNG
-		default:
-			return usagef("--plot %s: the file name must end in .svg or .png", *plot)
-		}
+	render := stats.PlotFormat(*plot)
+	if *plot != "" && render == nil {
+		return usagef("--plot %s: the file name must end in .svg or .png", *plot)
 	}
 	if *width == 0 {
 		*width = terminalWidth(e.stdout)
