@@ -222,3 +222,36 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// A client given the CA of a server's self-signed certificate talks to it
+// over TLS; one without is refused.
+func TestClientRootCAs(t *testing.T) {
+	cert, key, pool := writeCert(t)
+	store, err := pebble.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ln, err := pmhttp.Listen("127.0.0.1:0", cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: newTextLogger(io.Discard)}).Serve(ctx, ln, &pmhttp.ServeOptions{ShutdownTimeout: 10 * time.Second})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	url := "https://" + ln.Addr().String()
+	if _, err := newClient(t, url, nil).Start(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without the CA: %v, want a certificate error", err)
+	}
+	if _, err := newClient(t, url, &pmhttp.ClientOptions{RootCAs: pool}).Start(ctx); err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+}
