@@ -197,3 +197,13 @@ type PartitionStats struct {
 	TotalPartitions int      // the map's partition count, in use or not
 	Indexes         []string // the indexed fields
 }
+
+// MapPartitions is the map's partition count, which a resize changes:
+// TotalPartitions, or DefaultPartitions when that is 0, as from a server
+// older than the field.
+func (s PartitionStats) MapPartitions() int {
+	if s.TotalPartitions == 0 {
+		return DefaultPartitions
+	}
+	return s.TotalPartitions
+}

@@ -112,6 +112,21 @@ func LoadTokens(path string) (*Tokens, error) {
 	return t, nil
 }
 
+// AppendToken appends a line from NewToken to the auth file at path,
+// creating the file readable by its owner only. A server reads the file
+// when it starts.
+func AppendToken(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // NewToken makes a random token and its auth-file line.
 func NewToken(name string, scope Scope) (token, line string, err error) {
 	if name == "" || strings.ContainsAny(name, " \t\r\n#") {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,6 +39,33 @@ func TestParseTokens(t *testing.T) {
 	}
 	if _, _, err := pmhttp.NewToken("two words", pmhttp.ScopeRead); err == nil {
 		t.Error("NewToken accepted a name with a space")
+	}
+}
+
+func TestAppendToken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "auth")
+	for i, scope := range []pmhttp.Scope{pmhttp.ScopeRead, pmhttp.ScopeAdmin} {
+		_, line, err := pmhttp.NewToken(fmt.Sprintf("user%d", i), scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pmhttp.AppendToken(path, line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if lines := strings.Split(string(b), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "user0 read ") || !strings.HasPrefix(lines[1], "user1 admin ") {
+		t.Fatalf("file %q, want the two lines in order", b)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600: the file grants access", fi.Mode().Perm())
+	}
+	if _, err := pmhttp.LoadTokens(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := pmhttp.AppendToken(filepath.Join(path, "not-a-dir"), "x"); err == nil {
+		t.Fatal("appended under a file")
 	}
 }
 

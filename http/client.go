@@ -3,6 +3,8 @@ package http
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,9 @@ type ClientOptions struct {
 	RetryFor   time.Duration // how long to keep retrying lock conflicts; 0 means 30s, <0 never retries
 	RetryBase  time.Duration // first backoff; 0 means 2ms
 	RetryMax   time.Duration // backoff cap; 0 means 500ms
+	// RootCAs are the CAs an https server's certificate must chain to;
+	// nil means the system's. Only the client NewClient makes uses them.
+	RootCAs *x509.CertPool
 	// OnWait, if set, is called before the client waits out a lock
 	// conflict whose end the server announced in Retry-After (the
 	// whole-map lock), so that a user can be told what it waits for. A
@@ -58,6 +63,9 @@ func NewClient(baseURL string, opts *ClientOptions) (*Client, error) {
 	if c.opts.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 256 // many goroutines share one client
+		if c.opts.RootCAs != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: c.opts.RootCAs, MinVersion: tls.VersionTLS12}
+		}
 		c.opts.HTTPClient = &http.Client{Transport: t}
 	}
 	c.http = c.opts.HTTPClient

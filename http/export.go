@@ -1,8 +1,10 @@
 package http
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -54,4 +56,37 @@ func (c *Client) ExportProfiles(ctx context.Context, fn func(partmap.Record) err
 		})
 	}}, nil)
 	return err
+}
+
+// ExportOptions configure Export.
+type ExportOptions struct {
+	// Progress, if set, is called with the count of profiles written so
+	// far, every 1024 profiles, on the goroutine that called Export.
+	Progress func(profiles int)
+}
+
+// Export writes the server's export to w as JSON Lines, one compact profile
+// per line: what Import reads back. It returns how many profiles it wrote.
+// After an error w may hold a part of the export, cut anywhere.
+func (c *Client) Export(ctx context.Context, w io.Writer, opts ExportOptions) (int, error) {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	n := 0
+	err := c.ExportProfiles(ctx, func(rec partmap.Record) error {
+		line, err := rec.Profile.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		bw.Write(line)
+		if err := bw.WriteByte('\n'); err != nil {
+			return err
+		}
+		if n++; n%1024 == 0 && opts.Progress != nil {
+			opts.Progress(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, bw.Flush()
 }

@@ -1,12 +1,14 @@
 package http_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,4 +93,46 @@ func TestExportClientDetectsTruncation(t *testing.T) {
 			t.Errorf("%s: got %v after %d profiles, want an error after 1", name, err, got)
 		}
 	}
+}
+
+// Export writes JSON Lines that Import reads back: exported, imported into
+// an empty directory and exported again, the bytes are the same.
+func TestClientExport(t *testing.T) {
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		var in strings.Builder
+		for i := range 3000 {
+			fmt.Fprintf(&in, "{\"emailAddress\":\"user%d@example.com\",\"fullName\":\"User %d\"}\n", i, i)
+		}
+		in.WriteString(`{"emailAddress":"odd@example.com","note":"tab\t quote\" <&> \u2028 é 🦀","blank":""}` + "\n")
+		var exports [2]bytes.Buffer
+		for i := range exports {
+			srv, _ := newServer(t, nil)
+			start(t, srv.URL)
+			c := newClient(t, srv.URL, nil)
+			if _, err := c.Import(ctx, strings.NewReader(in.String()), pmhttp.ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var progress []int
+			n, err := c.Export(ctx, &exports[i], pmhttp.ExportOptions{Progress: func(n int) { progress = append(progress, n) }})
+			if err != nil || n != 3001 || !slices.Equal(progress, []int{1024, 2048}) {
+				t.Fatalf("export: %d profiles, progress %v, %v; want 3001, [1024 2048]", n, progress, err)
+			}
+			in.Reset()
+			in.Write(exports[i].Bytes())
+		}
+		if a, b := exports[0].String(), exports[1].String(); a != b || strings.Count(a, "\n") != 3001 || !strings.Contains(a, `"blank":""`) {
+			t.Fatalf("the round trip changed the export: %d bytes, then %d", len(a), len(b))
+		}
+	})
+	t.Run("ErrMidway", func(t *testing.T) {
+		srv := httptest.NewServer(pmhttp.NewServer(exportFailsAfter{n: 2, err: partmap.Errorf(partmap.EUNAVAILABLE, "lost the lock")},
+			&pmhttp.ServerOptions{Logger: newTextLogger(io.Discard)}))
+		defer srv.Close()
+		var out bytes.Buffer
+		n, err := newClient(t, srv.URL, nil).Export(ctx, &out, pmhttp.ExportOptions{})
+		if partmap.ErrorCode(err) != partmap.EUNAVAILABLE || n != 2 {
+			t.Fatalf("got %d profiles, %v; want 2 and unavailable", n, err)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"image/draw"
 	"image/png"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/image/font"
@@ -92,6 +93,19 @@ func layoutPlot(r *Report) plotLayout {
 		}
 	}
 	return l
+}
+
+// PlotFormat returns the method that draws the histogram in the image
+// format a file name's extension names, in any case: WriteSVG for .svg,
+// WritePNG for .png. Any other name has none: nil.
+func PlotFormat(name string) func(*Report, io.Writer) error {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".svg":
+		return (*Report).WriteSVG
+	case ".png":
+		return (*Report).WritePNG
+	}
+	return nil
 }
 
 // errNoPartitions refuses to plot a report of no partitions at all.

@@ -78,14 +78,10 @@ func (b Bin) Label() string {
 
 // Sizes spreads the counts of ps over all the map's partitions, indexed by
 // partition number, so that the partitions ps does not list count as
-// empty. The map has ps.TotalPartitions partitions, or
-// partmap.DefaultPartitions when that is 0 (a server from before the field).
-// A count outside the map, or negative, is an error.
+// empty. The map has ps.MapPartitions() partitions. A count outside the
+// map, or negative, is an error.
 func Sizes(ps partmap.PartitionStats) ([]int64, error) {
-	n := ps.TotalPartitions
-	if n == 0 {
-		n = partmap.DefaultPartitions
-	}
+	n := ps.MapPartitions()
 	sizes := make([]int64, n)
 	for _, p := range ps.Partitions {
 		if int(p.Partition) >= n || p.Profiles < 0 {

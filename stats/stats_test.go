@@ -188,6 +188,24 @@ func TestWritePNG(t *testing.T) {
 	}
 }
 
+func TestPlotFormat(t *testing.T) {
+	r := Summarize(fixture(), 10)
+	for name, want := range map[string]string{"sizes.svg": "<?xml", "dir.png/Sizes.SVG": "<?xml", "sizes.png": "\x89PNG", "SIZES.PNG": "\x89PNG",
+		"sizes.jpg": "", "sizes": "", "svg": "", "sizes.svg.gz": ""} {
+		write := PlotFormat(name)
+		if want == "" {
+			if write != nil {
+				t.Errorf("%q: got a format, want none", name)
+			}
+			continue
+		}
+		var out bytes.Buffer
+		if write == nil || write(&r, &out) != nil || !strings.HasPrefix(out.String(), want) {
+			t.Errorf("%q: wrote %.8q, want %q", name, out.String(), want)
+		}
+	}
+}
+
 func TestPlotErrNoPartitions(t *testing.T) {
 	r := Summarize(nil, 10)
 	if err := r.WriteSVG(io.Discard); err != errNoPartitions {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +23,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.Baseline, "baseline", "", "also bench the original design's storage (bucket): whole-partition rewrites")
 	sizes := fs.String("baseline-sizes", "10000,1000000", "preloaded profiles at which --baseline compares upserts")
 	fs.BoolVar(&c.JSON, "json", false, "print JSON instead of a table")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (embedded) to `file`")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run (embedded) to `file`")
 	fs.DurationVar(&c.MinSyncInterval, "wal-min-sync-interval", 0, "the embedded server's --wal-min-sync-interval")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -44,18 +42,6 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if err := c.Validate(); err != nil {
 		return usageError(err.Error())
-	}
-	// The profile is of this whole process: the server and the clients.
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
 	}
 	return bench.Run(ctx, c, e.stdout)
 }

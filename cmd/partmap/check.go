@@ -23,7 +23,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n := mapPartitions(stats)
+	n := stats.MapPartitions()
 	first, last := 0, n-1
 	if *only >= 0 {
 		if *only >= n {
@@ -81,12 +81,4 @@ func indexList(fields []string) string {
 		return "none"
 	}
 	return strings.Join(fields, ", ")
-}
-
-// mapPartitions is the server's partition count, which a resize changes.
-func mapPartitions(stats partmap.PartitionStats) int {
-	if stats.TotalPartitions == 0 {
-		return partmap.DefaultPartitions // a server from before totalPartitions
-	}
-	return stats.TotalPartitions
 }

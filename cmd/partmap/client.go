@@ -1,13 +1,11 @@
 package main
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"time"
 
@@ -60,9 +58,7 @@ func (cf *clientFlags) parse(args []string, minArgs, maxArgs int) ([]string, *pm
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, nil, usagef("--ca-cert %s holds no PEM certificate", cf.caCert)
 		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		opts.HTTPClient = &http.Client{Transport: t}
+		opts.RootCAs = pool
 	}
 	cl, err := pmhttp.NewClient(cf.server, opts)
 	if err != nil {

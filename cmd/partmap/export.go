@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/atomicfile"
 )
 
 func runExport(ctx context.Context, e *env, args []string) error {
@@ -33,55 +32,24 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
-	var out io.Writer = e.stdout
-	var commit func() error
 	if path != "-" {
 		if _, err := os.Stat(path); err == nil && !*force {
 			return usagef("%s exists; use --force to replace it", path)
 		}
-		// Into a temporary file beside the target, renamed at the end, so
-		// that a failed export never leaves a plausible-looking short file.
-		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(f.Name()) // a no-op once renamed
-		defer f.Close()
-		out = f
-		commit = func() error {
-			if err := f.Sync(); err != nil {
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			return os.Rename(f.Name(), path)
-		}
 	}
-	w := bufio.NewWriterSize(out, 256<<10)
 	bar := progressbar.NewOptions64(stats.TotalProfiles, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetVisibility(isTerminal(e.stderr)),
 		progressbar.OptionSetDescription("exporting"), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString("profiles"), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-	var n int64
-	err = cl.ExportProfiles(ctx, func(rec partmap.Record) error {
-		line, err := rec.Profile.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		w.Write(line)
-		if err := w.WriteByte('\n'); err != nil {
-			return err
-		}
-		if n++; n%1024 == 0 {
-			bar.Set64(n)
-		}
-		return nil
-	})
-	if err == nil {
-		err = w.Flush()
+	var n int
+	export := func(w io.Writer) (err error) {
+		n, err = cl.Export(ctx, w, pmhttp.ExportOptions{Progress: func(n int) { bar.Set(n) }})
+		return err
 	}
-	if err == nil && commit != nil {
-		err = commit()
+	if path == "-" {
+		err = export(e.stdout)
+	} else {
+		// Profiles are personal data: the file is the owner's alone.
+		err = atomicfile.Write(path, 0o600, export)
 	}
 	if err != nil {
 		return err

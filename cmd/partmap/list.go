@@ -46,7 +46,7 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 		if err != nil {
 			return err
 		}
-		partitions = mapPartitions(stats)
+		partitions = stats.MapPartitions()
 	}
 	// Nothing reaches stdout before the first page is in: a refused search
 	// prints no header. Then whole pages go out as they come, so a failure

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -19,26 +15,22 @@ import (
 )
 
 type serveConfig struct {
-	addr            string
-	data            string
-	dataSet         bool // --data was given
-	store           string
-	replicaAcks     int
-	lockWait        time.Duration
-	minSync         time.Duration
-	indexes         string // --index: "" keeps the directory's (or the default), "none" or a comma list
-	namespace       string // --redis-namespace
-	logFormat       string
-	logLevel        string
-	shutdownTimeout time.Duration
+	addr        string
+	data        string
+	dataSet     bool // --data was given
+	store       string
+	replicaAcks int
+	lockWait    time.Duration
+	minSync     time.Duration
+	indexes     string // --index: "" keeps the directory's (or the default), "none" or a comma list
+	namespace   string // --redis-namespace
+	logFormat   string
+	logLevel    string
 
-	authFile         string
-	insecure         bool
-	tlsCert, tlsKey  string
-	readHeaderTimout time.Duration
-	readTimeout      time.Duration
-	writeTimeout     time.Duration
-	idleTimeout      time.Duration
+	authFile        string
+	insecure        bool
+	tlsCert, tlsKey string
+	serve           pmhttp.ServeOptions // timeouts
 }
 
 func (c serveConfig) Validate() error {
@@ -76,13 +68,13 @@ func (c serveConfig) Validate() error {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}
-	for name, d := range map[string]time.Duration{"--read-header-timeout": c.readHeaderTimout, "--read-timeout": c.readTimeout,
-		"--write-timeout": c.writeTimeout, "--idle-timeout": c.idleTimeout} {
+	for name, d := range map[string]time.Duration{"--read-header-timeout": c.serve.ReadHeaderTimeout, "--read-timeout": c.serve.ReadTimeout,
+		"--write-timeout": c.serve.WriteTimeout, "--idle-timeout": c.serve.IdleTimeout} {
 		if d <= 0 {
 			return usagef("%s must be positive", name)
 		}
 	}
-	if c.authFile == "" && !c.insecure && !isLoopback(c.addr) {
+	if c.authFile == "" && !c.insecure && !pmhttp.IsLoopback(c.addr) {
 		return usagef("refusing to serve %s without --auth-file: anyone who can reach it could read and change every profile. "+
 			"Give --auth-file (see `partmap token`), listen on a loopback address, or pass --insecure if the network is trusted", c.addr)
 	}
@@ -105,19 +97,6 @@ func (c serveConfig) indexList() []string {
 	return strings.Split(c.indexes, ",")
 }
 
-// isLoopback reports whether addr only accepts connections from this machine.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func runServe(ctx context.Context, e *env, args []string) error {
 	var c serveConfig
 	fs := newFlagSet(e, "serve", "")
@@ -131,15 +110,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
+	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
 	fs.StringVar(&c.authFile, "auth-file", "", "`file` of bearer tokens to require (see `partmap token`); without it every request is allowed")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow serving a non-loopback address without --auth-file")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate `file`: serve HTTPS (with --tls-key)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
-	fs.DurationVar(&c.readHeaderTimout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
-	fs.DurationVar(&c.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request")
-	fs.DurationVar(&c.writeTimeout, "write-timeout", 60*time.Second, "how long writing a response may take")
-	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.serve.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&c.serve.ReadTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request")
+	fs.DurationVar(&c.serve.WriteTimeout, "write-timeout", 60*time.Second, "how long writing a response may take")
+	fs.DurationVar(&c.serve.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -160,32 +139,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 
 	// Listen first: a busy port should not leave a new, empty store behind.
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := pmhttp.Listen(c.addr, c.tlsCert, c.tlsKey)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	if c.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-		if err != nil {
-			return fmt.Errorf("TLS certificate: %w", err)
-		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	}
 	store, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	srv := &http.Server{
-		Handler:           pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens}),
-		ReadHeaderTimeout: c.readHeaderTimout,
-		ReadTimeout:       c.readTimeout,
-		WriteTimeout:      c.writeTimeout,
-		IdleTimeout:       c.idleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens})
 	scheme := "http"
 	if c.tlsCert != "" {
 		scheme = "https"
@@ -195,24 +159,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		where = "pebble://" + c.data
 	}
 	log.Info("serving", "addr", scheme+"://"+ln.Addr().String(), "store", where, "lockWait", c.lockWait, "auth", tokens != nil)
-	if tokens != nil && scheme == "http" && !isLoopback(c.addr) {
+	if tokens != nil && scheme == "http" && !pmhttp.IsLoopback(c.addr) {
 		log.Warn("bearer tokens will cross the network in clear text; serve HTTPS with --tls-cert and --tls-key")
 	}
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: finishing in-flight requests", "timeout", c.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(ctx, ln, &c.serve); err != nil {
 		return err
 	}
 	if err := store.Close(); err != nil {

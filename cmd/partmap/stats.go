@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"golang.org/x/term"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/atomicfile"
 	"github.com/partmap/partmap/stats"
 )
 
@@ -63,16 +62,9 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if *width != 0 && *width < minWidth {
 		return usagef("--width must be at least %d", minWidth)
 	}
-	var render func(*stats.Report, io.Writer) error
-	if *plot != "" {
-		switch strings.ToLower(filepath.Ext(*plot)) {
-		case ".svg":
-			render = (*stats.Report).WriteSVG
-		case ".png":
-			render = (*stats.Report).WritePNG
-		default:
-			return usagef("--plot %s: the file name must end in .svg or .png", *plot)
-		}
+	render := stats.PlotFormat(*plot)
+	if *plot != "" && render == nil {
+		return usagef("--plot %s: the file name must end in .svg or .png", *plot)
 	}
 	if *width == 0 {
 		*width = terminalWidth(e.stdout)
@@ -101,7 +93,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "no plot written: the map holds no profiles\n")
 			return nil
 		}
-		if err := writeFileAtomic(*plot, func(w io.Writer) error { return render(&r, w) }); err != nil {
+		if err := atomicfile.Write(*plot, 0o644, func(w io.Writer) error { return render(&r, w) }); err != nil { // a plot is no secret
 			return err
 		}
 		fmt.Fprintf(e.stderr, "wrote %s\n", *plot)
@@ -116,32 +108,4 @@ func terminalWidth(w io.Writer) int {
 		}
 	}
 	return defaultWidth
-}
-
-// writeFileAtomic writes a temporary file beside path and renames it over
-// path, so that a failure leaves no partial file behind.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600; a plot is no secret
-		return err
-	}
-	if err = f.Sync(); err != nil { // else a crash could leave the new name on an empty file
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

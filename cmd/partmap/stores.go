@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -32,27 +30,20 @@ var storeOpeners = map[string]func(ctx context.Context, rest string, c serveConf
 	},
 	// redis://[user:password@]HOST:PORT[/DB] is a single Redis server.
 	"redis": func(ctx context.Context, rest string, c serveConfig) (store, error) {
-		opts, err := goredis.ParseURL("redis://" + rest)
+		client, err := redis.NewClient("redis://" + rest)
 		if err != nil {
 			return nil, usagef("--store: %v", err)
 		}
-		return openRedis(ctx, goredis.NewClient(opts), c)
+		return openRedis(ctx, client, c)
 	},
 	// redis-cluster://HOST:PORT[,HOST:PORT...] is a Redis Cluster, found
 	// through any of its nodes.
 	"redis-cluster": func(ctx context.Context, rest string, c serveConfig) (store, error) {
-		addrs := strings.Split(rest, ",")
-		for _, a := range addrs {
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				return nil, usagef("--store redis-cluster://: %q is not HOST:PORT", a)
-			}
+		client, err := redis.NewClient("redis-cluster://" + rest)
+		if err != nil {
+			return nil, usagef("--store %v", err)
 		}
-		return openRedis(ctx, goredis.NewClusterClient(&goredis.ClusterOptions{
-			Addrs: addrs,
-			// go-redis reloads the slot map every 60 s by default; a
-			// failover must be noticed within seconds.
-			ClusterStateReloadInterval: time.Second,
-		}), c)
+		return openRedis(ctx, client, c)
 	},
 }
 

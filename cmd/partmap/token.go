@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	pmhttp "github.com/partmap/partmap/http"
 )
@@ -31,15 +30,7 @@ func runToken(_ context.Context, e *env, args []string) error {
 	if *authFile == "" {
 		fmt.Fprintf(e.stderr, "add this line to the server's --auth-file:\n%s\n", line)
 	} else {
-		f, err := os.OpenFile(*authFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintln(f, line); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := pmhttp.AppendToken(*authFile, line); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "added %q (%s) to %s; restart the server to use it\n", *name, scope, *authFile)

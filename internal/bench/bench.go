@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ type Config struct {
 
 	JSON            bool          // write the Report as JSON instead of a table
 	MinSyncInterval time.Duration // of the embedded Pebble store
+	CPUProfile      string        // write a CPU profile of the whole run to this file; "" does not
 
 	// Log gets the preload progress and summaries, and each run's first
 	// error; nil discards them. Progress draws progress bars on it.
@@ -114,6 +116,18 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	// The profile is of this whole process: the server and the clients.
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	r := &runner{cfg: cfg, out: out, report: Report{Ratios: map[string]float64{}}}
 	return r.run(ctx)

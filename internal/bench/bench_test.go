@@ -3,6 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +78,22 @@ func TestRunTable(t *testing.T) {
 	}
 	if got := log.String(); !strings.HasPrefix(got, "preloaded 500 profiles into partmap in ") {
 		t.Errorf("log %q: want the preload summary of 300 profiles and 200 hot ones", got)
+	}
+}
+
+// A CPU profile covers the run: pprof's gzipped protobuf, not empty.
+func TestRunCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	err := Run(context.Background(), Config{Embedded: true, Clients: 1, Preload: 10, Duration: 20 * time.Millisecond,
+		Workloads: []string{Get}, JSON: true, CPUProfile: path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+		t.Fatalf("profile of %d bytes, want a gzipped one", len(b))
+	}
+	if err := Run(context.Background(), Config{Embedded: true, Clients: 1, Preload: 10, Duration: time.Millisecond,
+		Workloads: []string{Get}, CPUProfile: filepath.Join(path, "under-a-file")}, io.Discard); err == nil {
+		t.Fatal("ran without the profile it was asked for")
 	}
 }
