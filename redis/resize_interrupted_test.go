@@ -19,7 +19,7 @@ func rawClient() *goredis.Client {
 	return goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
 }
 
-// editMeta applies fn to the stored metadata, as spaces.UpdateMeta does.
+// editMeta applies fn to the stored metadata, as the directory does.
 func editMeta(t *testing.T, fn func(m map[string]any)) {
 	c := rawClient()
 	defer c.Close()
@@ -80,7 +80,7 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 		m["retired"] = []any{map[string]any{"version": 0, "partitions": 1000}} // recorded with the switch
 	})
 	b.UnlockWholeMap(ctx, lease.Lease)
-	// B writes the victim (to both versions, as during a resize).
+	// B writes the victim (to both generations, as during a resize).
 	if err := retryConflict(func() error {
 		_, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: victim, "n": "0"}, partmap.Condition{})
 		return err

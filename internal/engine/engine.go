@@ -318,7 +318,7 @@ func (tx *Tx) Prefetch(part Part, emails []string) error {
 	}
 	var todo []string
 	for _, e := range emails {
-		if _, ok := tx.known[key{part, e}]; !ok && !slices.Contains(todo, e) {
+		if _, ok := tx.known[key{part, e}]; !ok {
 			todo = append(todo, e)
 		}
 	}

@@ -325,7 +325,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		}
 	})
 
-	// Prefetch reads what Get would, in bulk: a backend's GetBatch must
+	// Prefetch reads what Get would, in bulk: a backend's Get of many emails must
 	// answer for the partition asked (not for the same email in another),
 	// find the last partition's records, and cope with emails out of order
 	// and repeated.
