@@ -3,25 +3,19 @@ package http_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partmap/partmap/internal/testcert"
 
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
@@ -131,7 +125,7 @@ func TestServe(t *testing.T) {
 
 func TestListen(t *testing.T) {
 	t.Run("OKTLS", func(t *testing.T) {
-		cert, key, pool := writeCert(t)
+		cert, key, pool := testcert.Write(t)
 		ln, err := pmhttp.Listen("127.0.0.1:0", cert, key)
 		if err != nil {
 			t.Fatal(err)
@@ -179,38 +173,6 @@ func TestListen(t *testing.T) {
 	})
 }
 
-// writeCert makes a self-signed certificate for 127.0.0.1, and the pool
-// that trusts it.
-func writeCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "partmap test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	os.WriteFile(certFile, certPEM, 0o644)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	pool = x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
-	return certFile, keyFile, pool
-}
-
 func TestIsLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8080": true, "127.1.2.3:0": true, "[::1]:8080": true, "localhost:8080": true,
@@ -226,7 +188,7 @@ func TestIsLoopback(t *testing.T) {
 // A client given the CA of a server's self-signed certificate talks to it
 // over TLS; one without is refused.
 func TestClientRootCAs(t *testing.T) {
-	cert, key, pool := writeCert(t)
+	cert, key, pool := testcert.Write(t)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
