@@ -40,6 +40,11 @@ const DefaultCacheBytes = 64 << 20
 // small directory does not pay for the size.
 const memTableBytes = 32 << 20
 
+// memTableReserve is what memtables take of the block cache at most: the
+// mutable one, the ones waiting to flush before writes stall
+// (MemTableStopWritesThreshold, 2 by default) and the one kept for reuse.
+const memTableReserve = 4 * memTableBytes
+
 // Options configure Open. A nil *Options means DefaultOptions(). In
 // Options of your own, a zero field means its zero, except where it says
 // otherwise: LockWait 0 fails at once.
@@ -116,7 +121,11 @@ func Open(path string, opts *Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("data directory %s: %w", path, err)
 	}
-	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes, MemTableSize: memTableBytes}
+	// Pebble charges its memtables to the block cache: a cache of only
+	// CacheBytes was wholly reserved by two 32 MB memtables after the
+	// first flush, and from then on cached nothing, so every read went to
+	// the disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
+	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes + memTableReserve, MemTableSize: memTableBytes}
 	if o.MinSyncInterval > 0 {
 		interval := o.MinSyncInterval
 		popts.WALMinSyncInterval = func() time.Duration { return interval }
@@ -158,9 +167,11 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Collectors returns the store's Prometheus metrics: partition-lock waits
-// and commit latencies.
-func (s *Store) Collectors() []prometheus.Collector { return s.dir.Collectors() }
+// Collectors returns the store's Prometheus metrics: partition-lock waits,
+// commit latencies, and Pebble's own figures (metrics.go).
+func (s *Store) Collectors() []prometheus.Collector {
+	return append(s.dir.Collectors(), dbCollector{s.db})
+}
 
 // checkDataDirectory creates path if it is missing and reports whether it
 // is new (missing or empty). A non-empty directory that holds no Pebble

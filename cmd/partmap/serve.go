@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -26,6 +29,7 @@ type serveConfig struct {
 	namespace   string // --redis-namespace
 	logFormat   string
 	logLevel    string
+	pprofAddr   string // --pprof-addr: net/http/pprof on a listener of its own
 
 	authFile        string
 	insecure        bool
@@ -64,6 +68,9 @@ func (c serveConfig) Validate() error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usagef("--log-level must be debug, info, warn or error, not %q", c.logLevel)
+	}
+	if c.pprofAddr != "" && !pmhttp.IsLoopback(c.pprofAddr) {
+		return usagef("--pprof-addr must be a loopback address: profiles show what the server is doing to anyone who can reach them")
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
@@ -110,6 +117,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this loopback `address`, apart from the API (off when empty)")
 	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
 	fs.StringVar(&c.authFile, "auth-file", "", "`file` of bearer tokens to require (see `partmap token`); without it every request is allowed")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow serving a non-loopback address without --auth-file")
@@ -144,6 +152,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ln.Close()
+	if c.pprofAddr != "" {
+		stop, err := servePprof(c.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		log.Info("profiling", "addr", "http://"+c.pprofAddr+"/debug/pprof/")
+	}
 	store, err := openStore(ctx, c)
 	if err != nil {
 		return err
@@ -171,6 +187,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// servePprof serves net/http/pprof's handlers on addr until stop.
+func servePprof(addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
 }
 
 func newLogger(e *env, c serveConfig) *slog.Logger {
