@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -23,8 +24,22 @@ import (
 // database (its directory lock keeps others out), so the engine's
 // in-process locks are all the locking it needs, and it keeps no marks.
 type backend struct {
-	db     *pebble.DB
-	metaMu sync.Mutex // serialises metadata updates
+	db       *pebble.DB
+	metaMu   sync.Mutex   // serialises metadata updates
+	inFlight atomic.Int64 // commits applied and waiting for their fsync
+	delayed  atomic.Int64 // fsyncs held back for companions (syncDelay)
+}
+
+// syncDelay is how long the WAL's next fsync waits after the last one:
+// delay while more than siblings commits wait for theirs, so that those
+// arriving meanwhile share it, and nothing for a lone writer, who would
+// only wait for nobody.
+func (b *backend) syncDelay(delay time.Duration, siblings int) time.Duration {
+	if b.inFlight.Load() <= int64(siblings) {
+		return 0
+	}
+	b.delayed.Add(1)
+	return delay
 }
 
 var _ engine.Backend = (*backend)(nil)
@@ -181,11 +196,14 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	// Visible now; durable once the WAL's fsync, which the engine waits for
 	// after releasing its locks, so that the next writer joins the same
 	// fsync instead of queueing behind it.
+	b.inFlight.Add(1)
 	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		b.inFlight.Add(-1)
 		return fail(err)
 	}
 	return func() error {
 		defer batch.Close()
+		defer b.inFlight.Add(-1)
 		return batch.SyncWait()
 	}, nil
 }

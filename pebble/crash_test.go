@@ -24,10 +24,10 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 		minSync  time.Duration // delayed syncs must not weaken durability
 	}{{0, 0}, {50, 0}, {0, 500 * time.Microsecond}} {
 		unsynced := tc.unsynced
-		t.Run(fmt.Sprintf("Keep%dPercentUnsynced/MinSync%v", unsynced, tc.minSync), func(t *testing.T) {
+		t.Run(fmt.Sprintf("Keep%dPercentUnsynced/CommitDelay%v", unsynced, tc.minSync), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
 			opts := pebble.DefaultOptions()
-			opts.FS, opts.MinSyncInterval = fs, tc.minSync
+			opts.FS, opts.CommitDelay, opts.CommitSiblings = fs, tc.minSync, 0
 			s, err := pebble.Open("/data", &opts)
 			if err != nil {
 				t.Fatal(err)

@@ -3,13 +3,17 @@ package pebble
 import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // dbCollector exports the Pebble figures an operator tunes by: the block
 // cache's hit rate, the memtables and level 0 a write stall comes from,
 // compactions, and the WAL's volume. It reads db.Metrics at scrape time,
 // so requests pay nothing for it.
-type dbCollector struct{ db *pebble.DB }
+type dbCollector struct {
+	db *pebble.DB
+	b  *backend
+}
 
 var (
 	descCacheHits     = prometheus.NewDesc("partmap_pebble_block_cache_hits_total", "Block cache hits.", nil, nil)
@@ -24,11 +28,13 @@ var (
 	descCompactDebt   = prometheus.NewDesc("partmap_pebble_compaction_debt_bytes", "Estimated bytes compactions still have to rewrite.", nil, nil)
 	descFlushes       = prometheus.NewDesc("partmap_pebble_flushes_total", "Memtable flushes.", nil, nil)
 	descWALBytes      = prometheus.NewDesc("partmap_pebble_wal_written_bytes_total", "Bytes written to the write-ahead log.", nil, nil)
+	descWALSyncs      = prometheus.NewDesc("partmap_pebble_wal_fsyncs_total", "Fsyncs of the write-ahead log; each makes every commit before it durable.", nil, nil)
+	descDelayedSyncs  = prometheus.NewDesc("partmap_pebble_wal_fsyncs_delayed_total", "Fsyncs held back by --commit-delay for more commits to share them.", nil, nil)
 )
 
 func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descMemtables, descMemtableBytes,
-		descL0Files, descTables, descTableBytes, descCompactions, descCompactDebt, descFlushes, descWALBytes} {
+		descL0Files, descTables, descTableBytes, descCompactions, descCompactDebt, descFlushes, descWALBytes, descWALSyncs, descDelayedSyncs} {
 		ch <- d
 	}
 }
@@ -56,4 +62,19 @@ func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descCompactDebt, float64(m.Compact.EstimatedDebt))
 	counter(descFlushes, float64(m.Flush.Count))
 	counter(descWALBytes, float64(m.WAL.BytesWritten))
+	counter(descWALSyncs, float64(walSyncs(m)))
+	counter(descDelayedSyncs, float64(c.b.delayed.Load()))
+}
+
+// walSyncs counts the WAL's fsyncs: the samples of Pebble's fsync latency
+// histogram.
+func walSyncs(m *pebble.Metrics) uint64 {
+	if m.LogWriter.FsyncLatency == nil {
+		return 0
+	}
+	var out dto.Metric
+	if err := m.LogWriter.FsyncLatency.Write(&out); err != nil {
+		return 0
+	}
+	return out.GetHistogram().GetSampleCount()
 }

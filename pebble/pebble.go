@@ -29,6 +29,13 @@ import (
 	"github.com/partmap/partmap/internal/directory"
 )
 
+// DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing of
+// DefaultOptions (docs/PERFORMANCE.md).
+const (
+	DefaultCommitDelay    = 0
+	DefaultCommitSiblings = 4
+)
+
 // DefaultCacheBytes is the block cache size: large enough to keep the hot
 // records of a few million profiles, small enough for a modest server.
 const DefaultCacheBytes = 64 << 20
@@ -60,11 +67,15 @@ type Options struct {
 	LockWait time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
-	// MinSyncInterval delays a WAL fsync until this long after the last one,
-	// so that more concurrent writes share it. It raises the throughput of
-	// many writers and the latency of a lone one; 0 syncs at once. See
-	// docs/PERFORMANCE.md.
-	MinSyncInterval time.Duration
+	// CommitDelay holds the next WAL fsync back by this long after the
+	// last one while more than CommitSiblings commits are waiting for
+	// theirs, so that they share one, as PostgreSQL's commit_delay and
+	// commit_siblings do. A lone writer never waits; 0 syncs at once.
+	// See docs/PERFORMANCE.md.
+	CommitDelay time.Duration
+	// CommitSiblings is how many commits must be in flight before
+	// CommitDelay applies.
+	CommitSiblings int
 	// CacheBytes sizes Pebble's block cache; 0 means DefaultCacheBytes.
 	CacheBytes int64
 	// Indexes are the fields a new directory indexes for search; nil means
@@ -80,7 +91,7 @@ type Options struct {
 // 50 ms for a busy partition (DESIGN.md says why), and every other field is
 // its zero.
 func DefaultOptions() Options {
-	return Options{LockWait: directory.DefaultLockWait}
+	return Options{LockWait: directory.DefaultLockWait, CommitDelay: DefaultCommitDelay, CommitSiblings: DefaultCommitSiblings}
 }
 
 // Store is a customer directory in a Pebble database on local disk. It is a
@@ -89,6 +100,7 @@ type Store struct {
 	partmap.Store // the directory this database holds
 	dir           *directory.Directory
 	db            *pebble.DB
+	backend       *backend
 	lock          *pebble.Lock
 	closeOnce     sync.Once
 	closeErr      error
@@ -126,9 +138,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	// first flush, and from then on cached nothing, so every read went to
 	// the disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
 	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes + memTableReserve, MemTableSize: memTableBytes}
-	if o.MinSyncInterval > 0 {
-		interval := o.MinSyncInterval
-		popts.WALMinSyncInterval = func() time.Duration { return interval }
+	b := &backend{}
+	if o.CommitDelay > 0 {
+		// Pebble asks after each fsync how long to hold the next one back.
+		popts.WALMinSyncInterval = func() time.Duration { return b.syncDelay(o.CommitDelay, o.CommitSiblings) }
 	}
 	// Every read is a point lookup of one record: Bloom filters let it skip
 	// the sstables that cannot hold the key instead of searching them.
@@ -148,12 +161,13 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	// A crash in the middle of a resize, or of the removal of the
 	// generation one replaced, is finished here.
-	dir, err := directory.Open(context.Background(), &backend{db: db}, dopts)
+	b.db = db
+	dir, err := directory.Open(context.Background(), b, dopts)
 	if err != nil {
 		db.Close()
 		return fail(err)
 	}
-	return &Store{Store: dir, dir: dir, db: db, lock: lock}, nil
+	return &Store{Store: dir, dir: dir, db: db, backend: b, lock: lock}, nil
 }
 
 // Close releases the data directory. Every acknowledged write is already
@@ -170,7 +184,7 @@ func (s *Store) Close() error {
 // Collectors returns the store's Prometheus metrics: partition-lock waits,
 // commit latencies, and Pebble's own figures (metrics.go).
 func (s *Store) Collectors() []prometheus.Collector {
-	return append(s.dir.Collectors(), dbCollector{s.db})
+	return append(s.dir.Collectors(), dbCollector{s.db, s.backend})
 }
 
 // checkDataDirectory creates path if it is missing and reports whether it

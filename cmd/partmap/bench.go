@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap/internal/bench"
+	"github.com/partmap/partmap/pebble"
 )
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -24,7 +25,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	sizes := fs.String("baseline-sizes", "10000,1000000", "preloaded profiles at which --baseline compares upserts")
 	fs.BoolVar(&c.JSON, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run (embedded) to `file`")
-	fs.DurationVar(&c.MinSyncInterval, "wal-min-sync-interval", 0, "the embedded server's --wal-min-sync-interval")
+	fs.DurationVar(&c.CommitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "the embedded server's --commit-delay")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err

@@ -24,7 +24,8 @@ type serveConfig struct {
 	store       string
 	replicaAcks int
 	lockWait    time.Duration
-	minSync     time.Duration
+	commitDelay time.Duration
+	siblings    int
 	indexes     string // --index: "" keeps the directory's (or the default), "none" or a comma list
 	namespace   string // --redis-namespace
 	logFormat   string
@@ -56,8 +57,11 @@ func (c serveConfig) Validate() error {
 	if c.lockWait < 0 {
 		return usagef("--lock-wait must not be negative")
 	}
-	if c.minSync < 0 {
-		return usagef("--wal-min-sync-interval must not be negative")
+	if c.commitDelay < 0 || c.commitDelay > time.Second {
+		return usagef("--commit-delay must be between 0 and 1s, not %v", c.commitDelay)
+	}
+	if c.siblings < 0 {
+		return usagef("--commit-siblings must not be negative")
 	}
 	if err := partmap.CheckIndexes(c.indexList()); err != nil {
 		return usagef("--index: %s", partmap.ErrorMessage(err))
@@ -90,7 +94,7 @@ func (c serveConfig) Validate() error {
 
 // storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
-	return &pebble.Options{LockWait: c.lockWait, MinSyncInterval: c.minSync, Indexes: c.indexList()}
+	return &pebble.Options{LockWait: c.lockWait, CommitDelay: c.commitDelay, CommitSiblings: c.siblings, Indexes: c.indexList()}
 }
 
 // indexList reads --index: nil leaves the choice to the directory.
@@ -114,7 +118,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.namespace, "redis-namespace", "", "keep this directory's keys under `NS`, so that several directories can share one Redis")
 	fs.StringVar(&c.indexes, "index", "", "comma-separated `fields` a new directory indexes for search, or none (default companyName,customerTier); an existing directory keeps its own")
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
-	fs.DurationVar(&c.minSync, "wal-min-sync-interval", 0, "delay each WAL fsync until this long after the previous one, so more writes share it: more throughput under many writers, more latency for a lone one (0 syncs at once)")
+	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
+	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this loopback `address`, apart from the API (off when empty)")

@@ -53,9 +53,9 @@ type Config struct {
 	Baseline      string
 	BaselineSizes []int
 
-	JSON            bool          // write the Report as JSON instead of a table
-	MinSyncInterval time.Duration // of the embedded Pebble store
-	CPUProfile      string        // write a CPU profile of the whole run to this file; "" does not
+	JSON        bool          // write the Report as JSON instead of a table
+	CommitDelay time.Duration // of the embedded Pebble store
+	CPUProfile  string        // write a CPU profile of the whole run to this file; "" does not
 
 	// Log gets the preload progress and summaries, and each run's first
 	// error; nil discards them. Progress draws progress bars on it.
@@ -229,7 +229,9 @@ func (r *runner) target(ctx context.Context, name string) (string, partmap.Store
 	if name == "bucket" {
 		store, err = bucket.Open(dir, 50*time.Millisecond)
 	} else {
-		store, err = pebble.Open(dir, &pebble.Options{MinSyncInterval: r.cfg.MinSyncInterval})
+		opts := pebble.DefaultOptions()
+		opts.CommitDelay = r.cfg.CommitDelay
+		store, err = pebble.Open(dir, &opts)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
