@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,30 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	conflicts prometheus.Counter
+	routes    sync.Map // route pattern → *routeMetrics
+}
+
+// routeMetrics are one route's children of requests and latency, looked
+// up once: finding a child by its labels hashes them on every request.
+type routeMetrics struct {
+	latency  prometheus.Observer
+	byStatus sync.Map // status code → prometheus.Counter
+}
+
+func (m *metrics) route(pattern string) *routeMetrics {
+	if rm, ok := m.routes.Load(pattern); ok {
+		return rm.(*routeMetrics)
+	}
+	rm, _ := m.routes.LoadOrStore(pattern, &routeMetrics{latency: m.latency.WithLabelValues(pattern)})
+	return rm.(*routeMetrics)
+}
+
+func (m *metrics) count(rm *routeMetrics, pattern string, status int) {
+	c, ok := rm.byStatus.Load(status)
+	if !ok {
+		c, _ = rm.byStatus.LoadOrStore(status, m.requests.WithLabelValues(pattern, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 func newMetrics(store partmap.Store) *metrics {
@@ -102,8 +127,9 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		m.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
-		m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		rm := m.route(route)
+		m.count(rm, route, sw.status)
+		rm.latency.Observe(time.Since(start).Seconds())
 	})
 }
 

@@ -38,40 +38,56 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// Decode copies b into one string and slices every name and value from
+// it: one allocation for the text instead of two per field.
 func Decode(b []byte) (partmap.Record, error) {
 	if len(b) < 8 {
 		return partmap.Record{}, ErrCorrupt
 	}
 	rec := partmap.Record{Version: partmap.Version(binary.BigEndian.Uint64(b))}
-	b = b[8:]
-	n, w := binary.Uvarint(b)
+	n, w := binary.Uvarint(b[8:])
 	if w <= 0 || n > uint64(len(b)) {
 		return partmap.Record{}, ErrCorrupt
 	}
-	b = b[w:]
+	text := string(b[8+w:])
 	rec.Profile = make(partmap.Profile, n)
 	for range n {
 		var name, value string
 		var ok bool
-		if name, b, ok = readString(b); !ok {
+		if name, text, ok = readString(text); !ok {
 			return partmap.Record{}, ErrCorrupt
 		}
-		if value, b, ok = readString(b); !ok {
+		if value, text, ok = readString(text); !ok {
 			return partmap.Record{}, ErrCorrupt
 		}
 		rec.Profile[name] = value
 	}
-	if len(b) != 0 {
+	if len(text) != 0 {
 		return partmap.Record{}, ErrCorrupt
 	}
 	return rec, nil
 }
 
-func readString(b []byte) (string, []byte, bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return "", nil, false
+// readString reads a length-prefixed string from the front of s.
+func readString(s string) (string, string, bool) {
+	var n uint64
+	var w int
+	for shift := 0; ; shift += 7 {
+		if w >= len(s) {
+			return "", "", false
+		}
+		c := s[w]
+		w++
+		if shift == 63 && c > 1 { // past 64 bits, as binary.Uvarint refuses
+			return "", "", false
+		}
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
 	}
-	b = b[w:]
-	return string(b[:n]), b[n:], true
+	if n > uint64(len(s)-w) {
+		return "", "", false
+	}
+	return s[w : w+int(n)], s[w+int(n):], true
 }

@@ -48,3 +48,26 @@ func TestDecodeHugeCountAllocatesNothing(t *testing.T) {
 		t.Fatalf("allocated %d bytes for a corrupt count", alloc)
 	}
 }
+
+// The string reader parses lengths exactly as binary.Uvarint does, and
+// refuses what it refuses.
+func TestReadStringAgreesWithUvarint(t *testing.T) {
+	cases := [][]byte{
+		{}, {0x80}, {0x05, 'a'}, {0x01, 'a', 'b'},
+		binary.AppendUvarint(nil, 1<<40),
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},       // 2^64-1
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},       // overflows
+		{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, // too long
+	}
+	for _, b := range cases {
+		n, w := binary.Uvarint(b)
+		want := w > 0 && n <= uint64(len(b)-w)
+		value, rest, ok := readString(string(b))
+		if ok != want {
+			t.Fatalf("%x: ok %v, binary.Uvarint says %v", b, ok, want)
+		}
+		if ok && (value != string(b[w:w+int(n)]) || rest != string(b[w+int(n):])) {
+			t.Fatalf("%x: got %q %q", b, value, rest)
+		}
+	}
+}
