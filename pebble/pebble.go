@@ -36,21 +36,21 @@ const (
 	DefaultCommitSiblings = 4
 )
 
-// DefaultCacheBytes is the block cache size: large enough to keep the hot
-// records of a few million profiles, small enough for a modest server.
-const DefaultCacheBytes = 64 << 20
+// DefaultCacheBytes is the block cache size: the hot records of a million
+// profiles, within a server that stays under 150 MB (docs/PERFORMANCE.md).
+const DefaultCacheBytes = 48 << 20
 
 // memTableBytes is the size of Pebble's memtables. Pebble's default, 4 MB,
 // made an import of 200k profiles flush a dozen times and compact the
-// output, about a fifth of the server's CPU; at 32 MB it flushes once
+// output; larger ones cost memory, and a lookup searches a deeper skiplist
 // (docs/PERFORMANCE.md). Pebble grows a new memtable from 256 KB, so a
 // small directory does not pay for the size.
-const memTableBytes = 32 << 20
+const memTableBytes = 16 << 20
 
-// memTableReserve is what memtables take of the block cache at most: the
-// mutable one, the ones waiting to flush before writes stall
-// (MemTableStopWritesThreshold, 2 by default) and the one kept for reuse.
-const memTableReserve = 4 * memTableBytes
+// memTableReserve is what the block cache is enlarged by for the memtables
+// Pebble charges to it: the mutable one and the one kept for reuse. More
+// waiting to flush shrink the blocks' share for a while.
+const memTableReserve = 2 * memTableBytes
 
 // Options configure Open. A nil *Options means DefaultOptions(). In
 // Options of your own, a zero field means its zero, except where it says
@@ -115,6 +115,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
+	limitMallocArenas()
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
@@ -134,9 +135,9 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("data directory %s: %w", path, err)
 	}
 	// Pebble charges its memtables to the block cache: a cache of only
-	// CacheBytes was wholly reserved by two 32 MB memtables after the
-	// first flush, and from then on cached nothing, so every read went to
-	// the disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
+	// CacheBytes was wholly reserved by two memtables after the first
+	// flush, and from then on cached nothing, so every read went to the
+	// disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
 	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes + memTableReserve, MemTableSize: memTableBytes}
 	b := &backend{}
 	if o.CommitDelay > 0 {
