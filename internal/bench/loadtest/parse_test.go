@@ -1,0 +1,122 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseStatTicks(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		// utime 1234 and stime 56 are fields 14 and 15; the command name
+		// holds a space and a ')'.
+		stat := "4242 (part map) x) S 1 4242 4242 0 -1 4194560 9069 0 0 0 1234 56 0 0 20 0 12 0 1234567 1577000000 9000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+		got, err := parseStatTicks(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(1290); got != want {
+			t.Errorf("got %d, want %d", got, want)
+		}
+	})
+	for name, stat := range map[string]string{
+		"ErrNoCommand": "4242 partmap S 1 4242",
+		"ErrShort":     "4242 (partmap) S 1 4242 4242 0 -1 4194560 9069 0 0 0",
+		"ErrNumber":    "4242 (partmap) S 1 4242 4242 0 -1 4194560 9069 0 0 0 12x4 56 0 0 20 0 12 0",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got, err := parseStatTicks(stat); err == nil {
+				t.Errorf("got %d, want an error", got)
+			}
+		})
+	}
+}
+
+func TestParseVmHWM(t *testing.T) {
+	status := "Name:\tpartmap\nVmPeak:\t 2000000 kB\nVmSize:\t 1900000 kB\nVmHWM:\t  123456 kB\nVmRSS:\t  100000 kB\n"
+	got, err := parseVmHWM(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(123456 * 1024); got != want {
+		t.Errorf("got %d, want %d", got, want)
+	}
+	if _, err := parseVmHWM("Name:\tpartmap\n"); err == nil {
+		t.Error("no VmHWM: got no error")
+	}
+}
+
+// wrk 4.1.0's report with --latency, as Debian's wrk prints it.
+const wrkOK = `Running 8s test @ http://127.0.0.1:40123/
+  2 threads and 64 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     3.12ms    1.90ms  45.01ms   89.12%
+    Req/Sec    10.51k   812.33    12.10k    71.25%
+  Latency Distribution
+     50%    2.80ms
+     75%    3.61ms
+     90%    4.90ms
+     99%   10.07ms
+  167340 requests in 8.00s, 35.11MB read
+Requests/sec:  20914.52
+Transfer/sec:      4.39MB
+`
+
+func TestParseWrk(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		got, err := parseWrk(wrkOK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := wrkResult{Requests: 167340, PerSecond: 20914.52, P50: 2800 * time.Microsecond, P99: 10070 * time.Microsecond}
+		if got != want {
+			t.Errorf("got %+v, want %+v", got, want)
+		}
+	})
+	t.Run("OKErrorsAndUnits", func(t *testing.T) {
+		out := `  Latency Distribution
+     50%  812.00us
+     75%    1.00ms
+     90%    1.50s
+     99%    2.00m
+  100 requests in 8.00s, 1.00MB read
+  Socket errors: connect 0, read 2, write 0, timeout 3
+  Non-2xx or 3xx responses: 7
+Requests/sec:     12.50
+`
+		got, err := parseWrk(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := wrkResult{Requests: 100, PerSecond: 12.5, P50: 812 * time.Microsecond, P99: 2 * time.Minute, Non2xx: 7, SocketErrors: 5}
+		if got != want {
+			t.Errorf("got %+v, want %+v", got, want)
+		}
+	})
+	t.Run("ErrNoLatency", func(t *testing.T) {
+		out := "  100 requests in 8.00s, 1.00MB read\nRequests/sec:     12.50\n"
+		if _, err := parseWrk(out); err == nil {
+			t.Error("got no error")
+		}
+	})
+	t.Run("ErrNoRate", func(t *testing.T) {
+		if _, err := parseWrk("unable to connect to 127.0.0.1:1 Connection refused\n"); err == nil {
+			t.Error("got no error")
+		}
+	})
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := median(tc.xs); got != tc.want {
+			t.Errorf("median(%v): got %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}
