@@ -1,8 +1,6 @@
 package main
 
 import (
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,27 +74,5 @@ func TestTLS(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "", "serve", "--tls-cert", cert); code != 2 || !strings.Contains(errOut, "go together") {
 		t.Fatalf("--tls-cert alone: %d %q", code, errOut)
-	}
-}
-
-func TestServeProfilerOnlyOnLoopback(t *testing.T) {
-	code, _, errOut := run(t, "", "serve", "--addr", "127.0.0.1:0", "--pprof-addr", "0.0.0.0:0", "--data", filepath.Join(t.TempDir(), "data"))
-	if code != 2 || !strings.Contains(errOut, "--pprof-addr must be a loopback address") {
-		t.Fatalf("serve --pprof-addr 0.0.0.0:0: exit %d %q", code, errOut)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	serveInProcess(t, "--pprof-addr", addr)
-	resp, err := http.Get("http://" + addr + "/debug/pprof/cmdline")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/debug/pprof/cmdline: %s", resp.Status)
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -30,7 +27,6 @@ type serveConfig struct {
 	namespace   string // --redis-namespace
 	logFormat   string
 	logLevel    string
-	pprofAddr   string // --pprof-addr: net/http/pprof on a listener of its own
 
 	authFile        string
 	insecure        bool
@@ -72,9 +68,6 @@ func (c serveConfig) Validate() error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return usagef("--log-level must be debug, info, warn or error, not %q", c.logLevel)
-	}
-	if c.pprofAddr != "" && !pmhttp.IsLoopback(c.pprofAddr) {
-		return usagef("--pprof-addr must be a loopback address: profiles show what the server is doing to anyone who can reach them")
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
@@ -122,7 +115,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve Go's profiler (/debug/pprof/) on this loopback `address`, apart from the API (off when empty)")
 	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
 	fs.StringVar(&c.authFile, "auth-file", "", "`file` of bearer tokens to require (see `partmap token`); without it every request is allowed")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow serving a non-loopback address without --auth-file")
@@ -157,14 +149,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ln.Close()
-	if c.pprofAddr != "" {
-		stop, err := servePprof(c.pprofAddr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		log.Info("profiling", "addr", "http://"+c.pprofAddr+"/debug/pprof/")
-	}
 	store, err := openStore(ctx, c)
 	if err != nil {
 		return err
@@ -192,23 +176,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
-}
-
-// servePprof serves net/http/pprof's handlers on addr until stop.
-func servePprof(addr string) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--pprof-addr: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	return func() { srv.Close() }, nil
 }
 
 func newLogger(e *env, c serveConfig) *slog.Logger {
