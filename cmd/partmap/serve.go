@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -136,6 +138,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := newLogger(e, c)
+	tuneGC()
 	var tokens *pmhttp.Tokens
 	if c.authFile != "" {
 		if tokens, err = pmhttp.LoadTokens(c.authFile); err != nil {
@@ -176,6 +179,21 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// tuneGC lets the Go heap grow to four times what is live (GOGC=400)
+// within a soft limit of 48 MiB, unless GOGC or GOMEMLIMIT say otherwise.
+// The live heap of a serving directory is small (Pebble's memtables and
+// block cache are C memory), so the default GOGC=100 collected several
+// times a second under load, and nothing bounded a burst such as a bulk
+// import (docs/PERFORMANCE.md, issue 14).
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(48 << 20)
+	}
 }
 
 func newLogger(e *env, c serveConfig) *slog.Logger {
