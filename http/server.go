@@ -148,6 +148,10 @@ func (s *Server) methodNotAllowed(allow string) http.HandlerFunc {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
+// contentTypeJSON is shared by every reply, to save an allocation each;
+// nothing modifies a header value in place.
+var contentTypeJSON = []string{"application/json"}
+
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	var b []byte
 	if m, ok := v.(json.Marshaler); ok {
@@ -169,7 +173,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 		}
 		b = buf.Bytes()
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
 	w.Write(b)
 	return nil
