@@ -208,20 +208,19 @@ func (d *Directory) FindProfile(ctx context.Context, email string) (partmap.Reco
 	if err != nil {
 		return partmap.Record{}, err
 	}
-	var rec partmap.Record
+	var rec *partmap.Record
 	err = d.read(func(sv *serving) error {
-		p := sv.part(email)
-		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
-			var ok bool
-			var err error
-			rec, ok, err = tx.Get(p, email)
-			if err == nil && !ok {
-				err = notFound(email)
-			}
-			return err
-		})
+		var err error
+		rec, err = d.engine.Read(ctx, sv.part(email), email)
+		if err == nil && rec == nil {
+			err = notFound(email)
+		}
+		return err
 	})
-	return rec, err
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	return *rec, nil
 }
 
 // prepare validates a whole profile and returns a copy with its canonical

@@ -1,0 +1,22 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/partmap/partmap"
+)
+
+// Read returns the record of email in part as stored, nil when there is
+// none. A lookup of one record takes no lock and stages nothing, so it
+// needs no invocation: this saves a lookup the Tx and its bookkeeping.
+func (e *Engine) Read(ctx context.Context, part Part, email string) (*partmap.Record, error) {
+	recs, err := e.backend.Get(ctx, part, []string{email})
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) != 1 {
+		return nil, fmt.Errorf("engine: Get returned %d records for 1 email", len(recs))
+	}
+	return recs[0], nil
+}
