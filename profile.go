@@ -58,7 +58,11 @@ func (p Profile) FieldNames() []string {
 
 // MarshalJSON writes the fields in display order, so responses are stable.
 func (p Profile) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
+	size := 3 // {}, and the newline a reply appends
+	for name, value := range p {
+		size += len(name) + len(value) + 6
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteByte('{')
 	for i, name := range p.FieldNames() {
 		value := p[name]
@@ -72,9 +76,9 @@ func (p Profile) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		writeJSONString(&buf, name)
+		writeJSONString(buf, name)
 		buf.WriteByte(':')
-		writeJSONString(&buf, value)
+		writeJSONString(buf, value)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
