@@ -309,7 +309,9 @@ func (b *backend) mgetRecords(ctx context.Context, part engine.Part, emails []st
 
 // Commit runs the commit script once per partition. Redis Cluster cannot
 // make one script span slots, so writes to several partitions commit
-// partition by partition, each atomically.
+// partition by partition, each atomically. Without a lease (the engine's
+// checked writes), the script refuses a partition whose lock is held and a
+// record that is not at the version read.
 func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Write) (func() error, error) {
 	var token string
 	switch l := l.(type) {
@@ -342,14 +344,14 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		var indexArgs []any
 		for _, w := range byPart[p] {
 			keys = append(keys, b.recordKey(p, w.Email))
-			value, existed := "", "1"
+			value, prev := "", ""
 			if w.Record != nil {
 				value = string(record.Encode(*w.Record))
 			}
-			if w.Created {
-				existed = "0"
+			if !w.Created {
+				prev = string(binary.BigEndian.AppendUint64(nil, uint64(w.Prev)))
 			}
-			args = append(args, w.Email, value, existed)
+			args = append(args, w.Email, value, prev)
 			for _, e := range w.Remove {
 				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
 				indexArgs = append(indexArgs, "-", indexMember(e.Value, e.Email))
@@ -371,6 +373,10 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 			switch scriptError(err) {
 			case "PARTMAP_LOCK_LOST":
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p.Partition)
+			case "PARTMAP_BUSY":
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p.Partition)
+			case "PARTMAP_CHANGED":
+				return nil, engine.ErrChanged
 			case "PARTMAP_STALE":
 				return nil, engine.ErrStale
 			}

@@ -91,7 +91,10 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout}
 	// A profile's two generations live in different slots during a resize,
 	// written by two scripts: the directory must know that commits split.
-	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes, SplitCommits: true})
+	// Its commit script checks versions, so a write of one partition needs
+	// no lock round trips.
+	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
+		SplitCommits: true, CheckedWrites: true})
 	if err != nil {
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
 	}

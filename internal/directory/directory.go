@@ -48,6 +48,11 @@ type Options struct {
 	// two generations' commits may have left them apart. Otherwise a bulk
 	// invocation covers bulkPartitions partitions, in one batch.
 	SplitCommits bool
+	// CheckedWrites says the backend's Commit takes writes to one
+	// partition without a lease and checks them itself
+	// (engine.Options.CheckedWrites): a single-partition write then takes
+	// no lock in the store.
+	CheckedWrites bool
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
@@ -127,7 +132,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	}
 	d := &Directory{
 		backend:  b,
-		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes}),
+		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
 		limits:   partmap.DefaultLimits,
 		indexes:  indexes,
 		split:    opts.SplitCommits,
@@ -281,7 +286,9 @@ func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Cond
 	for {
 		sv := d.acquire()
 		st := sv.staged(email)
-		err := d.engine.Invoke(ctx, sv.invocation(st.parts()...), func(tx *engine.Tx) error {
+		inv := sv.invocation(st.parts()...)
+		inv.Records = []string{email}
+		err := d.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}

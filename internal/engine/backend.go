@@ -52,6 +52,13 @@ type Backend interface {
 	// of one partition share syncs. A backend that cannot commit several
 	// partitions atomically commits them partition by partition, each
 	// atomically, and must then say so (the directory's Options).
+	//
+	// A backend that checks versions (the directory's Options) also takes
+	// writes to one partition with a nil lease, from an engine that took
+	// no lock in the store: it then applies them only if nobody holds the
+	// partition's lock (else ELOCKCONFLICT) and every written record is
+	// still what the writer read (Write.Created, Write.Prev; else
+	// ErrChanged), in the same atomic step as the writes.
 	Commit(ctx context.Context, lease Lease, writes []Write) (durable func() error, err error)
 
 	// Scan returns up to q.Limit profiles of q's generation in enumeration
@@ -137,6 +144,11 @@ type Write struct {
 	// Created says the record is new: its partition's count grows by one.
 	// A deletion shrinks it by one; a replacement leaves it.
 	Created bool
+	// Prev is the version of the record the write replaces or deletes, as
+	// the writer read it (meaningless when Created). A write keeps a
+	// record's version only when it keeps its content (a resize's copy),
+	// so a record still at Prev is the record the writer read.
+	Prev partmap.Version
 	// Remove and Add are the index entries the write takes out and puts
 	// in, in Part: those of the indexed fields whose value it changes.
 	Remove, Add []IndexEntry
@@ -162,6 +174,11 @@ const (
 // invocation planned on a layout it has since replaced. The operation runs
 // again on the current layout.
 var ErrStale = errors.New("engine: the layout changed; run again")
+
+// ErrChanged refuses a commit without a lease (Backend.Commit) because a
+// record it writes is no longer the one its writer read: another server
+// wrote it meanwhile. The engine runs the invocation again.
+var ErrChanged = errors.New("engine: a record changed since it was read; run again")
 
 // Position is a place in enumeration order: partition, then email.
 type Position struct {
