@@ -11,6 +11,7 @@ package directory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -150,6 +151,9 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	d.serving.Store(newServing(meta.current(), meta.next()))
 	if err := d.resumeResize(); err != nil {
 		return nil, err
+	}
+	if err := d.restoreWholeMap(ctx); err != nil {
+		return nil, fmt.Errorf("holding the whole-map lock the metadata records: %w", err)
 	}
 	return d, nil
 }

@@ -231,9 +231,8 @@ func (r *resizer) setErr(err error) {
 }
 
 // Close stops the mover, if one runs (a later open resumes it), and any
-// removal of an old generation (a later open finishes it), and releases a
-// whole-map lock an operator holds (on Redis, its keep-alive would
-// otherwise outlive the store).
+// removal of an old generation (a later open finishes it). A whole-map lock
+// an operator holds stays held, in the store, until released or over.
 func (d *Directory) Close() {
 	r := &d.resizer
 	r.mu.Lock()
@@ -247,13 +246,14 @@ func (d *Directory) Close() {
 		<-run.done
 	}
 	r.drops.Wait()
+	// A whole-map lock this server holds stays held: it is the store's
+	// (see restoreWholeMap). Only its timer goes.
 	w := &d.wholeMap
 	w.mu.Lock()
-	lease := w.lease
-	w.mu.Unlock()
-	if lease != "" {
-		d.UnlockWholeMap(context.Background(), lease)
+	if w.timer != nil {
+		w.timer.Stop()
 	}
+	w.mu.Unlock()
 }
 
 // retry runs fn until it succeeds or ctx ends, backing off after failures.

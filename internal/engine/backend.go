@@ -35,11 +35,19 @@ type Backend interface {
 	// Lock takes the locks of parts that other processes sharing the store
 	// take too, once the engine holds its own in-process locks of them.
 	// parts come sorted, without repeats. A busy lock is retried until wait
-	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. With
-	// hold, the locks are kept alive until released, however long that is.
+	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. The
+	// locks are kept until released, however long that is; locks that
+	// expire are renewed meanwhile, and a dead holder's go soon.
+	//
+	// With a name (named.Lease), the locks are the store's rather than the
+	// process's: taken under the name, or taken over where already held
+	// under it, they last until named.Until without renewal, whether the
+	// process lives or not, and any server that takes them over can
+	// release them (the whole-map lock). A lapsed name is ENOTFOUND.
+	//
 	// A store that one process owns has nothing to share and returns a nil
 	// Lease.
-	Lock(ctx context.Context, parts []Part, wait time.Duration, hold bool) (Lease, error)
+	Lock(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error)
 
 	// Get returns the records of emails in part, in order, nil for a
 	// missing one. It sees every commit that has returned, durable or not.
@@ -97,6 +105,13 @@ type Lease interface {
 	// means a held lock was lost meanwhile (on Redis: a failover, or a
 	// stall past its time to live).
 	Release() error
+}
+
+// Named names a set of locks in the store (Backend.Lock), so that they
+// outlive the process that took them; the zero Named names none.
+type Named struct {
+	Lease string    // the name, a secret: whoever presents it may release them
+	Until time.Time // when the locks release themselves
 }
 
 // Snapshot is a frozen view of one generation.

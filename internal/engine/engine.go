@@ -123,10 +123,27 @@ func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx)
 // who meanwhile get ordinary lock conflicts.
 func (e *Engine) Hold(ctx context.Context, parts []Part, wait time.Duration) (Lease, error) {
 	h := &held{}
-	if err := e.lock(ctx, h, parts, wait, true); err != nil {
+	if err := e.lock(ctx, h, parts, wait); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// HoldNamed is Hold under a name kept in the store until named.Until
+// (Backend.Lock): on a store that other processes share, the locks are
+// the store's alone, so that they outlive this process and any server can
+// take them over with the name and release them; this engine's writers
+// meet them there. On a store one process owns, the locks are this
+// engine's, as with Hold.
+func (e *Engine) HoldNamed(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error) {
+	ps := slices.Clone(parts)
+	slices.SortFunc(ps, Part.Compare)
+	ps = slices.Compact(ps)
+	remote, err := e.backend.Lock(ctx, ps, wait, named)
+	if err != nil || remote != nil {
+		return remote, err
+	}
+	return e.Hold(ctx, ps, wait)
 }
 
 // Forget drops the in-process locks of a generation nobody uses any more.
@@ -159,7 +176,7 @@ func (h *held) Release() error {
 
 // lock takes the engine's in-process locks of parts into h, then the
 // backend's, in one wait budget.
-func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Duration, hold bool) error {
+func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Duration) error {
 	ps := parts
 	if len(ps) > 1 {
 		ps = slices.Clone(parts)
@@ -178,7 +195,7 @@ func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Dura
 	if err != nil {
 		return err
 	}
-	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), hold)
+	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), Named{})
 	if err != nil {
 		unlock(local)
 		if whole != nil {
@@ -204,7 +221,7 @@ func (e *Engine) invokeLocked(ctx context.Context, inv Invocation, fn func(*Tx) 
 	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
 	if len(inv.Lock) > 0 {
 		t0 := time.Now()
-		err = e.lock(ctx, &tx.locks, inv.Lock, wait, false)
+		err = e.lock(ctx, &tx.locks, inv.Lock, wait)
 		if hooks != nil && hooks.Locked != nil {
 			hooks.Locked(time.Since(t0), err)
 		}
