@@ -504,6 +504,17 @@ func (tx *Tx) Scan(part Part) ([]Item, error) {
 	}
 }
 
+// ScanPage returns up to limit records of part after the email after ("":
+// from the first), in email order, as stored before this invocation: for a
+// handler that reads a big partition a slice at a time.
+func (tx *Tx) ScanPage(part Part, after string, limit int) ([]Item, error) {
+	if err := tx.unwritten(part); err != nil {
+		return nil, err
+	}
+	return tx.backend.Scan(tx.ctx, Query{Generation: part.Generation, After: &Position{Partition: part.Partition, Email: after},
+		End: part.Partition + 1, Limit: limit})
+}
+
 // Count returns part's stored profile count, as stored before this
 // invocation.
 func (tx *Tx) Count(part Part) (int64, error) {
