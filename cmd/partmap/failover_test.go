@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,13 +21,15 @@ import (
 // which lock their partition in Redis. Every error clients see meanwhile
 // is a clean, retryable problem (503 unavailable, or a lock conflict),
 // never a 500, and writes to every partition succeed again soon after the
-// cluster has promoted the dead master's replica: within a second of it,
-// which is partmap's own share (its client notices the new master within
-// a reload interval, and a lock lost with the master lasts 2 s, less than
-// the failover itself). How long Redis takes to promote the replica is
-// its business (about 2.5-5 s with a 1 s node timeout on the test
-// machine); the test logs both.
+// cluster has promoted the dead master's replica: within takeoverBound of
+// it, which is partmap's own share (its client notices the new master
+// within a reload interval, and a lock lost with the master lasts 2 s,
+// less than the failover itself; with the 5 s locks of before, a lock
+// taken just before the kill outlived the takeover by about 3 s). How
+// long Redis takes to promote the replica is its business (2-2.5 s with a
+// 1 s node timeout on the test machine); the test logs both.
 func TestClusterFailover(t *testing.T) {
+	const takeoverBound = 1500 * time.Millisecond
 	dir, err := os.MkdirTemp("", "partmap-failover-")
 	if err != nil {
 		t.Fatal(err)
@@ -96,21 +100,30 @@ func TestClusterFailover(t *testing.T) {
 		case promoted = <-promotedAt:
 		default:
 		}
-		if !promoted.IsZero() && time.Since(promoted) > time.Second {
-			t.Fatalf("%d of 100 partitions still refused writes 1 s after the replica of the dead master took over (%v after the kill)",
-				len(pending), promoted.Sub(killed).Round(time.Millisecond))
+		if !promoted.IsZero() && time.Since(promoted) > takeoverBound {
+			t.Fatalf("%d of 100 partitions still refused writes %v after the replica of the dead master took over (%v after the kill)",
+				len(pending), takeoverBound, promoted.Sub(killed).Round(time.Millisecond))
 		}
 		if time.Since(killed) > 30*time.Second {
 			t.Fatalf("%d of 100 partitions still refused writes 30 s after a master died", len(pending))
 		}
-		for email := range pending {
-			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			_, _, err := probe.UpsertProfile(rctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
-			cancel()
-			if err == nil {
-				delete(pending, email)
-			}
+		// All pending partitions at once, so that a round takes one
+		// request's time however many are left.
+		var pmu sync.Mutex
+		var round sync.WaitGroup
+		for _, email := range slices.Collect(maps.Keys(pending)) {
+			round.Go(func() {
+				rctx, cancel := context.WithTimeout(ctx, time.Second)
+				_, _, err := probe.UpsertProfile(rctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+				cancel()
+				if err == nil {
+					pmu.Lock()
+					delete(pending, email)
+					pmu.Unlock()
+				}
+			})
 		}
+		round.Wait()
 		time.Sleep(20 * time.Millisecond)
 	}
 	recovered := time.Since(killed)
