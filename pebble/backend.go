@@ -74,7 +74,7 @@ func (b *backend) readMeta() ([]byte, error) {
 }
 
 // Lock has nothing to share: one process owns the database.
-func (b *backend) Lock(context.Context, []engine.Part, time.Duration, bool) (engine.Lease, error) {
+func (b *backend) Lock(context.Context, []engine.Part, time.Duration, engine.Named) (engine.Lease, error) {
 	return nil, nil
 }
 

@@ -1,6 +1,8 @@
 package pebble_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -58,4 +60,30 @@ func TestResize(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// The whole-map lock is kept in the store: a server that restarts holds
+// it again until it is released or ends.
+func TestWholeMapLockSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	s, dir := MustOpen(t, &pebble.Options{})
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := s.LockWholeMap(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = MustReopen(t, dir, &pebble.Options{})
+	alice := partmap.Profile{partmap.FieldEmail: "alice@example.com"}
+	if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+		t.Fatalf("a write after the restart: %v, want a conflict", err)
+	}
+	if err := s.UnlockWholeMap(ctx, lock.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
+		t.Fatalf("a write after the release: %v", err)
+	}
 }

@@ -132,57 +132,131 @@ func (b *backend) Meta(ctx context.Context, update func([]byte) ([]byte, error))
 	return nil, partmap.Errorf(partmap.EUNAVAILABLE, "the metadata kept changing; retry")
 }
 
-// lease is a set of partition locks held under one token.
+// lease is a set of partition locks held under one token. A lease of the
+// process's own (an invocation's, a snapshot's) renews its locks every
+// third of their time to live until released, so that a lock outlives a
+// dead server, or a release lost in a failover, by at most that TTL, while
+// a long hold (a resize's copy of a big partition, an export) keeps it. A
+// named lease (the whole-map lock) is the store's: its locks last until
+// its end without renewal, and whoever presents the name takes them over.
 type lease struct {
 	b     *backend
 	token string
-	parts []engine.Part
+	named bool
+
+	mu       sync.Mutex
+	parts    []engine.Part
+	timer    *time.Timer
+	released bool
+	lost     error
 }
 
+func (l *lease) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// renew extends every lock held to the usual TTL, in one pipeline, and
+// schedules the next renewal unless one was lost or the lease released.
+func (l *lease) renew() {
+	l.mu.Lock()
+	parts := slices.Clone(l.parts)
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), l.b.ttl/3)
+	pipe := l.b.client.Pipeline()
+	cmds := make([]*goredis.Cmd, len(parts))
+	for i, p := range parts {
+		cmds[i] = extendScript.Eval(ctx, pipe, []string{l.b.lockKey(p)}, l.token, l.b.ttl.Milliseconds())
+	}
+	pipe.Exec(ctx)
+	cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return
+	}
+	for i, c := range cmds {
+		if n, err := c.Int(); err != nil || n != 1 {
+			if l.lost == nil {
+				l.lost = partmap.Errorf(partmap.EUNAVAILABLE,
+					"the lock on %s was lost while held (a Redis failover or a stall), so what ran under it, an export say, did not see one consistent snapshot; run it again", parts[i].Partition)
+			}
+			return
+		}
+	}
+	l.timer.Reset(l.b.ttl / 3)
+}
+
+// Release frees the locks, in one pipeline; an error means one was lost
+// while held.
 func (l *lease) Release() error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return l.err()
+	}
+	l.released = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	parts := l.parts
+	l.parts = nil
+	l.mu.Unlock()
 	// A release lost to a failing Redis only leaves the lock to its TTL, so
 	// it is not worth waiting long for.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for _, p := range l.parts {
+	pipe := l.b.client.Pipeline()
+	for _, p := range parts {
 		// Only the owner deletes a lock: after its TTL it may be somebody else's.
-		releaseScript.Run(ctx, l.b.client, []string{l.b.lockKey(p)}, l.token)
+		releaseScript.Eval(ctx, pipe, []string{l.b.lockKey(p)}, l.token)
 	}
-	l.parts = nil
-	return nil
+	if len(parts) > 0 {
+		pipe.Exec(ctx)
+	}
+	return l.err()
 }
 
 // Lock takes the partitions' locks in order with SET NX PX, polling a held
-// one with a growing backoff until wait has passed. With hold, the locks
-// are renewed until released.
-func (b *backend) Lock(ctx context.Context, parts []engine.Part, wait time.Duration, hold bool) (engine.Lease, error) {
-	if !hold {
-		return b.lock(ctx, parts, wait, b.ttl)
+// one with a growing backoff until wait has passed: only a lock that is
+// actually held is polled. A named lease takes each lock with a script
+// that also accepts one held under the same name.
+func (b *backend) Lock(ctx context.Context, parts []engine.Part, wait time.Duration, named engine.Named) (engine.Lease, error) {
+	l := &lease{b: b, token: named.Lease, named: named.Lease != ""}
+	ttl := b.ttl
+	if l.named {
+		if ttl = time.Until(named.Until); ttl < time.Millisecond {
+			return nil, partmap.Errorf(partmap.ENOTFOUND, "the lease has expired")
+		}
+	} else {
+		raw := make([]byte, 16)
+		rand.Read(raw)
+		l.token = hex.EncodeToString(raw)
+		l.mu.Lock()
+		l.timer = time.AfterFunc(b.ttl/3, l.renew)
+		l.mu.Unlock()
 	}
-	// The first locks must not expire while the last are awaited.
-	l, err := b.lock(ctx, parts, wait, wait+b.ttl)
-	if err != nil {
-		return nil, err
-	}
-	h := &held{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
-	go h.keepAlive()
-	return h, nil
-}
-
-func (b *backend) lock(ctx context.Context, parts []engine.Part, wait, ttl time.Duration) (*lease, error) {
-	raw := make([]byte, 16)
-	rand.Read(raw)
-	l := &lease{b: b, token: hex.EncodeToString(raw)}
 	deadline := time.Now().Add(wait)
 	for _, p := range parts {
 		for backoff := time.Millisecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
-			ok, err := b.client.SetNX(ctx, b.lockKey(p), l.token, ttl).Result()
+			var ok bool
+			var err error
+			if l.named {
+				var n int
+				n, err = takeScript.Run(ctx, b.client, []string{b.lockKey(p)}, l.token, ttl.Milliseconds()).Int()
+				ok = n == 1
+			} else {
+				ok, err = b.client.SetNX(ctx, b.lockKey(p), l.token, ttl).Result()
+			}
 			if err != nil {
 				l.Release()
 				return nil, unavailable(err)
 			}
 			if ok {
+				l.mu.Lock()
 				l.parts = append(l.parts, p)
+				l.mu.Unlock()
 				break
 			}
 			remaining := time.Until(deadline)
@@ -199,73 +273,6 @@ func (b *backend) lock(ctx context.Context, parts []engine.Part, wait, ttl time.
 		}
 	}
 	return l, nil
-}
-
-// held is a lease kept alive past its locks' time to live: the whole-map
-// lock, or a snapshot.
-type held struct {
-	*lease
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
-
-	mu   sync.Mutex
-	lost error
-}
-
-func (h *held) err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lost
-}
-
-// keepAlive renews every lock at a third of its TTL, in one pipeline.
-func (h *held) keepAlive() {
-	defer close(h.done)
-	tick := time.NewTicker(h.b.ttl / 3)
-	defer tick.Stop()
-	for h.extend() {
-		select {
-		case <-h.stop:
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// extend renews every lock to the usual TTL, and reports whether all held.
-func (h *held) extend() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), h.b.ttl/3)
-	pipe := h.b.client.Pipeline()
-	cmds := make([]*goredis.Cmd, len(h.parts))
-	for i, p := range h.parts {
-		cmds[i] = extendScript.Eval(ctx, pipe, []string{h.b.lockKey(p)}, h.token, h.b.ttl.Milliseconds())
-	}
-	pipe.Exec(ctx)
-	cancel()
-	for i, c := range cmds {
-		if n, err := c.Int(); err != nil || n != 1 {
-			h.mu.Lock()
-			if h.lost == nil {
-				h.lost = partmap.Errorf(partmap.EUNAVAILABLE,
-					"the lock on %s was lost while held (a Redis failover or a stall), so what ran under it, an export say, did not see one consistent snapshot; run it again", h.parts[i].Partition)
-			}
-			h.mu.Unlock()
-			return false
-		}
-	}
-	return true
-}
-
-// Release stops the keep-alive and releases the locks; an error means one
-// was lost while held.
-func (h *held) Release() error {
-	h.once.Do(func() {
-		close(h.stop)
-		<-h.done
-		h.lease.Release()
-	})
-	return h.err()
 }
 
 // Get reads the records and the partition's state in one MGET (one slot):
@@ -309,13 +316,12 @@ func (b *backend) mgetRecords(ctx context.Context, part engine.Part, emails []st
 
 // Commit runs the commit script once per partition. Redis Cluster cannot
 // make one script span slots, so writes to several partitions commit
-// partition by partition, each atomically.
+// partition by partition, each atomically. Without a lease (the engine's
+// checked writes), the script refuses a partition whose lock is held and a
+// record that is not at the version read.
 func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Write) (func() error, error) {
 	var token string
-	switch l := l.(type) {
-	case *lease:
-		token = l.token
-	case *held:
+	if l, ok := l.(*lease); ok {
 		token = l.token
 	}
 	byPart := map[engine.Part][]engine.Write{}
@@ -342,14 +348,14 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		var indexArgs []any
 		for _, w := range byPart[p] {
 			keys = append(keys, b.recordKey(p, w.Email))
-			value, existed := "", "1"
+			value, prev := "", ""
 			if w.Record != nil {
 				value = string(record.Encode(*w.Record))
 			}
-			if w.Created {
-				existed = "0"
+			if !w.Created {
+				prev = string(binary.BigEndian.AppendUint64(nil, uint64(w.Prev)))
 			}
-			args = append(args, w.Email, value, existed)
+			args = append(args, w.Email, value, prev)
 			for _, e := range w.Remove {
 				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
 				indexArgs = append(indexArgs, "-", indexMember(e.Value, e.Email))
@@ -371,6 +377,10 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 			switch scriptError(err) {
 			case "PARTMAP_LOCK_LOST":
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p.Partition)
+			case "PARTMAP_BUSY":
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p.Partition)
+			case "PARTMAP_CHANGED":
+				return nil, engine.ErrChanged
 			case "PARTMAP_STALE":
 				return nil, engine.ErrStale
 			}

@@ -31,8 +31,9 @@ func NewClient(url string) (goredis.UniversalClient, error) {
 	}
 	return goredis.NewClusterClient(&goredis.ClusterOptions{
 		Addrs: addrs,
-		// go-redis reloads the slot map every 60 s by default; a failover
-		// must be noticed within seconds.
-		ClusterStateReloadInterval: time.Second,
+		// go-redis reloads the slot map every 60 s by default, and a node
+		// that refuses connections does not make it reload sooner: a
+		// failover must be noticed at once. A reload is one CLUSTER SLOTS.
+		ClusterStateReloadInterval: 250 * time.Millisecond,
 	}), nil
 }

@@ -36,7 +36,7 @@ func TestNewClient(t *testing.T) {
 		if !ok {
 			t.Fatalf("got %T, want a cluster client", c)
 		}
-		if got, want := cc.Options().ClusterStateReloadInterval, time.Second; got != want {
+		if got, want := cc.Options().ClusterStateReloadInterval, 250*time.Millisecond; got != want {
 			t.Fatalf("slot map reloaded every %v, want %v", got, want)
 		}
 		if err := cc.ForEachMaster(ctx, func(ctx context.Context, m *goredis.Client) error { return m.Ping(ctx).Err() }); err != nil {

@@ -40,7 +40,8 @@ type Options struct {
 	// does.
 	LockWait time.Duration
 	// LockTTL bounds how long a lock outlives a server that died holding
-	// it, or a release lost in a failover. 0 means 5 s.
+	// it, or a release lost in a failover; a live holder renews its locks
+	// every third of it. 0 means 2 s.
 	LockTTL time.Duration
 	// Limits bounds profiles; nil means partmap.DefaultLimits.
 	Limits *partmap.Limits
@@ -83,7 +84,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		o = *opts
 	}
 	if o.LockTTL == 0 {
-		o.LockTTL = 5 * time.Second
+		o.LockTTL = 2 * time.Second
 	}
 	if o.ReplicaAckTimeout == 0 {
 		o.ReplicaAckTimeout = time.Second
@@ -91,7 +92,10 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout}
 	// A profile's two generations live in different slots during a resize,
 	// written by two scripts: the directory must know that commits split.
-	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes, SplitCommits: true})
+	// Its commit script checks versions, so a write of one partition needs
+	// no lock round trips.
+	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
+		SplitCommits: true, CheckedWrites: true})
 	if err != nil {
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
 	}
@@ -119,6 +123,7 @@ var (
 	commitScript  = script("commit")
 	releaseScript = script("release")
 	extendScript  = script("extend")
+	takeScript    = script("take")
 )
 
 func script(name string) *goredis.Script {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,28 +119,58 @@ func TestTwoServersAreLinearizable(t *testing.T) {
 	}
 }
 
-// A writer whose lock expired cannot commit, even though it got as far as
-// the commit: another server may hold the partition now.
-func TestExpiredLockCannotCommit(t *testing.T) {
+// A writer whose lock was lost cannot commit, even though it got as far as
+// the commit: another server may hold the partition now. (A live holder
+// renews its locks, so the loss is a failover's: the key goes.)
+func TestLostLockCannotCommit(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 0, LockTTL: 50 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{LockWait: 0})
 	a.Start(ctx)
 	const email = "slow@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
 	part := engine.Part{Partition: p}
 	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
+	raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	defer raw.Close()
 	err := a.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
-		time.Sleep(100 * time.Millisecond) // the lock expires meanwhile
+		if n, err := raw.Del(ctx, "{"+p.String()+"}::lock").Result(); err != nil || n != 1 {
+			t.Fatalf("deleting the held lock: %v %v", n, err)
+		}
 		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); err != nil {
-			t.Errorf("the other server could not write after the lock expired: %v", err)
+			t.Errorf("the other server could not write after the lock was lost: %v", err)
 		}
 		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
 	})
 	if !errors.Is(err, partmap.ErrLockConflict) {
-		t.Fatalf("commit under an expired lock: got %v, want a lock conflict", err)
+		t.Fatalf("commit under a lost lock: got %v, want a lock conflict", err)
 	}
 	if rec, err := b.FindProfile(ctx, email); err != nil || rec.Profile["fullName"] != "b" {
 		t.Fatalf("after the refused commit: %v, %v", rec.Profile, err)
+	}
+}
+
+// A lock outlives the TTL while its holder lives: the holder renews it,
+// so a long hold (a big partition's copy) keeps its partition.
+func TestLockRenewedWhileHeld(t *testing.T) {
+	ctx := context.Background()
+	a, b := openShared(t, &redis.Options{LockWait: 0, LockTTL: 200 * time.Millisecond})
+	a.Start(ctx)
+	const email = "long@example.com"
+	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
+	part := engine.Part{Partition: p}
+	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
+	err := a.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
+		time.Sleep(time.Second) // five TTLs
+		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+			t.Errorf("another server wrote a partition whose lock is held past its TTL: %v", err)
+		}
+		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
+	})
+	if err != nil {
+		t.Fatalf("commit under a renewed lock: %v", err)
+	}
+	if rec, err := b.FindProfile(ctx, email); err != nil || rec.Profile["fullName"] != "a" {
+		t.Fatalf("after the commit: %v, %v", rec.Profile, err)
 	}
 }
 
@@ -277,5 +308,62 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	}
 	if len(bulk) > 0 {
 		t.Fatalf("%d profiles still meet lock conflicts", len(bulk))
+	}
+}
+
+// The whole-map lock is the store's, not its server's: another server
+// sees it and honours it, and releases it with the lease once the server
+// that took it is gone; a server that opens meanwhile honours it too.
+func TestWholeMapLockOutlivesItsServer(t *testing.T) {
+	ctx := context.Background()
+	a, b := openShared(t, &redis.Options{LockWait: 0})
+	if _, err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alice := partmap.Profile{partmap.FieldEmail: "alice@example.com"}
+	lock, err := a.LockWholeMap(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // the server that took it goes away without releasing it
+
+	var e *partmap.Error
+	if _, _, err := b.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.As(err, &e) || e.Code != partmap.ELOCKCONFLICT ||
+		!strings.Contains(e.Message, "whole map is locked") || e.RetryAfter < 50*time.Second {
+		t.Fatalf("a write through another server: %v; want a conflict that names the whole-map lock and its end", err)
+	}
+	if _, err := b.LockWholeMap(ctx, time.Minute); !errors.Is(err, partmap.ErrLockConflict) {
+		t.Fatalf("a second whole-map lock through another server: %v, want a conflict", err)
+	}
+	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	c, err := redis.Open(ctx, cc, &redis.Options{LockWait: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+		t.Fatalf("a write through a server opened under the lock: %v, want a conflict", err)
+	}
+	if err := b.UnlockWholeMap(ctx, "not-the-lease"); !errors.Is(err, partmap.ErrNotFound) {
+		t.Fatalf("a release with the wrong lease: %v, want not-found", err)
+	}
+	if err := b.UnlockWholeMap(ctx, lock.Lease); err != nil {
+		t.Fatalf("a release through another server: %v", err)
+	}
+	for _, s := range []*redis.Store{b, c} {
+		if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
+			t.Fatalf("a write after the release: %v", err)
+		}
+	}
+	if err := c.UnlockWholeMap(ctx, lock.Lease); !errors.Is(err, partmap.ErrNotFound) {
+		t.Fatalf("a second release: %v, want not-found", err)
+	}
+	// And the lock can be taken again, through any server.
+	again, err := c.LockWholeMap(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UnlockWholeMap(ctx, again.Lease); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -203,14 +203,14 @@ func (b *backend) Snapshot(ctx context.Context, l engine.Layout) (engine.Snapsho
 	for i := range parts {
 		parts[i] = engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}
 	}
-	lease, err := b.Lock(ctx, parts, snapshotLockWait, true)
+	held, err := b.Lock(ctx, parts, snapshotLockWait, engine.Named{})
 	if err != nil {
 		return nil, err
 	}
-	return frozen{lease.(*held)}, nil
+	return frozen{held.(*lease)}, nil
 }
 
-type frozen struct{ *held }
+type frozen struct{ *lease }
 
 func (f frozen) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error) {
 	if err := f.err(); err != nil {

@@ -144,7 +144,7 @@ func (b *backend) Meta(_ context.Context, update func([]byte) ([]byte, error)) (
 }
 
 // Lock has nothing to share: one process owns the database.
-func (b *backend) Lock(context.Context, []engine.Part, time.Duration, bool) (engine.Lease, error) {
+func (b *backend) Lock(context.Context, []engine.Part, time.Duration, engine.Named) (engine.Lease, error) {
 	return nil, nil
 }
 

@@ -86,16 +86,20 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 	commit := func(chunk []partmap.Partition) error {
 		var parts []engine.Part
 		var idx []int
+		var emails []string
 		for _, p := range chunk {
 			parts = append(parts, engine.Part{Generation: sv.cur.Generation, Partition: p})
 			for _, i := range groups[p] {
 				idx = append(idx, i)
+				emails = append(emails, canonical[i].Email())
 				if q, ok := sv.mirror(canonical[i].Email()); ok {
 					parts = append(parts, q)
 				}
 			}
 		}
-		durable, err := d.engine.InvokeVisible(ctx, sv.invocation(parts...), func(tx *engine.Tx) error {
+		inv := sv.invocation(parts...)
+		inv.Records = emails
+		durable, err := d.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}

@@ -11,6 +11,7 @@ package directory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -48,6 +49,11 @@ type Options struct {
 	// two generations' commits may have left them apart. Otherwise a bulk
 	// invocation covers bulkPartitions partitions, in one batch.
 	SplitCommits bool
+	// CheckedWrites says the backend's Commit takes writes to one
+	// partition without a lease and checks them itself
+	// (engine.Options.CheckedWrites): a single-partition write then takes
+	// no lock in the store.
+	CheckedWrites bool
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
@@ -127,7 +133,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	}
 	d := &Directory{
 		backend:  b,
-		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes}),
+		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
 		limits:   partmap.DefaultLimits,
 		indexes:  indexes,
 		split:    opts.SplitCommits,
@@ -145,6 +151,9 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	d.serving.Store(newServing(meta.current(), meta.next()))
 	if err := d.resumeResize(); err != nil {
 		return nil, err
+	}
+	if err := d.restoreWholeMap(ctx); err != nil {
+		return nil, fmt.Errorf("holding the whole-map lock the metadata records: %w", err)
 	}
 	return d, nil
 }
@@ -280,7 +289,9 @@ func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Cond
 	for {
 		sv := d.acquire()
 		st := sv.staged(email)
-		err := d.engine.Invoke(ctx, sv.invocation(st.parts()...), func(tx *engine.Tx) error {
+		inv := sv.invocation(st.parts()...)
+		inv.Records = []string{email}
+		err := d.engine.Invoke(ctx, inv, func(tx *engine.Tx) error {
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}

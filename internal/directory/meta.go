@@ -35,6 +35,8 @@ type metadata struct {
 	// Retired are the generations resizes replaced, until each has been
 	// marked and dropped: a server that opens finishes the job.
 	Retired []retiredLayout `json:"retired,omitempty"`
+	// WholeMap is the whole-map lock, while an operator holds it.
+	WholeMap *wholeMapLease `json:"wholeMap,omitempty"`
 }
 
 // Retired is a layout a resize replaced.

@@ -65,6 +65,13 @@ func (m *moverRun) finished() bool {
 	}
 }
 
+// copyChunk is how many profiles one invocation of a resize's copy moves,
+// and copyBatch how many records of the next generation it reads at a time.
+const (
+	copyChunk = 5000
+	copyBatch = 500
+)
+
 // resizeRetry bounds the mover's backoff after a failure (a lock conflict,
 // Redis failing over): it retries until it succeeds or the store closes.
 const resizeRetry = 2 * time.Second
@@ -231,9 +238,8 @@ func (r *resizer) setErr(err error) {
 }
 
 // Close stops the mover, if one runs (a later open resumes it), and any
-// removal of an old generation (a later open finishes it), and releases a
-// whole-map lock an operator holds (on Redis, its keep-alive would
-// otherwise outlive the store).
+// removal of an old generation (a later open finishes it). A whole-map lock
+// an operator holds stays held, in the store, until released or over.
 func (d *Directory) Close() {
 	r := &d.resizer
 	r.mu.Lock()
@@ -247,13 +253,14 @@ func (d *Directory) Close() {
 		<-run.done
 	}
 	r.drops.Wait()
+	// A whole-map lock this server holds stays held: it is the store's
+	// (see restoreWholeMap). Only its timer goes.
 	w := &d.wholeMap
 	w.mu.Lock()
-	lease := w.lease
-	w.mu.Unlock()
-	if lease != "" {
-		d.UnlockWholeMap(context.Background(), lease)
+	if w.timer != nil {
+		w.timer.Stop()
 	}
+	w.mu.Unlock()
 }
 
 // retry runs fn until it succeeds or ctx ends, backing off after failures.
@@ -360,17 +367,35 @@ func (d *Directory) move(ctx context.Context, sv *serving) error {
 	return nil
 }
 
-// copyPartition copies current partition p into the next generation, under
-// p's lock and the locks of the next partitions its profiles go to.
+// copyPartition copies current partition p into the next generation, a
+// slice of copyChunk profiles at a time, each under p's lock and the locks
+// of the next partitions its profiles go to. Slicing is safe because every
+// write meanwhile goes to both generations: a profile written between two
+// slices is in the next generation already, whichever slice it is in. It
+// keeps each commit short, however big the partition (a Redis script
+// blocks the server while it runs).
 func (d *Directory) copyPartition(ctx context.Context, sv *serving, p partmap.Partition) error {
 	part := engine.Part{Generation: sv.cur.Generation, Partition: p}
-	// Which next partitions p's profiles go to, read without the lock.
+	after := ""
+	for {
+		n, last, err := d.copySlice(ctx, sv, part, after)
+		if err != nil || n < copyChunk {
+			return err
+		}
+		after = last
+	}
+}
+
+// copySlice copies up to copyChunk profiles of part after the email after,
+// and returns how many and the last.
+func (d *Directory) copySlice(ctx context.Context, sv *serving, part engine.Part, after string) (int, string, error) {
+	// Which next partitions the slice's profiles go to, read without the lock.
 	var items []engine.Item
 	if err := d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}}, func(tx *engine.Tx) (err error) {
-		items, err = tx.Scan(part)
+		items, err = tx.ScanPage(part, after, copyChunk)
 		return err
 	}); err != nil {
-		return err
+		return 0, "", err
 	}
 	for {
 		lock := []engine.Part{part}
@@ -385,23 +410,42 @@ func (d *Directory) copyPartition(ctx context.Context, sv *serving, p partmap.Pa
 				return engine.ErrStale
 			}
 			var err error
-			if items, err = tx.Scan(part); err != nil {
+			if items, err = tx.ScanPage(part, after, copyChunk); err != nil {
 				return err
 			}
+			// The copies' records in the next generation (a write during the
+			// resize may have made one) are read in batches, not one round
+			// trip each.
+			byNext := map[engine.Part][]string{}
 			for _, it := range items {
 				q, _ := sv.mirror(it.Email)
 				if _, ok := slices.BinarySearchFunc(lock, q, engine.Part.Compare); !ok {
 					return errRetarget
 				}
+				byNext[q] = append(byNext[q], it.Email)
+			}
+			for q, emails := range byNext {
+				for batch := range slices.Chunk(emails, copyBatch) {
+					if err := tx.Prefetch(q, batch); err != nil {
+						return err
+					}
+				}
+			}
+			for _, it := range items {
+				q, _ := sv.mirror(it.Email)
 				if err := tx.Put(q, it.Email, it.Record); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-		if err != errRetarget {
-			return err
+		if err == errRetarget {
+			continue
 		}
+		if err != nil || len(items) == 0 {
+			return 0, "", err
+		}
+		return len(items), items[len(items)-1].Email, nil
 	}
 }
 

@@ -35,11 +35,19 @@ type Backend interface {
 	// Lock takes the locks of parts that other processes sharing the store
 	// take too, once the engine holds its own in-process locks of them.
 	// parts come sorted, without repeats. A busy lock is retried until wait
-	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. With
-	// hold, the locks are kept alive until released, however long that is.
+	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. The
+	// locks are kept until released, however long that is; locks that
+	// expire are renewed meanwhile, and a dead holder's go soon.
+	//
+	// With a name (named.Lease), the locks are the store's rather than the
+	// process's: taken under the name, or taken over where already held
+	// under it, they last until named.Until without renewal, whether the
+	// process lives or not, and any server that takes them over can
+	// release them (the whole-map lock). A lapsed name is ENOTFOUND.
+	//
 	// A store that one process owns has nothing to share and returns a nil
 	// Lease.
-	Lock(ctx context.Context, parts []Part, wait time.Duration, hold bool) (Lease, error)
+	Lock(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error)
 
 	// Get returns the records of emails in part, in order, nil for a
 	// missing one. It sees every commit that has returned, durable or not.
@@ -52,6 +60,13 @@ type Backend interface {
 	// of one partition share syncs. A backend that cannot commit several
 	// partitions atomically commits them partition by partition, each
 	// atomically, and must then say so (the directory's Options).
+	//
+	// A backend that checks versions (the directory's Options) also takes
+	// writes to one partition with a nil lease, from an engine that took
+	// no lock in the store: it then applies them only if nobody holds the
+	// partition's lock (else ELOCKCONFLICT) and every written record is
+	// still what the writer read (Write.Created, Write.Prev; else
+	// ErrChanged), in the same atomic step as the writes.
 	Commit(ctx context.Context, lease Lease, writes []Write) (durable func() error, err error)
 
 	// Scan returns up to q.Limit profiles of q's generation in enumeration
@@ -90,6 +105,13 @@ type Lease interface {
 	// means a held lock was lost meanwhile (on Redis: a failover, or a
 	// stall past its time to live).
 	Release() error
+}
+
+// Named names a set of locks in the store (Backend.Lock), so that they
+// outlive the process that took them; the zero Named names none.
+type Named struct {
+	Lease string    // the name, a secret: whoever presents it may release them
+	Until time.Time // when the locks release themselves
 }
 
 // Snapshot is a frozen view of one generation.
@@ -137,6 +159,11 @@ type Write struct {
 	// Created says the record is new: its partition's count grows by one.
 	// A deletion shrinks it by one; a replacement leaves it.
 	Created bool
+	// Prev is the version of the record the write replaces or deletes, as
+	// the writer read it (meaningless when Created). A write keeps a
+	// record's version only when it keeps its content (a resize's copy),
+	// so a record still at Prev is the record the writer read.
+	Prev partmap.Version
 	// Remove and Add are the index entries the write takes out and puts
 	// in, in Part: those of the indexed fields whose value it changes.
 	Remove, Add []IndexEntry
@@ -162,6 +189,11 @@ const (
 // invocation planned on a layout it has since replaced. The operation runs
 // again on the current layout.
 var ErrStale = errors.New("engine: the layout changed; run again")
+
+// ErrChanged refuses a commit without a lease (Backend.Commit) because a
+// record it writes is no longer the one its writer read: another server
+// wrote it meanwhile. The engine runs the invocation again.
+var ErrChanged = errors.New("engine: a record changed since it was read; run again")
 
 // Position is a place in enumeration order: partition, then email.
 type Position struct {

@@ -28,10 +28,11 @@ import (
 // Programming errors the engine refuses. They surface as internal errors and
 // poison the invocation: nothing it staged is committed.
 var (
-	ErrNotLoaded = errors.New("engine: read of a partition the invocation did not load")
-	ErrNotLocked = errors.New("engine: write to a partition the invocation did not lock")
-	ErrWritten   = errors.New("engine: whole-partition read of a partition the invocation has written")
-	ErrDone      = errors.New("engine: transaction used after its invocation returned")
+	ErrNotLoaded  = errors.New("engine: read of a partition the invocation did not load")
+	ErrNotLocked  = errors.New("engine: write to a partition the invocation did not lock")
+	ErrWritten    = errors.New("engine: whole-partition read of a partition the invocation has written")
+	ErrDone       = errors.New("engine: transaction used after its invocation returned")
+	ErrUndeclared = errors.New("engine: access to a record the invocation did not declare")
 )
 
 // Invocation declares what a handler may touch.
@@ -41,6 +42,14 @@ type Invocation struct {
 	// Fence gives, by generation, the stage the invocation's writes expect
 	// (Write.Fence); a generation it does not name is StageServing.
 	Fence map[int]Stage
+	// Records, when not empty, are the only records (emails) the handler
+	// touches, in whichever partition; it reads no partition whole.
+	// Touching another is refused (ErrUndeclared). Over a backend that
+	// checks versions (Options.CheckedWrites), such an invocation that
+	// locks one partition locks only these records, in process, and
+	// nothing in the store: its commit checks that they are still what it
+	// read (see invokeChecked).
+	Records []string
 }
 
 // Options configure an engine.
@@ -51,12 +60,18 @@ type Options struct {
 	// Indexes are the indexed fields, in the order that numbers them in
 	// index entries.
 	Indexes []string
+	// CheckedWrites says the backend's Commit takes writes to one
+	// partition without a lease and checks them (Backend.Commit): an
+	// invocation that declares its records then takes no lock in the store.
+	CheckedWrites bool
 }
 
 // Engine runs invocations. It is safe for concurrent use.
 type Engine struct {
 	backend  Backend
 	locks    localLocks
+	records  recordLocks // instead of locks, with CheckedWrites
+	checked  bool
 	lockWait time.Duration
 	indexes  []string
 	hooks    atomic.Pointer[Hooks]
@@ -75,7 +90,7 @@ type Hooks struct {
 
 // New returns an engine over backend.
 func New(backend Backend, opts Options) *Engine {
-	return &Engine{backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes)}
+	return &Engine{backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
 }
 
 // SetHooks installs hooks; later invocations report to them.
@@ -108,18 +123,39 @@ func (e *Engine) InvokeVisible(ctx context.Context, inv Invocation, fn func(*Tx)
 // who meanwhile get ordinary lock conflicts.
 func (e *Engine) Hold(ctx context.Context, parts []Part, wait time.Duration) (Lease, error) {
 	h := &held{}
-	if err := e.lock(ctx, h, parts, wait, true); err != nil {
+	if err := e.lock(ctx, h, parts, wait); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
+// HoldNamed is Hold under a name kept in the store until named.Until
+// (Backend.Lock): on a store that other processes share, the locks are
+// the store's alone, so that they outlive this process and any server can
+// take them over with the name and release them; this engine's writers
+// meet them there. On a store one process owns, the locks are this
+// engine's, as with Hold.
+func (e *Engine) HoldNamed(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error) {
+	ps := slices.Clone(parts)
+	slices.SortFunc(ps, Part.Compare)
+	ps = slices.Compact(ps)
+	remote, err := e.backend.Lock(ctx, ps, wait, named)
+	if err != nil || remote != nil {
+		return remote, err
+	}
+	return e.Hold(ctx, ps, wait)
+}
+
 // Forget drops the in-process locks of a generation nobody uses any more.
-func (e *Engine) Forget(generation int) { e.locks.forget(generation) }
+func (e *Engine) Forget(generation int) {
+	e.locks.forget(generation)
+	e.records.forget(generation)
+}
 
 // held is a set of locks: the engine's own, then the backend's.
 type held struct {
 	local  []chan struct{}
+	whole  func() // releases the partitions recordLocks holds, instead of local
 	remote Lease
 	once   sync.Once
 	err    error
@@ -131,13 +167,16 @@ func (h *held) Release() error {
 			h.err = h.remote.Release()
 		}
 		unlock(h.local)
+		if h.whole != nil {
+			h.whole()
+		}
 	})
 	return h.err
 }
 
 // lock takes the engine's in-process locks of parts into h, then the
 // backend's, in one wait budget.
-func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Duration, hold bool) error {
+func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Duration) error {
 	ps := parts
 	if len(ps) > 1 {
 		ps = slices.Clone(parts)
@@ -145,25 +184,44 @@ func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Dura
 		ps = slices.Compact(ps)
 	}
 	deadline := time.Now().Add(wait)
-	local, err := e.locks.lock(ctx, ps, wait)
+	var local []chan struct{}
+	var whole func()
+	var err error
+	if e.checked {
+		whole, err = e.records.lockParts(ctx, ps, wait)
+	} else {
+		local, err = e.locks.lock(ctx, ps, wait)
+	}
 	if err != nil {
 		return err
 	}
-	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), hold)
+	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), Named{})
 	if err != nil {
 		unlock(local)
+		if whole != nil {
+			whole()
+		}
 		return err
 	}
-	h.local, h.remote = local, remote
+	h.local, h.whole, h.remote = local, whole, remote
 	return nil
 }
 
 func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool) (durable func() error, err error) {
+	if e.checked && len(inv.Records) > 0 && len(inv.Lock) == 1 {
+		return e.invokeChecked(ctx, inv, fn, later)
+	}
+	return e.invokeLocked(ctx, inv, fn, later, e.lockWait)
+}
+
+// invokeLocked runs an invocation under its partitions' locks, in process
+// and in the store, waiting up to wait for them.
+func (e *Engine) invokeLocked(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool, wait time.Duration) (durable func() error, err error) {
 	hooks := e.hooks.Load()
 	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
 	if len(inv.Lock) > 0 {
 		t0 := time.Now()
-		err = e.lock(ctx, &tx.locks, inv.Lock, e.lockWait, false)
+		err = e.lock(ctx, &tx.locks, inv.Lock, wait)
 		if hooks != nil && hooks.Locked != nil {
 			hooks.Locked(time.Since(t0), err)
 		}
@@ -187,8 +245,15 @@ func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error,
 		return durableNow, nil
 	}
 	t0 := time.Now()
-	wait, err := e.backend.Commit(ctx, tx.locks.remote, writes)
+	synced, err := e.backend.Commit(ctx, tx.locks.remote, writes)
 	tx.locks.Release() // before the fsync: the next writer joins it
+	return e.committed(hooks, t0, synced, err, later)
+}
+
+// committed finishes a commit that started at t0: it reports to the hooks
+// and returns durable, which waits for synced now or, when later, in the
+// background.
+func (e *Engine) committed(hooks *Hooks, t0 time.Time, wait func() error, err error, later bool) (durable func() error, _ error) {
 	committed := func(err error) error {
 		if hooks != nil && hooks.Committed != nil {
 			hooks.Committed(time.Since(t0), err)
@@ -220,6 +285,9 @@ func (e *Engine) finish(tx *Tx) []Write {
 			continue
 		}
 		w.Created, w.Fence = prev == nil, tx.inv.Fence[w.Part.Generation]
+		if prev != nil {
+			w.Prev = prev.Version
+		}
 		w.Remove, w.Add = indexChanges(e.indexes, w.Email, prev, w.Record)
 		out = append(out, w)
 	}
@@ -262,9 +330,10 @@ type Tx struct {
 	done    bool
 	err     error
 
-	writes []Write       // staged, unfinished: Part, Email and Record only
-	known  map[key]known // what this Tx has read or staged, by key
-	one    [1]string     // lookup's argument to Get, kept here to save an allocation per read
+	writes  []Write             // staged, unfinished: Part, Email and Record only
+	known   map[key]known       // what this Tx has read or staged, by key
+	one     [1]string           // lookup's argument to Get, kept here to save an allocation per read
+	records map[string]struct{} // the declared records, when there are many
 }
 
 type key struct {
@@ -302,6 +371,9 @@ func (tx *Tx) Get(part Part, email string) (partmap.Record, bool, error) {
 	if err := tx.readable(part); err != nil {
 		return partmap.Record{}, false, err
 	}
+	if err := tx.declared(part, email); err != nil {
+		return partmap.Record{}, false, err
+	}
 	k, err := tx.lookup(part, email)
 	if err != nil || k.rec == nil {
 		return partmap.Record{}, false, err
@@ -318,6 +390,9 @@ func (tx *Tx) Prefetch(part Part, emails []string) error {
 	}
 	var todo []string
 	for _, e := range emails {
+		if err := tx.declared(part, e); err != nil {
+			return err
+		}
 		if _, ok := tx.known[key{part, e}]; !ok {
 			todo = append(todo, e)
 		}
@@ -358,6 +433,9 @@ func (tx *Tx) stage(part Part, email string, rec *partmap.Record) error {
 	}
 	if !slices.Contains(tx.inv.Lock, part) {
 		return tx.refuse(ErrNotLocked, part)
+	}
+	if err := tx.declared(part, email); err != nil {
+		return err
 	}
 	// The write reads too, even when the handler did not: the backend must
 	// know whether the record existed. The partition is locked, so the read
@@ -426,6 +504,17 @@ func (tx *Tx) Scan(part Part) ([]Item, error) {
 	}
 }
 
+// ScanPage returns up to limit records of part after the email after ("":
+// from the first), in email order, as stored before this invocation: for a
+// handler that reads a big partition a slice at a time.
+func (tx *Tx) ScanPage(part Part, after string, limit int) ([]Item, error) {
+	if err := tx.unwritten(part); err != nil {
+		return nil, err
+	}
+	return tx.backend.Scan(tx.ctx, Query{Generation: part.Generation, After: &Position{Partition: part.Partition, Email: after},
+		End: part.Partition + 1, Limit: limit})
+}
+
 // Count returns part's stored profile count, as stored before this
 // invocation.
 func (tx *Tx) Count(part Part) (int64, error) {
@@ -448,11 +537,14 @@ func (tx *Tx) IndexEntries(part Part) ([]IndexEntry, error) {
 	return tx.backend.IndexEntries(tx.ctx, part)
 }
 
-// unwritten checks that the handler may read part whole: it loaded part and
-// has staged nothing there.
+// unwritten checks that the handler may read part whole: it loaded part,
+// declared no records and has staged nothing there.
 func (tx *Tx) unwritten(part Part) error {
 	if err := tx.readable(part); err != nil {
 		return err
+	}
+	if len(tx.inv.Records) > 0 {
+		return tx.refuse(ErrUndeclared, part)
 	}
 	if slices.ContainsFunc(tx.writes, func(w Write) bool { return w.Part == part }) {
 		return tx.refuse(ErrWritten, part)

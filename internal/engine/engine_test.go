@@ -20,7 +20,9 @@ type slowSync struct {
 	waiting chan struct{}
 }
 
-func (b *slowSync) Lock(context.Context, []Part, time.Duration, bool) (Lease, error) { return nil, nil }
+func (b *slowSync) Lock(context.Context, []Part, time.Duration, Named) (Lease, error) {
+	return nil, nil
+}
 
 func (b *slowSync) Get(_ context.Context, _ Part, emails []string) ([]*partmap.Record, error) {
 	b.mu.Lock()

@@ -55,8 +55,14 @@ type Cluster struct {
 
 // StartCluster starts six cluster-enabled servers under dir, joins them
 // with redis-cli, and returns once the cluster is ok and every replica's
-// link to its master is up.
-func StartCluster(dir string) (*Cluster, error) {
+// link to its master is up. A replica takes over after 2 s of silence
+// from its master, not the default 15 s, so that failover tests finish
+// quickly.
+func StartCluster(dir string) (*Cluster, error) { return StartClusterTimeout(dir, 2*time.Second) }
+
+// StartClusterTimeout is StartCluster with another cluster-node-timeout:
+// how long a master may be silent before its replica takes over.
+func StartClusterTimeout(dir string, nodeTimeout time.Duration) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range 6 {
 		port, err := freePort()
@@ -72,9 +78,7 @@ func StartCluster(dir string) (*Cluster, error) {
 		cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf", "--dir", d, "--save", "", "--appendonly", "no",
 			"--repl-diskless-sync-delay", "0",
-			// Replicas take over after 2 s of silence, not the default 15 s,
-			// so that failover tests finish quickly.
-			"--cluster-node-timeout", "2000")
+			"--cluster-node-timeout", fmt.Sprint(nodeTimeout.Milliseconds()))
 		if err := cmd.Start(); err != nil {
 			c.Stop()
 			return nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
@@ -119,14 +123,33 @@ func (c *Cluster) ready() bool {
 func (c *Cluster) Masters() []string {
 	var out []string
 	for _, a := range c.Addrs {
-		cl := goredis.NewClient(&goredis.Options{Addr: a})
-		repl, err := cl.Info(context.Background(), "replication").Result()
-		cl.Close()
-		if err == nil && strings.Contains(repl, "role:master") {
+		if c.IsMaster(a) {
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// ReplicaOf returns the node that replicates the master at addr, or "".
+func (c *Cluster) ReplicaOf(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	for _, a := range c.Addrs {
+		cl := goredis.NewClient(&goredis.Options{Addr: a})
+		repl, err := cl.Info(context.Background(), "replication").Result()
+		cl.Close()
+		if err == nil && strings.Contains(repl, "master_host:"+host+"\r") && strings.Contains(repl, "master_port:"+port+"\r") {
+			return a
+		}
+	}
+	return ""
+}
+
+// IsMaster reports whether the node at addr answers as a master.
+func (c *Cluster) IsMaster(addr string) bool {
+	cl := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer cl.Close()
+	repl, err := cl.Info(context.Background(), "replication").Result()
+	return err == nil && strings.Contains(repl, "role:master")
 }
 
 // Kill sends SIGKILL to the node at addr.

@@ -206,6 +206,43 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		}
 	})
 
+	// An invocation that declares its records touches those alone, and
+	// reads no partition whole; its writes commit as any other's.
+	t.Run("ErrUndeclaredRecord", func(t *testing.T) {
+		e := open(t, 0)
+		inv := lockOne(p)
+		inv.Records = []string{"a@example.com"}
+		touch := map[string]func(tx *engine.Tx) error{
+			"Get":      func(tx *engine.Tx) error { _, _, err := tx.Get(p, "b@example.com"); return err },
+			"Prefetch": func(tx *engine.Tx) error { return tx.Prefetch(p, []string{"a@example.com", "b@example.com"}) },
+			"Put":      func(tx *engine.Tx) error { return tx.Put(p, "b@example.com", rec("b")) },
+			"Delete":   func(tx *engine.Tx) error { return tx.Delete(p, "b@example.com") },
+			"Scan":     func(tx *engine.Tx) error { _, err := tx.Scan(p); return err },
+			"Count":    func(tx *engine.Tx) error { _, err := tx.Count(p); return err },
+		}
+		for name, fn := range touch {
+			err := e.Invoke(ctx, inv, func(tx *engine.Tx) error {
+				tx.Put(p, "a@example.com", rec("a"))
+				fn(tx) // refused; the error is ignored
+				return nil
+			})
+			if !errors.Is(err, engine.ErrUndeclared) {
+				t.Errorf("%s of an undeclared record: %v, want ErrUndeclared", name, err)
+			}
+		}
+		if _, ok := get(t, e, p, "a@example.com"); ok {
+			t.Fatal("an invocation with a refused access committed")
+		}
+		for _, name := range []string{"x", "y"} {
+			if err := e.Invoke(ctx, inv, func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec(name)) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, ok := get(t, e, p, "a@example.com"); !ok || got.Profile["fullName"] != "y" {
+			t.Fatalf("after two declared writes: %v %v", got.Profile, ok)
+		}
+	})
+
 	t.Run("WholeMapLock", func(t *testing.T) {
 		e := open(t, 0)
 		var all []engine.Part

@@ -1,0 +1,332 @@
+package redis_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/redistest"
+	"github.com/partmap/partmap/internal/storetest"
+	"github.com/partmap/partmap/redis"
+)
+
+// commandStats returns INFO commandstats as calls by command, but INFO.
+// Redis counts there the commands a script runs as well as the script.
+func commandStats(t *testing.T, c *goredis.Client) map[string]int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		n, err := strconv.Atoi(calls)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return out
+}
+
+// monitor counts the commands clients send the server, as MONITOR shows
+// them, leaving out those scripts run and the test's INFO: each is a round
+// trip at most. It speaks RESP itself on a connection of its own: MONITOR
+// answers with one status line per command.
+type monitor struct {
+	t     *testing.T
+	c     *goredis.Client // sends the markers
+	conn  net.Conn
+	lines chan string
+	seq   int
+}
+
+func newMonitor(t *testing.T, socket string, marker *goredis.Client) *monitor {
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{t: t, c: marker, conn: conn, lines: make(chan string, 1<<16)}
+	go func() {
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				close(m.lines)
+				return
+			}
+			m.lines <- line
+		}
+	}()
+	t.Cleanup(func() { conn.Close() })
+	m.count() // MONITOR has started once its first marker shows
+	return m
+}
+
+// count returns how many commands clients sent since the last count. It
+// sends a marker and reads up to it.
+func (m *monitor) count() int {
+	m.t.Helper()
+	m.seq++
+	marker := fmt.Sprintf("partmap-marker-%d", m.seq)
+	n := 0
+	for deadline := time.After(30 * time.Second); ; {
+		if err := m.c.Echo(context.Background(), marker).Err(); err != nil {
+			m.t.Fatal(err)
+		}
+		for {
+			select {
+			case line, ok := <-m.lines:
+				if !ok {
+					m.t.Fatal("the MONITOR connection closed")
+				}
+				if strings.Contains(line, marker) {
+					return n
+				}
+				// Markers, the test's own INFO, and what scripts run.
+				if strings.Contains(line, "partmap-marker-") || strings.Contains(line, `"info"`) || strings.Contains(line, " lua]") {
+					continue
+				}
+				n++
+				continue
+			case <-deadline:
+				m.t.Fatalf("MONITOR never showed %s", marker)
+			case <-time.After(100 * time.Millisecond):
+			}
+			break // not shown yet (MONITOR was starting): mark again
+		}
+	}
+}
+
+// A single-profile write costs two round trips to Redis (the read and the
+// commit script), a read one: Redis's MONITOR counts what the store sends,
+// and INFO commandstats confirms one commit script and one MGET each. The
+// store has a redis-server of its own, so that nothing else counts.
+func TestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	srv, err := redistest.StartServer(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	stats := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
+	defer stats.Close()
+	s, err := redis.Open(ctx, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Once first, so that the commit script is loaded (EVALSHA's NOSCRIPT
+	// and the EVAL after it happen once per server).
+	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	mon := newMonitor(t, srv.Socket, stats)
+	const n = 200
+	email := func(i int) string { return fmt.Sprintf("rt%d@example.com", i) }
+	one := "1"
+	ops := []struct {
+		name   string
+		writes bool
+		op     func(i int) error
+	}{
+		{"create", true, func(i int) error {
+			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email(i), "customerTier": "gold"}, partmap.Condition{})
+			return err
+		}},
+		{"replace", true, func(i int) error {
+			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email(i), "customerTier": "silver"}, partmap.Condition{})
+			return err
+		}},
+		{"patch", true, func(i int) error {
+			_, err := s.PatchProfile(ctx, email(i), partmap.Patch{"visits": &one}, partmap.Condition{})
+			return err
+		}},
+		{"increment", true, func(i int) error {
+			_, err := s.IncrementField(ctx, email(i), "visits", 1, partmap.Condition{})
+			return err
+		}},
+		{"get", false, func(i int) error {
+			_, err := s.FindProfile(ctx, email(i))
+			return err
+		}},
+		{"delete", true, func(i int) error { return s.DeleteProfile(ctx, email(i), partmap.Condition{}) }},
+	}
+	for _, o := range ops {
+		before := commandStats(t, stats)
+		for i := range n {
+			if err := o.op(i); err != nil {
+				t.Fatalf("%s %d: %v", o.name, i, err)
+			}
+		}
+		sent := mon.count()
+		after := commandStats(t, stats)
+		scripts := after["evalsha"] + after["eval"] - before["evalsha"] - before["eval"]
+		reads := after["mget"] - before["mget"]
+		t.Logf("%s: %d commands sent for %d operations (%d scripts, %d MGETs)", o.name, sent, n, scripts, reads)
+		want, wantScripts := n, 0
+		if o.writes {
+			want, wantScripts = 2*n, n
+		}
+		if sent > want || scripts != wantScripts || reads != n {
+			t.Errorf("%s: %d commands (%d scripts, %d MGETs) for %d operations; want at most %d, with %d scripts and %d MGETs",
+				o.name, sent, scripts, reads, n, want, wantScripts, n)
+		}
+	}
+}
+
+// Many writers, through two servers on one Redis, increment and re-tier
+// the same few profiles of one partition: no increment is lost or counted
+// twice, and the partition's count and index entries agree with its
+// profiles. Writes to one record from two servers meet only in the commit
+// script's version check.
+func TestHotPartitionTwoServers(t *testing.T) {
+	ctx := context.Background()
+	a, b := openShared(t, nil)
+	if _, err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	emails, _ := storetest.Colliding(12, partmap.DefaultPartitions, "hot")
+	for _, e := range emails {
+		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "visits": "0"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tiers := []string{"gold", "silver", "bronze"}
+	var mu sync.Mutex
+	acked := map[string]int64{}
+	conflicts := 0
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 14))
+			s := a
+			if w%2 == 1 {
+				s = b
+			}
+			for range 60 {
+				e := emails[rng.IntN(len(emails))]
+				var err error
+				if rng.IntN(4) == 0 {
+					tier := tiers[rng.IntN(len(tiers))]
+					_, err = s.PatchProfile(ctx, e, partmap.Patch{"customerTier": &tier}, partmap.Condition{})
+				} else {
+					_, err = s.IncrementField(ctx, e, "visits", 1, partmap.Condition{})
+					if err == nil {
+						mu.Lock()
+						acked[e]++
+						mu.Unlock()
+					}
+				}
+				switch {
+				case errors.Is(err, partmap.ErrLockConflict):
+					mu.Lock()
+					conflicts++ // nothing written: the checker counts only acknowledged increments
+					mu.Unlock()
+				case err != nil:
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d lock conflicts of %d operations", conflicts, 32*60)
+	byTier := map[string]int{}
+	for _, e := range emails {
+		rec, err := b.FindProfile(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Profile["visits"]; got != strconv.FormatInt(acked[e], 10) {
+			t.Errorf("%s: visits %s, want the %d increments acknowledged", e, got, acked[e])
+		}
+		byTier[rec.Profile["customerTier"]]++
+	}
+	for _, tier := range tiers {
+		page, err := a.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "customerTier", Value: tier}}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Profiles) != byTier[tier] {
+			t.Errorf("search %s: %d profiles, want %d", tier, len(page.Profiles), byTier[tier])
+		}
+	}
+	storetest.CheckAll(t, a)
+}
+
+// A single-partition write takes no lock in Redis but respects one: while
+// another server holds its partition's lock, it waits (within its lock
+// wait) and commits after the release, or, failing fast, conflicts and
+// writes nothing.
+func TestCheckedWriteRespectsHeldLock(t *testing.T) {
+	ctx := context.Background()
+	a, b := openShared(t, &redis.Options{LockWait: time.Minute})
+	if _, err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	fast, err := redis.Open(ctx, cc, &redis.Options{LockWait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	const email = "held@example.com"
+	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
+	part := engine.Part{Partition: p}
+	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- a.Engine().Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			close(locked)
+			<-release
+			return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
+		})
+	}()
+	<-locked
+	if _, _, err := fast.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "fast"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+		t.Fatalf("a fail-fast write to a partition another server holds: %v, want a conflict", err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{})
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		t.Fatalf("a write went through another server's lock: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiting write: %v", err)
+	}
+	if rec, err := a.FindProfile(ctx, email); err != nil || rec.Profile["fullName"] != "b" {
+		t.Fatalf("after both: %v %v; want the waiting write last", rec.Profile, err)
+	}
+}
