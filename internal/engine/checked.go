@@ -57,7 +57,7 @@ func (e *Engine) invokeChecked(ctx context.Context, inv Invocation, fn func(*Tx)
 			unlock()
 			return durableNow, nil
 		}
-		if len(writes) != len(tx.known) {
+		if len(writes) != tx.known.len() {
 			// The handler read a record it does not write, which the
 			// commit would not check: run it under the partition's lock.
 			unlock()

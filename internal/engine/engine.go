@@ -280,7 +280,8 @@ func durableNow() error { return nil }
 func (e *Engine) finish(tx *Tx) []Write {
 	out := tx.writes[:0]
 	for _, w := range tx.writes {
-		prev := tx.known[key{w.Part, w.Email}].stored
+		k, _ := tx.known.get(key{w.Part, w.Email})
+		prev := k.stored
 		if prev == nil && w.Record == nil {
 			continue
 		}
@@ -331,7 +332,7 @@ type Tx struct {
 	err     error
 
 	writes  []Write             // staged, unfinished: Part, Email and Record only
-	known   map[key]known       // what this Tx has read or staged, by key
+	known   knownSet            // what this Tx has read or staged, by key
 	one     [1]string           // lookup's argument to Get, kept here to save an allocation per read
 	records map[string]struct{} // the declared records, when there are many
 }
@@ -393,7 +394,7 @@ func (tx *Tx) Prefetch(part Part, emails []string) error {
 		if err := tx.declared(part, e); err != nil {
 			return err
 		}
-		if _, ok := tx.known[key{part, e}]; !ok {
+		if _, ok := tx.known.get(key{part, e}); !ok {
 			todo = append(todo, e)
 		}
 	}
@@ -407,11 +408,8 @@ func (tx *Tx) Prefetch(part Part, emails []string) error {
 	if len(recs) != len(todo) {
 		return fmt.Errorf("engine: Get returned %d records for %d emails", len(recs), len(todo))
 	}
-	if tx.known == nil {
-		tx.known = make(map[key]known, len(todo))
-	}
 	for i, e := range todo {
-		tx.known[key{part, e}] = known{rec: recs[i], stored: recs[i], staged: -1}
+		tx.known.put(key{part, e}, known{rec: recs[i], stored: recs[i], staged: -1})
 	}
 	return nil
 }
@@ -453,13 +451,13 @@ func (tx *Tx) stage(part Part, email string, rec *partmap.Record) error {
 	}
 	tx.writes[k.staged].Record = rec
 	k.rec = rec
-	tx.known[key{part, email}] = k
+	tx.known.put(key{part, email}, k)
 	return nil
 }
 
 // lookup reads a record once per invocation.
 func (tx *Tx) lookup(part Part, email string) (known, error) {
-	if k, ok := tx.known[key{part, email}]; ok {
+	if k, ok := tx.known.get(key{part, email}); ok {
 		return k, nil
 	}
 	tx.one[0] = email
@@ -471,10 +469,7 @@ func (tx *Tx) lookup(part Part, email string) (known, error) {
 		return known{}, fmt.Errorf("engine: Get returned %d records for 1 email", len(recs))
 	}
 	k := known{rec: recs[0], stored: recs[0], staged: -1}
-	if tx.known == nil {
-		tx.known = make(map[key]known, 1)
-	}
-	tx.known[key{part, email}] = k
+	tx.known.put(key{part, email}, k)
 	return k, nil
 }
 
