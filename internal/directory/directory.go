@@ -284,6 +284,12 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 // single-profile write goes through here. During a resize it also locks
 // the profile's partition in the next generation, and fn's write goes to
 // both.
+//
+// fn may run several times for one call: again on the new layout after
+// ErrStale, and, for a checked write, again after its commit found the
+// record changed or the partition locked by another server (see
+// engine.Invoke). Only the last run's writes commit, so whatever fn
+// reports to its caller must be set by each run, never accumulated.
 func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Condition,
 	fn func(st staged, cur *partmap.Record) error) error {
 	for {

@@ -44,7 +44,8 @@ func checkFieldList(fields []string) error {
 
 // update runs fn on the current record of email under its partition lock.
 // fn returns the new profile, or nil to leave the record as it is; the
-// record is then written with a new version.
+// record is then written with a new version. Like guarded's, fn may run
+// more than once, and must answer from its last run alone.
 func (d *Directory) update(ctx context.Context, email string, cond partmap.Condition,
 	fn func(email string, cur partmap.Profile) (partmap.Profile, error)) (partmap.Record, error) {
 	email, err := d.locate(ctx, email)
@@ -82,6 +83,8 @@ func (d *Directory) PatchProfile(ctx context.Context, email string, patch partma
 	}
 	var res partmap.PatchResult
 	rec, err := d.update(ctx, email, cond, func(email string, cur partmap.Profile) (partmap.Profile, error) {
+		// The counts are this run's: a write may run again (see guarded).
+		res = partmap.PatchResult{}
 		if err := checkKeyField(email, patch); err != nil {
 			return nil, err
 		}

@@ -99,6 +99,12 @@ func (e *Engine) SetHooks(h Hooks) { e.hooks.Store(&h) }
 // Invoke runs fn under inv. When fn returns nil, its staged writes commit
 // atomically and are durable before Invoke returns; otherwise nothing is
 // written and fn's error is returned.
+//
+// fn may run more than once, each time on a fresh Tx: a checked
+// invocation (see invokeChecked) runs it again when its commit finds a
+// record changed or the partition locked by another server. Only the last
+// run's writes commit, so anything fn reports outside the Tx must be set
+// by each run, not accumulated across runs.
 func (e *Engine) Invoke(ctx context.Context, inv Invocation, fn func(*Tx) error) error {
 	durable, err := e.invoke(ctx, inv, fn, false)
 	if err != nil {
