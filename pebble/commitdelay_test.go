@@ -26,8 +26,8 @@ func openWithCommitDelay(t *testing.T, delay time.Duration, siblings int) *Store
 	return s
 }
 
-// A lone writer never waits for companions, however long the delay: each
-// of its commits gets an fsync of its own at once.
+// A lone writer never waits for companions, however long the delay: its
+// commits get fsyncs of their own at once.
 func TestCommitDelaySparesALoneWriter(t *testing.T) {
 	s := openWithCommitDelay(t, time.Second, 4)
 	syncs0 := walSyncs(s.db.Metrics())
@@ -41,7 +41,9 @@ func TestCommitDelaySparesALoneWriter(t *testing.T) {
 	if d := s.backend.delayed.Load(); d != 0 {
 		t.Fatalf("%d fsyncs were held back for a lone writer", d)
 	}
-	if n := walSyncs(s.db.Metrics()) - syncs0; n < writes {
+	// About one fsync each; Pebble may fold a write's sync into one it
+	// was already running (a WAL rotation's, say), so not exactly.
+	if n := walSyncs(s.db.Metrics()) - syncs0; n < writes*3/4 {
 		t.Fatalf("%d sequential writes, only %d fsyncs", writes, n)
 	}
 }
