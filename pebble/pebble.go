@@ -40,9 +40,10 @@ const (
 	DefaultCommitSiblings = 8
 )
 
-// DefaultCacheBytes is the block cache size: the hot records of a million
-// profiles, within a server that stays under 150 MB (docs/PERFORMANCE.md).
-const DefaultCacheBytes = 48 << 20
+// DefaultCacheBytes is the block cache's share for blocks: about half of a
+// million profiles' tables, within a server that stays under 150 MB
+// (docs/PERFORMANCE.md).
+const DefaultCacheBytes = 32 << 20
 
 // memTableBytes is the size of Pebble's memtables. Pebble's default, 4 MB,
 // made an import of 200k profiles flush a dozen times and compact the

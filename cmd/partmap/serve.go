@@ -181,18 +181,18 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tuneGC lets the Go heap grow to four times what is live (GOGC=400)
-// within a soft limit of 48 MiB, unless GOGC or GOMEMLIMIT say otherwise.
+// tuneGC lets the Go heap grow to three times what is live (GOGC=200)
+// within a soft limit of 40 MiB, unless GOGC or GOMEMLIMIT say otherwise.
 // The live heap of a serving directory is small (Pebble's memtables and
 // block cache are C memory), so the default GOGC=100 collected several
 // times a second under load, and nothing bounded a burst such as a bulk
 // import (docs/PERFORMANCE.md, issue 14).
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(200)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(48 << 20)
+		debug.SetMemoryLimit(40 << 20)
 	}
 }
 
