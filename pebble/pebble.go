@@ -81,7 +81,9 @@ type Options struct {
 	// CommitSiblings is how many commits must be in flight before
 	// CommitDelay applies.
 	CommitSiblings int
-	// CacheBytes sizes Pebble's block cache; 0 means DefaultCacheBytes.
+	// CacheBytes is the block cache's share for blocks; 0 means
+	// DefaultCacheBytes. The cache is made larger by the memtables Pebble
+	// charges to it.
 	CacheBytes int64
 	// Indexes are the fields a new directory indexes for search; nil means
 	// partmap.DefaultIndexes and an empty slice none. An existing directory
