@@ -41,7 +41,7 @@ const (
 )
 
 // DefaultCacheBytes is the block cache's share for blocks: about half of a
-// million profiles' tables, within a server that stays under 150 MB
+// million profiles' tables, for a server that aims to stay under 150 MB
 // (docs/PERFORMANCE.md).
 const DefaultCacheBytes = 32 << 20
 
