@@ -193,6 +193,22 @@ func TestLockWaitFlag(t *testing.T) {
 	}
 }
 
+func TestCommitDelayFlags(t *testing.T) {
+	opts := (serveConfig{commitDelay: 2 * time.Millisecond, siblings: 3}).storeOptions()
+	if opts.CommitDelay != 2*time.Millisecond || opts.CommitSiblings != 3 {
+		t.Errorf("--commit-delay 2ms --commit-siblings 3: store options %v, %d", opts.CommitDelay, opts.CommitSiblings)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--commit-delay", "-1ms", "--commit-delay must be between 0 and 1s"},
+		{"--commit-delay", "2s", "--commit-delay must be between 0 and 1s"},
+		{"--commit-siblings", "-1", "--commit-siblings must not be negative"},
+	} {
+		if code, _, errOut := run(t, "", "serve", tc.flag, tc.value); code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("serve %s %s: %d %q", tc.flag, tc.value, code, errOut)
+		}
+	}
+}
+
 func TestCLIGuards(t *testing.T) {
 	srv := startedServer(t)
 	run(t, "", "put", "ada@example.com", "--name", "Ada", srv)
