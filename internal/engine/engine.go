@@ -467,14 +467,11 @@ func (tx *Tx) lookup(part Part, email string) (known, error) {
 		return k, nil
 	}
 	tx.one[0] = email
-	recs, err := tx.backend.Get(tx.ctx, part, tx.one[:])
+	rec, err := getOne(tx.ctx, tx.backend, part, tx.one[:])
 	if err != nil {
 		return known{}, err
 	}
-	if len(recs) != 1 {
-		return known{}, fmt.Errorf("engine: Get returned %d records for 1 email", len(recs))
-	}
-	k := known{rec: recs[0], stored: recs[0], staged: -1}
+	k := known{rec: rec, stored: rec, staged: -1}
 	tx.known.put(key{part, email}, k)
 	return k, nil
 }
