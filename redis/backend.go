@@ -30,6 +30,7 @@ type backend struct {
 	ns         string // the directory's namespace
 	acks       int
 	ackTimeout time.Duration
+	batch      *batcher // the commands of lookups and commits
 }
 
 var _ engine.Backend = (*backend)(nil)
@@ -295,7 +296,17 @@ func (b *backend) mgetRecords(ctx context.Context, part engine.Part, emails []st
 	for _, e := range emails {
 		keys = append(keys, b.recordKey(part, e))
 	}
-	vals, err := b.client.MGet(ctx, append(keys, extra...)...).Result()
+	args := make([]any, 0, 1+len(keys)+len(extra))
+	args = append(args, "mget")
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	for _, k := range extra {
+		args = append(args, k)
+	}
+	cmd := goredis.NewSliceCmd(ctx, args...)
+	b.batch.do(ctx, cmd)
+	vals, err := cmd.Result()
 	if err != nil {
 		return nil, nil, unavailable(err)
 	}
@@ -395,7 +406,7 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 // acknowledgements of that connection's own writes.
 func (b *backend) run(ctx context.Context, keys []string, args []any) error {
 	if b.acks == 0 {
-		return commitScript.Run(ctx, b.client, keys, args...).Err()
+		return b.runScript(ctx, commitScript, keys, args)
 	}
 	var node *goredis.Client
 	switch c := b.client.(type) {
@@ -423,6 +434,24 @@ func (b *backend) run(ctx context.Context, keys []string, args []any) error {
 			Message: fmt.Sprintf("the write was applied but only %d of the %d required replicas acknowledged it in %v", n, b.acks, b.ackTimeout)}
 	}
 	return nil
+}
+
+// runScript runs a script through the batcher: EVALSHA, then EVAL after a
+// NOSCRIPT (a server that has not seen the script, as after a failover),
+// which means the script did not run.
+func (b *backend) runScript(ctx context.Context, s *goredis.Script, keys []string, args []any) error {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", s.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := goredis.NewCmd(ctx, cmdArgs...)
+	b.batch.do(ctx, cmd)
+	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		return s.Eval(ctx, b.client, keys, args...).Err()
+	}
+	return cmd.Err()
 }
 
 // Counts reads the count keys in one pipeline, with the first partition's

@@ -72,6 +72,7 @@ type Store struct {
 	partmap.Store // the directory this Redis holds
 	dir           *directory.Directory
 	client        goredis.UniversalClient
+	batch         *batcher
 }
 
 // Open serves the directory in client's Redis (or Redis Cluster), creating
@@ -89,7 +90,8 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	if o.ReplicaAckTimeout == 0 {
 		o.ReplicaAckTimeout = time.Second
 	}
-	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout}
+	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout,
+		batch: newBatcher(client, batchWorkers)}
 	// A profile's two generations live in different slots during a resize,
 	// written by two scripts: the directory must know that commits split.
 	// Its commit script checks versions, so a write of one partition needs
@@ -97,21 +99,26 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
 		SplitCommits: true, CheckedWrites: true})
 	if err != nil {
+		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
 	}
-	return &Store{Store: dir, dir: dir, client: client}, nil
+	return &Store{Store: dir, dir: dir, client: client, batch: b.batch}, nil
 }
 
 // Close stops a resize in progress, to resume at the next Open, and closes
 // the client.
 func (s *Store) Close() error {
 	s.dir.Close()
+	s.batch.close()
 	return s.client.Close()
 }
 
-// Collectors returns the store's Prometheus metrics: partition-lock waits
-// and commit latencies.
-func (s *Store) Collectors() []prometheus.Collector { return s.dir.Collectors() }
+// Collectors returns the store's Prometheus metrics: partition-lock waits,
+// commit latencies, and how many commands each round trip to Redis
+// carried.
+func (s *Store) Collectors() []prometheus.Collector {
+	return append(s.dir.Collectors(), s.batch.collectors()...)
+}
 
 // The Lua scripts, one per file, each headed by its KEYS and ARGV layout.
 // Script.Run sends EVALSHA and falls back to EVAL after a NOSCRIPT, as after
