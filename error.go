@@ -26,6 +26,7 @@ const (
 	ELOCKCONFLICT  Code = "lock-conflict"          // another writer holds the partition; retry
 	ECONFLICT      Code = "conflict"               // the directory's state forbids it now (a resize in progress)
 	EPRECONDITION  Code = "precondition-failed"    // If-Match / If-None-Match did not hold
+	EEXISTS        Code = "exists"                 // the target of a rename already exists
 	ENOTINTEGER    Code = "not-an-integer"         // increment of a value that is not an int64
 	EOVERFLOW      Code = "overflow"               // increment result outside int64
 	EKEYFIELD      Code = "key-field"              // the email field cannot be changed or deleted
@@ -60,6 +61,7 @@ var Codes = map[Code]CodeInfo{
 	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
 	ECONFLICT:      {409, "Conflict with the directory's state"},
 	EPRECONDITION:  {412, "Precondition failed"},
+	EEXISTS:        {409, "Profile already exists"},
 	ENOTINTEGER:    {409, "Field is not an integer"},
 	EOVERFLOW:      {409, "Integer overflow"},
 	EUNAUTHORIZED:  {401, "Unauthorized"},
@@ -85,6 +87,10 @@ type Error struct {
 	// certainly fail (the whole-map lock's remaining time, say); 0 when
 	// unknown.
 	RetryAfter time.Duration
+	// Operation is, for an error of a transaction (Store.Transact), the
+	// position of the operation concerned, counted from 1; 0 when the
+	// error is not one operation's.
+	Operation int
 
 	Err error
 }

@@ -53,6 +53,25 @@ type Store interface {
 	// partition whose last profile is deleted stops existing.
 	DeleteProfile(ctx context.Context, email string, cond Condition) error
 
+	// RenameProfile moves the profile of from to the email to, in one
+	// atomic step that locks both partitions: no reader sees both emails,
+	// or neither. The moved profile gets to as its emailAddress and a new
+	// version; counts, index entries and partitions follow. A missing from
+	// is ENOTFOUND, an existing to is EEXISTS, and two emails with one
+	// canonical form are EINVALID. cond applies to from's profile.
+	RenameProfile(ctx context.Context, from, to string, cond Condition) (Record, error)
+
+	// Transact applies up to MaxTransactionOps operations to any profiles,
+	// in any partitions, all or none: it locks every partition they name,
+	// applies them in order (an operation sees what the earlier ones did to
+	// its profile), and commits them in one atomic step. Each result is the
+	// one the single-profile call would give. The first operation that
+	// fails (a condition, a missing profile, a bad increment) fails the
+	// whole transaction, writes nothing, and its *Error names it
+	// (Error.Operation). Bad input is EINVALID, or the code the
+	// single-profile call would give, before anything is locked.
+	Transact(ctx context.Context, ops []Operation) ([]OperationResult, error)
+
 	// ListProfiles returns a page of profiles in partition order, then
 	// canonical email order. A profile that exists for the whole of a scan
 	// is returned exactly once, whatever is written meanwhile. Start with an

@@ -151,18 +151,12 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 		}
 		hr.Header.Set("Content-Type", ct)
 	}
-	switch {
-	case len(req.cond.IfMatch) > 0:
-		tags := make([]string, len(req.cond.IfMatch))
-		for i, v := range req.cond.IfMatch {
-			tags[i] = v.ETag()
-		}
-		hr.Header.Set("If-Match", strings.Join(tags, ", "))
-	case req.cond.IfExists:
-		hr.Header.Set("If-Match", "*")
+	ifMatch, ifNoneMatch := conditionHeaders(req.cond)
+	if ifMatch != "" {
+		hr.Header.Set("If-Match", ifMatch)
 	}
-	if req.cond.IfNoneMatch {
-		hr.Header.Set("If-None-Match", "*")
+	if ifNoneMatch != "" {
+		hr.Header.Set("If-None-Match", ifNoneMatch)
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
@@ -225,7 +219,7 @@ func errorOf(p problem, status int) *partmap.Error {
 	if msg == "" {
 		msg = p.Title
 	}
-	return &partmap.Error{Code: code, Message: msg, Field: p.Field, Limit: p.Limit, LimitBytes: p.LimitBytes}
+	return &partmap.Error{Code: code, Message: msg, Field: p.Field, Limit: p.Limit, LimitBytes: p.LimitBytes, Operation: p.Operation}
 }
 
 // codeForStatus classifies a response that carries no partmap problem type,

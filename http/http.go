@@ -27,4 +27,5 @@ type problem struct {
 	Field      string `json:"field,omitempty"`
 	Limit      string `json:"limit,omitempty"`
 	LimitBytes int    `json:"limitBytes,omitempty"`
+	Operation  int    `json:"operation,omitempty"` // a transaction's failed operation, from 1
 }

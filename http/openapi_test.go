@@ -807,6 +807,30 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPost(inc+"?emailAddress="+alice+"&field="+strings.Repeat("f", 257), ""), 413, partmap.ETOOLARGE)
 	c.expect(t, xPost(inc+"?emailAddress=nobody@example.com&field=n", ""), 404, partmap.ENOTFOUND)
 
+	// Renames and transactions.
+	rename := b + "/customer-profile/rename"
+	tx := func(body string) exchange {
+		return xPost(b+"/transactions", body, "Content-Type", "application/json")
+	}
+	c.expect(t, xPut(profile, `{"emailAddress":"ren@example.com","visits":"1"}`), 201, "")
+	c.expect(t, xPost(rename+"?emailAddress=ren@example.com&to=Renamed@example.com", ""), 201, "")
+	c.expect(t, xPost(rename+"?emailAddress=ren@example.com&to=x@example.com", ""), 404, partmap.ENOTFOUND)
+	c.expect(t, xPost(rename+"?emailAddress=renamed@example.com&to="+bob, ""), 409, partmap.EEXISTS)
+	c.expect(t, xPost(rename+"?emailAddress=renamed@example.com&to=RENAMED@example.com", ""), 400, partmap.EINVALID)
+	c.expect(t, xPost(rename+"?emailAddress=renamed@example.com&to=y@example.com", "", "If-Match", `"0000000000000001"`), 412, partmap.EPRECONDITION)
+	c.expect(t, tx(`{"operations":[{"op":"put","profile":{"emailAddress":"t1@example.com"},"ifNoneMatch":"*"},`+
+		`{"op":"increment","emailAddress":"t1@example.com","field":"n","by":2},`+
+		`{"op":"patch","emailAddress":"t1@example.com","patch":{"tier":"gold"}},`+
+		`{"op":"rename","emailAddress":"t1@example.com","to":"t2@example.com"},`+
+		`{"op":"delete","emailAddress":"renamed@example.com","ifMatch":"*"}]}`), 200, "")
+	c.expect(t, tx(`{"operations":[{"op":"patch","emailAddress":"t2@example.com","patch":{"a":"b"},"ifMatch":"\"0000000000000001\""}]}`), 412, partmap.EPRECONDITION)
+	c.expect(t, tx(`{"operations":[{"op":"delete","emailAddress":"nobody@example.com"}]}`), 404, partmap.ENOTFOUND)
+	c.expect(t, tx(`{"operations":[{"op":"rename","emailAddress":"t2@example.com","to":"`+bob+`"}]}`), 409, partmap.EEXISTS)
+	c.expect(t, tx(`{"operations":[{"op":"increment","emailAddress":"t2@example.com","field":"tier","by":1}]}`), 409, partmap.ENOTINTEGER)
+	c.expect(t, xBad(tx(`{"operations":[]}`)), 400, partmap.EINVALID)
+	c.expect(t, xBad(tx(`{"operations":[{"op":"delete"}]}`)), 400, partmap.EINVALID)
+	c.expect(t, xBad(tx(`{"operations":`)), 400, partmap.EMALFORMEDJSON)
+
 	// Many profiles.
 	r = c.expect(t, xGet(list+"?limit=1"), 200, "")
 	var page struct{ NextCursor string }
@@ -1284,6 +1308,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"patchProfile":       {target: b + "/customer-profile?emailAddress=a@example.com", body: `{"n":"1"}`, header: jsonCT},
 		"deleteProfile":      {target: b + "/customer-profile?emailAddress=nobody@example.com"},
 		"incrementField":     {target: b + "/customer-profile/increment?emailAddress=a@example.com&field=n"},
+		"renameProfile":      {target: b + "/customer-profile/rename?emailAddress=nobody@example.com&to=b@example.com"},
+		"transact":           {target: b + "/transactions", body: `{"operations":[{"op":"delete","emailAddress":"nobody@example.com"}]}`, header: jsonCT},
 		"listProfiles":       {target: b + "/customer-profiles"},
 		"headProfiles":       {target: b + "/customer-profiles"},
 		"exportProfiles":     {target: b + "/customer-profiles/export"},

@@ -137,9 +137,16 @@ func fieldsParam(q url.Values) ([]string, error) {
 // match (a weak tag, or one partmap did not issue, never does); If-None-Match
 // on a write can only be *, create-only.
 func condition(r *http.Request) (partmap.Condition, error) {
+	return conditionOf(r.Header.Values("If-Match"), r.Header.Values("If-None-Match"))
+}
+
+// conditionOf reads a write's condition from the values of If-Match and
+// If-None-Match (nil when absent), from headers or a transaction's
+// operation.
+func conditionOf(ifMatch, ifNoneMatch []string) (partmap.Condition, error) {
 	var c partmap.Condition
-	if values := r.Header.Values("If-Match"); values != nil {
-		any, tags, err := parseEntityTags("If-Match", values)
+	if ifMatch != nil {
+		any, tags, err := parseEntityTags("If-Match", ifMatch)
 		if err != nil {
 			return c, err
 		}
@@ -152,8 +159,8 @@ func condition(r *http.Request) (partmap.Condition, error) {
 			c.IfMatch = append(c.IfMatch, v)
 		}
 	}
-	if values := r.Header.Values("If-None-Match"); values != nil {
-		any, _, err := parseEntityTags("If-None-Match", values)
+	if ifNoneMatch != nil {
+		any, _, err := parseEntityTags("If-None-Match", ifNoneMatch)
 		if err != nil {
 			return c, err
 		}
@@ -163,6 +170,25 @@ func condition(r *http.Request) (partmap.Condition, error) {
 		c.IfNoneMatch = true
 	}
 	return c, nil
+}
+
+// conditionHeaders writes cond as the values of If-Match and
+// If-None-Match ("" for none).
+func conditionHeaders(cond partmap.Condition) (ifMatch, ifNoneMatch string) {
+	switch {
+	case len(cond.IfMatch) > 0:
+		tags := make([]string, len(cond.IfMatch))
+		for i, v := range cond.IfMatch {
+			tags[i] = v.ETag()
+		}
+		ifMatch = strings.Join(tags, ", ")
+	case cond.IfExists:
+		ifMatch = "*"
+	}
+	if cond.IfNoneMatch {
+		ifNoneMatch = "*"
+	}
+	return ifMatch, ifNoneMatch
 }
 
 // notModified reports whether a GET's If-None-Match names the current

@@ -58,6 +58,8 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"PATCH", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handlePatchProfile},
 		{"DELETE", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handleDeleteProfile},
 		{"POST", "/customer-profile/increment", ScopeWrite, []string{"emailAddress", "field", "by"}, s.handleIncrement},
+		{"POST", "/customer-profile/rename", ScopeWrite, []string{"emailAddress", "to"}, s.handleRename},
+		{"POST", "/transactions", ScopeWrite, nil, s.handleTransaction},
 		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor", anyParam}, s.handleListProfiles},
 		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
@@ -202,7 +204,7 @@ func problemOf(err error) problem {
 	p := problem{Type: ProblemTypePrefix + string(code), Title: info.Title, Status: info.Status, Detail: partmap.ErrorMessage(err)}
 	var e *partmap.Error
 	if errors.As(err, &e) && code != partmap.EINTERNAL {
-		p.Field, p.Limit, p.LimitBytes = e.Field, e.Limit, e.LimitBytes
+		p.Field, p.Limit, p.LimitBytes, p.Operation = e.Field, e.Limit, e.LimitBytes, e.Operation
 	}
 	return p
 }

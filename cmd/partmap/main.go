@@ -57,6 +57,8 @@ var commands = map[string]command{
 	"patch":      {"change, add or delete some fields of a profile", runPatch},
 	"incr":       {"add to an integer field atomically", runIncr},
 	"delete":     {"delete a profile", runDelete},
+	"rename":     {"move a profile to another email, atomically", runRename},
+	"tx":         {"apply several operations to any profiles, all or none (JSON Lines)", runTx},
 	"list":       {"list every profile, partition by partition", runList},
 	"partitions": {"show the partitions in use and their sizes", runPartitions},
 	"stats":      {"summarise partition sizes, with a histogram (--plot FILE for SVG or PNG)", runStats},

@@ -72,50 +72,66 @@ func (d *Directory) update(ctx context.Context, email string, cond partmap.Condi
 }
 
 func (d *Directory) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
+	if err := d.checkPatch(patch); err != nil {
+		return partmap.PatchResult{}, err
+	}
+	var res partmap.PatchResult
+	rec, err := d.update(ctx, email, cond, func(email string, cur partmap.Profile) (partmap.Profile, error) {
+		// The counts are this run's: a write may run again (see guarded).
+		next, added, deleted, err := patched(email, cur, patch)
+		res = partmap.PatchResult{FieldsAdded: added, FieldsDeleted: deleted}
+		return next, err
+	})
+	res.Record = rec
+	return res, err
+}
+
+// checkPatch checks a patch's names and values against the limits.
+func (d *Directory) checkPatch(patch partmap.Patch) error {
 	for name, v := range patch {
 		value := ""
 		if v != nil {
 			value = *v
 		}
 		if err := d.limits.CheckField(name, value); err != nil {
-			return partmap.PatchResult{}, err
+			return err
 		}
 	}
-	var res partmap.PatchResult
-	rec, err := d.update(ctx, email, cond, func(email string, cur partmap.Profile) (partmap.Profile, error) {
-		// The counts are this run's: a write may run again (see guarded).
-		res = partmap.PatchResult{}
-		if err := checkKeyField(email, patch); err != nil {
-			return nil, err
+	return nil
+}
+
+// patched applies patch to cur, the profile of email, and counts the
+// fields it adds and deletes, as HSET and HDEL would. A patch that
+// changes nothing returns a nil profile: the record keeps its version.
+func patched(email string, cur partmap.Profile, patch partmap.Patch) (next partmap.Profile, added, deleted int, err error) {
+	if err := checkKeyField(email, patch); err != nil {
+		return nil, 0, 0, err
+	}
+	next = cur.Clone()
+	changed := false
+	for name, v := range patch {
+		if name == partmap.FieldEmail {
+			continue // restated, as checkKeyField made sure
 		}
-		next := cur.Clone()
-		changed := false
-		for name, v := range patch {
-			if name == partmap.FieldEmail {
-				continue // restated, as checkKeyField made sure
-			}
-			old, had := next[name]
-			switch {
-			case v == nil && had:
-				delete(next, name)
-				res.FieldsDeleted++
-			case v != nil && !had:
-				res.FieldsAdded++
-			case v == nil || old == *v:
-				continue
-			}
-			if v != nil {
-				next[name] = *v
-			}
-			changed = true
+		old, had := next[name]
+		switch {
+		case v == nil && had:
+			delete(next, name)
+			deleted++
+		case v != nil && !had:
+			added++
+		case v == nil || old == *v:
+			continue
 		}
-		if !changed {
-			return nil, nil // keep the version, write nothing
+		if v != nil {
+			next[name] = *v
 		}
-		return next, nil
-	})
-	res.Record = rec
-	return res, err
+		changed = true
+	}
+	if !changed {
+		return nil, added, deleted, nil
+	}
+	return next, added, deleted, nil
 }
 
 // checkKeyField allows a patch to mention emailAddress only to restate it.
@@ -136,28 +152,39 @@ func checkKeyField(email string, patch partmap.Patch) error {
 }
 
 func (d *Directory) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
-	if field == partmap.FieldEmail {
-		return partmap.Increment{}, &partmap.Error{Code: partmap.EKEYFIELD, Field: field, Message: "emailAddress is the profile's key, not a counter"}
-	}
-	if err := d.limits.CheckField(field, ""); err != nil {
+	if err := d.checkCounter(field); err != nil {
 		return partmap.Increment{}, err
 	}
 	var value int64
-	rec, err := d.update(ctx, email, cond, func(_ string, cur partmap.Profile) (partmap.Profile, error) {
-		stored, present := cur[field]
-		n, err := partmap.AddInteger(field, stored, present, by)
-		if err != nil {
-			return nil, err
-		}
-		value = n
-		next := cur.Clone()
-		next[field] = strconv.FormatInt(n, 10)
-		return next, nil
+	rec, err := d.update(ctx, email, cond, func(_ string, cur partmap.Profile) (next partmap.Profile, err error) {
+		next, value, err = incremented(cur, field, by)
+		return next, err
 	})
 	if err != nil {
 		return partmap.Increment{}, err
 	}
 	return partmap.Increment{Email: rec.Profile.Email(), Field: field, Value: value, Version: rec.Version}, nil
+}
+
+// checkCounter checks that field can be incremented.
+func (d *Directory) checkCounter(field string) error {
+	if field == partmap.FieldEmail {
+		return &partmap.Error{Code: partmap.EKEYFIELD, Field: field, Message: "emailAddress is the profile's key, not a counter"}
+	}
+	return d.limits.CheckField(field, "")
+}
+
+// incremented adds by to field of cur, as HINCRBY: a missing field counts
+// from 0.
+func incremented(cur partmap.Profile, field string, by int64) (partmap.Profile, int64, error) {
+	stored, present := cur[field]
+	n, err := partmap.AddInteger(field, stored, present, by)
+	if err != nil {
+		return nil, 0, err
+	}
+	next := cur.Clone()
+	next[field] = strconv.FormatInt(n, 10)
+	return next, n, nil
 }
 
 func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {

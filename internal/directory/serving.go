@@ -143,6 +143,16 @@ func (st staged) parts() []engine.Part {
 	return []engine.Part{st.p}
 }
 
+// get returns the profile's record as the invocation sees it, nil when
+// there is none.
+func (st staged) get() (*partmap.Record, error) {
+	rec, ok, err := st.tx.Get(st.p, st.email)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &rec, nil
+}
+
 func (st staged) Put(rec partmap.Record) error {
 	if err := st.tx.Put(st.p, st.email, rec); err != nil || !st.mirror {
 		return err

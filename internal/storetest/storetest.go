@@ -59,6 +59,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearch(t, started)
 	runSearchInput(t, started)
 	runWholeMapLock(t, started)
+	runTransactions(t, started)
 
 	t.Run("Start", func(t *testing.T) {
 		s := open(t)

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+func runRename(ctx context.Context, e *env, args []string) error {
+	cf := newClientCommand(e, "rename", "OLD-EMAIL NEW-EMAIL")
+	var cond conditionFlags
+	cond.register(cf.fs)
+	rest, cl, err := cf.parse(args, 2, 2)
+	if err != nil {
+		return err
+	}
+	c, err := cond.condition()
+	if err != nil {
+		return err
+	}
+	rec, err := cl.RenameProfile(ctx, rest[0], rest[1], c)
+	if err != nil {
+		return err
+	}
+	if err := printJSON(e.stdout, rec.Profile); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "renamed %s to %s (ETag %s)\n", rest[0], rec.Profile.Email(), rec.Version.ETag())
+	return nil
+}

@@ -1,0 +1,321 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/partmap/partmap"
+)
+
+func profileLocation(email string) string {
+	return BasePath + "/customer-profile?emailAddress=" + url.QueryEscape(email)
+}
+
+func (s *Server) handleRename(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	from, err := emailParam(q)
+	if err != nil {
+		return err
+	}
+	to, err := oneParam(q, "to", true)
+	if err != nil {
+		return err
+	}
+	cond, err := condition(r)
+	if err != nil {
+		return err
+	}
+	rec, err := s.store.RenameProfile(r.Context(), from, to, cond)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", rec.Version.ETag())
+	w.Header().Set("Location", profileLocation(rec.Profile.Email()))
+	return writeJSON(w, http.StatusCreated, rec.Profile)
+}
+
+func (c *Client) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
+	q := emailValues(from)
+	q.Set("to", to)
+	var rec partmap.Record
+	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/rename", query: q, cond: cond}, &rec.Profile)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	rec.Version, err = etagOf(resp)
+	return rec, err
+}
+
+// txRequest is the body of POST /transactions.
+type txRequest struct {
+	Operations []txOp `json:"operations"`
+}
+
+// txOp is one operation on the wire. Each kind takes only its members:
+// put a profile; patch an emailAddress with a merge patch; increment an
+// emailAddress's field by an integer; delete an emailAddress; rename an
+// emailAddress to another. ifMatch and ifNoneMatch are the headers'
+// values: entity tags or "*", and "*".
+type txOp struct {
+	Op          partmap.OpKind  `json:"op"`
+	Email       string          `json:"emailAddress,omitempty"`
+	Profile     json.RawMessage `json:"profile,omitempty"`
+	Patch       json.RawMessage `json:"patch,omitempty"`
+	Field       string          `json:"field,omitempty"`
+	By          json.RawMessage `json:"by,omitempty"` // a JSON integer, or a decimal string past 2^53
+	To          string          `json:"to,omitempty"`
+	IfMatch     *string         `json:"ifMatch,omitempty"`
+	IfNoneMatch *string         `json:"ifNoneMatch,omitempty"`
+}
+
+// members says which members each kind takes.
+var members = map[partmap.OpKind]string{
+	partmap.OpPut:       "profile",
+	partmap.OpPatch:     "emailAddress patch",
+	partmap.OpIncrement: "emailAddress field by",
+	partmap.OpDelete:    "emailAddress",
+	partmap.OpRename:    "emailAddress to",
+}
+
+// parseTxOps reads a transaction's operations, strictly: an unknown
+// member, or one the operation's kind does not take, is an error that
+// names the operation.
+func parseTxOps(body []byte) ([]partmap.Operation, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req txRequest
+	if err := dec.Decode(&req); err != nil {
+		return nil, partmap.Errorf(partmap.EMALFORMEDJSON, "the body must be {\"operations\": [...]}: %v", err)
+	}
+	if dec.More() {
+		return nil, partmap.Errorf(partmap.EMALFORMEDJSON, "the body holds more than one JSON value")
+	}
+	if len(req.Operations) == 0 || len(req.Operations) > partmap.MaxTransactionOps {
+		return nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionOps, len(req.Operations))
+	}
+	ops := make([]partmap.Operation, len(req.Operations))
+	for i, w := range req.Operations {
+		op, err := w.operation()
+		if err != nil {
+			e := partmap.Error{Code: partmap.ErrorCode(err), Message: partmap.ErrorMessage(err), Operation: i + 1}
+			e.Message = fmt.Sprintf("operation %d: %s", i+1, e.Message)
+			return nil, &e
+		}
+		ops[i] = op
+	}
+	return ops, nil
+}
+
+// ParseTransactionOp reads one operation in the wire form of POST
+// /transactions, as `partmap tx` reads each line of its input.
+func ParseTransactionOp(line []byte) (partmap.Operation, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var w txOp
+	if err := dec.Decode(&w); err != nil {
+		return partmap.Operation{}, partmap.Errorf(partmap.EMALFORMEDJSON, "not an operation: %v", err)
+	}
+	return w.operation()
+}
+
+func (w txOp) operation() (partmap.Operation, error) {
+	want, known := members[w.Op]
+	if !known {
+		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "unknown op %q: it is put, patch, increment, delete or rename", w.Op)
+	}
+	present := map[string]bool{"emailAddress": w.Email != "", "profile": w.Profile != nil, "patch": w.Patch != nil,
+		"field": w.Field != "", "by": w.By != nil, "to": w.To != ""}
+	for name, has := range present {
+		takes := strings.Contains(" "+want+" ", " "+name+" ")
+		switch {
+		case has && !takes && !(w.Op == partmap.OpPut && name == "emailAddress"):
+			return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s takes no %q", w.Op, name)
+		case !has && takes:
+			return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s needs %q", w.Op, name)
+		}
+	}
+	op := partmap.Operation{Op: w.Op, Email: w.Email, Field: w.Field, To: w.To}
+	var err error
+	if w.Profile != nil {
+		if op.Profile, err = partmap.ParseProfileJSON(w.Profile); err != nil {
+			return op, err
+		}
+	}
+	if w.Patch != nil {
+		if op.Patch, err = partmap.ParsePatchJSON(w.Patch); err != nil {
+			return op, err
+		}
+	}
+	if w.By != nil {
+		text := string(w.By)
+		if unq, err := strconv.Unquote(text); err == nil {
+			text = unq
+		}
+		if op.By, err = strconv.ParseInt(text, 10, 64); err != nil {
+			return op, &partmap.Error{Code: partmap.EINVALID, Field: "by", Message: fmt.Sprintf("by must be an integer within int64, not %s", w.By)}
+		}
+	}
+	var ifMatch, ifNoneMatch []string
+	if w.IfMatch != nil {
+		ifMatch = []string{*w.IfMatch}
+	}
+	if w.IfNoneMatch != nil {
+		ifNoneMatch = []string{*w.IfNoneMatch}
+	}
+	op.Cond, err = conditionOf(ifMatch, ifNoneMatch)
+	return op, err
+}
+
+func wireOp(op partmap.Operation) (txOp, error) {
+	w := txOp{Op: op.Op, Email: op.Email, Field: op.Field, To: op.To}
+	var err error
+	if op.Profile != nil {
+		if w.Profile, err = json.Marshal(op.Profile); err != nil {
+			return w, err
+		}
+	}
+	if op.Patch != nil {
+		if w.Patch, err = json.Marshal(op.Patch); err != nil {
+			return w, err
+		}
+	}
+	if op.Op == partmap.OpIncrement {
+		w.By = json.RawMessage(strconv.Quote(strconv.FormatInt(op.By, 10)))
+	}
+	ifMatch, ifNoneMatch := conditionHeaders(op.Cond)
+	if ifMatch != "" {
+		w.IfMatch = &ifMatch
+	}
+	if ifNoneMatch != "" {
+		w.IfNoneMatch = &ifNoneMatch
+	}
+	return w, nil
+}
+
+// txReply is the body of a transaction's reply: one result per operation,
+// each what the single-profile route would have answered: its status, the
+// profile's ETag and Location where that route sends them, and its body's
+// members.
+type txReply struct {
+	Results []txResult `json:"results"`
+}
+
+type txResult struct {
+	Op            partmap.OpKind  `json:"op"`
+	Status        int             `json:"status"`
+	Email         string          `json:"emailAddress"`
+	ETag          string          `json:"etag,omitempty"`
+	Location      string          `json:"location,omitempty"`
+	Profile       partmap.Profile `json:"profile,omitempty"`
+	FieldsAdded   *int            `json:"fieldsAdded,omitempty"`
+	FieldsDeleted *int            `json:"fieldsDeleted,omitempty"`
+	Field         string          `json:"field,omitempty"`
+	Value         string          `json:"value,omitempty"`
+}
+
+func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
+	w := txResult{Op: res.Op, Status: http.StatusOK, Email: res.Email}
+	if res.Record != nil {
+		w.ETag, w.Profile = res.Record.Version.ETag(), res.Record.Profile
+	}
+	switch res.Op {
+	case partmap.OpPut:
+		if res.Created {
+			w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
+		}
+	case partmap.OpRename:
+		w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
+	case partmap.OpPatch:
+		w.FieldsAdded, w.FieldsDeleted = &res.FieldsAdded, &res.FieldsDeleted
+	case partmap.OpIncrement:
+		w.Field, w.Value = op.Field, strconv.FormatInt(res.Value, 10)
+	case partmap.OpDelete:
+		w.Status = http.StatusNoContent
+	}
+	return w
+}
+
+func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request, _ url.Values) error {
+	body, err := s.readBody(w, r, "application/json")
+	if err != nil {
+		return err
+	}
+	ops, err := parseTxOps(body)
+	if err != nil {
+		return err
+	}
+	results, err := s.store.Transact(r.Context(), ops)
+	if err != nil {
+		return err
+	}
+	reply := txReply{Results: make([]txResult, len(results))}
+	for i, res := range results {
+		reply.Results[i] = wireResult(ops[i], res)
+	}
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+func (c *Client) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	req := txRequest{Operations: make([]txOp, len(ops))}
+	for i, op := range ops {
+		w, err := wireOp(op)
+		if err != nil {
+			return nil, err
+		}
+		req.Operations[i] = w
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var reply txReply
+	if _, err := c.do(ctx, request{method: "POST", path: "/transactions", body: body}, &reply); err != nil {
+		return nil, err
+	}
+	if len(reply.Results) != len(ops) {
+		return nil, fmt.Errorf("POST /transactions: %d results for %d operations", len(reply.Results), len(ops))
+	}
+	out := make([]partmap.OperationResult, len(ops))
+	for i, w := range reply.Results {
+		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op == partmap.OpPut}
+		if w.FieldsAdded != nil {
+			res.FieldsAdded = *w.FieldsAdded
+		}
+		if w.FieldsDeleted != nil {
+			res.FieldsDeleted = *w.FieldsDeleted
+		}
+		if w.Op == partmap.OpIncrement {
+			if res.Value, err = strconv.ParseInt(w.Value, 10, 64); err != nil {
+				return nil, fmt.Errorf("POST /transactions: result %d: bad value %q", i+1, w.Value)
+			}
+		}
+		if w.ETag != "" {
+			v, err := partmap.ParseETag(w.ETag)
+			if err != nil {
+				return nil, fmt.Errorf("POST /transactions: result %d: %w", i+1, err)
+			}
+			res.Record = &partmap.Record{Profile: w.Profile, Version: v}
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// TransactionResultLines renders a transaction's results as the reply of
+// POST /transactions does, one JSON object per result, for `partmap tx`.
+func TransactionResultLines(ops []partmap.Operation, results []partmap.OperationResult) ([][]byte, error) {
+	lines := make([][]byte, len(results))
+	for i, res := range results {
+		b, err := json.Marshal(wireResult(ops[i], res))
+		if err != nil {
+			return nil, err
+		}
+		lines[i] = b
+	}
+	return lines, nil
+}

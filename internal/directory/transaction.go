@@ -1,0 +1,242 @@
+package directory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+func (d *Directory) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
+	op, err := d.planOne(partmap.Operation{Op: partmap.OpRename, Email: from, To: to, Cond: cond})
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	results, _, err := d.transact(ctx, []partmap.Operation{op})
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	return *results[0].Record, nil
+}
+
+func (d *Directory) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	plan, err := d.plan(ops)
+	if err != nil {
+		return nil, err
+	}
+	results, failed, err := d.transact(ctx, plan)
+	if err != nil {
+		if failed >= 0 {
+			return nil, inOperation(err, failed, plan[failed])
+		}
+		return nil, err
+	}
+	return results, nil
+}
+
+// plan checks every operation before anything is locked, and returns
+// copies with canonical emails (and a put's profile prepared).
+func (d *Directory) plan(ops []partmap.Operation) ([]partmap.Operation, error) {
+	if len(ops) == 0 || len(ops) > partmap.MaxTransactionOps {
+		return nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionOps, len(ops))
+	}
+	plan := make([]partmap.Operation, len(ops))
+	for i, op := range ops {
+		p, err := d.planOne(op)
+		if err != nil {
+			return nil, inOperation(err, i, op)
+		}
+		plan[i] = p
+	}
+	return plan, nil
+}
+
+func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
+	var err error
+	if op.Op == partmap.OpPut {
+		if op.Profile, err = d.prepare(op.Profile); err != nil {
+			return op, err
+		}
+		email := op.Profile.Email()
+		if op.Email != "" {
+			if given, err := partmap.CanonicalEmail(op.Email); err != nil || given != email {
+				return op, &partmap.Error{Code: partmap.EINVALID, Field: partmap.FieldEmail,
+					Message: fmt.Sprintf("a put's email %q is not its profile's emailAddress %q", op.Email, email)}
+			}
+		}
+		op.Email = email
+		return op, nil
+	}
+	if op.Email, err = partmap.CanonicalEmail(op.Email); err != nil {
+		return op, err
+	}
+	switch op.Op {
+	case partmap.OpPatch:
+		if err := d.checkPatch(op.Patch); err != nil {
+			return op, err
+		}
+		return op, checkKeyField(op.Email, op.Patch)
+	case partmap.OpIncrement:
+		return op, d.checkCounter(op.Field)
+	case partmap.OpDelete:
+		return op, nil
+	case partmap.OpRename:
+		if op.To, err = partmap.CanonicalEmail(op.To); err != nil {
+			return op, &partmap.Error{Code: partmap.ErrorCode(err), Field: "to", Message: "the new address: " + partmap.ErrorMessage(err)}
+		}
+		if op.To == op.Email {
+			return op, &partmap.Error{Code: partmap.EINVALID, Field: "to",
+				Message: fmt.Sprintf("%s is already the profile's email: both addresses canonicalise to it", op.To)}
+		}
+		// The moved profile must fit the limits under its new, maybe
+		// longer, address; checked again on the record at apply time.
+		return op, d.limits.CheckField(partmap.FieldEmail, op.To)
+	}
+	return op, partmap.Errorf(partmap.EINVALID, "unknown operation %q: it is put, patch, increment, delete or rename", op.Op)
+}
+
+// transact runs a planned transaction in one invocation that locks the
+// partitions of every email it names (and, during a resize, their mirrors
+// in the next generation), so that its writes commit in one atomic step.
+// On an operation's failure it returns that operation's position.
+func (d *Directory) transact(ctx context.Context, plan []partmap.Operation) (results []partmap.OperationResult, failed int, err error) {
+	if err := d.checkStarted(ctx); err != nil {
+		return nil, -1, err
+	}
+	var emails []string
+	for _, op := range plan {
+		emails = append(emails, op.Email)
+		if op.Op == partmap.OpRename {
+			emails = append(emails, op.To)
+		}
+	}
+	slices.Sort(emails)
+	emails = slices.Compact(emails)
+	for {
+		sv := d.acquire()
+		byEmail := make(map[string]staged, len(emails))
+		var parts []engine.Part
+		for _, e := range emails {
+			st := sv.staged(e)
+			byEmail[e] = st
+			parts = append(parts, st.parts()...)
+		}
+		slices.SortFunc(parts, engine.Part.Compare)
+		parts = slices.Compact(parts)
+		err := d.engine.Invoke(ctx, sv.invocation(parts...), func(tx *engine.Tx) error {
+			if d.serving.Load() != sv {
+				return engine.ErrStale
+			}
+			// Answers are this run's alone: the handler may run again.
+			results, failed = make([]partmap.OperationResult, len(plan)), -1
+			for i, op := range plan {
+				if err := d.apply(tx, byEmail, op, &results[i]); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		sv.release()
+		if err != engine.ErrStale {
+			if err != nil {
+				return nil, failed, d.explainConflict(err)
+			}
+			return results, -1, nil
+		}
+		if err := d.reload(sv); err != nil {
+			return nil, -1, err
+		}
+	}
+}
+
+// apply applies one operation inside a transaction's invocation, with the
+// semantics of its single-profile call.
+func (d *Directory) apply(tx *engine.Tx, byEmail map[string]staged, op partmap.Operation, res *partmap.OperationResult) error {
+	st := byEmail[op.Email]
+	st.tx = tx
+	cur, err := st.get()
+	if err != nil {
+		return err
+	}
+	if err := op.Cond.Check(cur); err != nil {
+		return err
+	}
+	*res = partmap.OperationResult{Op: op.Op, Email: op.Email}
+	if cur == nil && op.Op != partmap.OpPut {
+		return notFound(op.Email)
+	}
+	var next partmap.Profile
+	switch op.Op {
+	case partmap.OpPut:
+		next, res.Created = op.Profile, cur == nil
+	case partmap.OpPatch:
+		next, res.FieldsAdded, res.FieldsDeleted, err = patched(op.Email, cur.Profile, op.Patch)
+		if err == nil && next == nil {
+			res.Record = cur // nothing changes: the version stays
+			return nil
+		}
+	case partmap.OpIncrement:
+		next, res.Value, err = incremented(cur.Profile, op.Field, op.By)
+	case partmap.OpDelete:
+		return st.Delete()
+	case partmap.OpRename:
+		return d.rename(tx, st, byEmail[op.To], cur, res)
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.limits.CheckProfile(next); err != nil {
+		return err
+	}
+	var prev partmap.Version
+	if cur != nil {
+		prev = cur.Version
+	}
+	rec := partmap.Record{Profile: next, Version: nextVersion(prev)}
+	res.Record = &rec
+	return st.Put(rec)
+}
+
+// rename moves cur from src to dst, which must be free.
+func (d *Directory) rename(tx *engine.Tx, src, dst staged, cur *partmap.Record, res *partmap.OperationResult) error {
+	dst.tx = tx
+	taken, err := dst.get()
+	if err != nil {
+		return err
+	}
+	if taken != nil {
+		return &partmap.Error{Code: partmap.EEXISTS, Field: "to",
+			Message: fmt.Sprintf("%s already has a profile; delete it first, or rename to another address", dst.email)}
+	}
+	next := cur.Profile.Clone()
+	next[partmap.FieldEmail] = dst.email
+	if err := d.limits.CheckProfile(next); err != nil {
+		return err
+	}
+	rec := partmap.Record{Profile: next, Version: nextVersion(cur.Version)}
+	if err := src.Delete(); err != nil {
+		return err
+	}
+	res.Email, res.Record = dst.email, &rec
+	return dst.Put(rec)
+}
+
+// inOperation tags a user error with the operation it concerns.
+func inOperation(err error, i int, op partmap.Operation) error {
+	var e *partmap.Error
+	if !errors.As(err, &e) || partmap.ErrorCode(err) == partmap.EINTERNAL {
+		return err
+	}
+	tagged := *e
+	tagged.Operation = i + 1
+	what := string(op.Op)
+	if op.Email != "" {
+		what += " " + op.Email
+	}
+	tagged.Message = fmt.Sprintf("operation %d (%s): %s", i+1, what, partmap.ErrorMessage(err))
+	return &tagged
+}
