@@ -311,6 +311,35 @@ func TestConsole(t *testing.T) {
 	p.do("go back", chromedp.Click(chromedp.CSS("#browse-prev")))
 	p.until("page 1 is listed again", q("#browse-table")+".dataset.page === '1' && "+rows+".length === 25 && "+q("#browse-prev")+".disabled")
 
+	// Change the email: the profile moves, the view follows it, and a
+	// taken address is refused with a way to open its profile.
+	moved := "countess.of.lovelace@example.com"
+	p.do("change Ada's email",
+		chromedp.Click(chromedp.CSS("#rename-button")),
+		emptyField("#rename-to"),
+		chromedp.SendKeys(chromedp.CSS("#rename-to"), " Countess.of.Lovelace@Example.com"),
+		chromedp.Click(chromedp.CSS("#rename-yes")))
+	p.waitNotice("ok", "", "Moved "+email+" to "+moved)
+	p.waitText("#view-email", moved)
+	if r := send(t, "GET", api+"/customer-profile?emailAddress="+moved, nil, auth...); r.status != 200 || evaluate[string](p, q("#view-etag")+".textContent") != r.header.Get("ETag") {
+		t.Fatalf("after the move: %d %s, the console shows ETag %q", r.status, r.body, evaluate[string](p, q("#view-etag")+".textContent"))
+	}
+	if r := send(t, "GET", api+"/customer-profile?emailAddress="+email, nil, auth...); r.status != 404 {
+		t.Fatalf("the old email after the move: %d %s", r.status, r.body)
+	}
+	p.do("move it onto a taken email",
+		chromedp.Click(chromedp.CSS("#rename-button")),
+		emptyField("#rename-to"),
+		chromedp.SendKeys(chromedp.CSS("#rename-to"), seeds[0]),
+		chromedp.Click(chromedp.CSS("#rename-yes")))
+	p.waitNotice("warn", "exists", "already has a profile")
+	p.do("move it back",
+		emptyField("#rename-to"),
+		chromedp.SendKeys(chromedp.CSS("#rename-to"), email),
+		chromedp.Click(chromedp.CSS("#rename-yes")))
+	p.waitNotice("ok", "", "Moved "+moved+" to "+email)
+	p.waitText("#view-email", email)
+
 	// Delete, with a confirmation, and the cell empties again.
 	p.do("delete Ada", chromedp.Click(chromedp.CSS("#delete-button")), chromedp.Click(chromedp.CSS("#delete-yes"), chromedp.NodeVisible))
 	p.waitNotice("ok", "", "Deleted "+email)

@@ -351,6 +351,7 @@ function setMode(mode) {
   $('profile-view').hidden = mode !== 'view';
   $('editor').hidden = mode !== 'edit' && mode !== 'create';
   $('delete-confirm').hidden = true;
+  $('rename-form').hidden = true;
   if (mode === 'none') {
     current.profile = null;
     current.etag = '';
@@ -542,6 +543,34 @@ async function deleteProfile() {
   }
 }
 
+// renameProfile moves the profile in view to another email, in one atomic
+// step on the server, and only if nobody changed it since it was loaded.
+async function renameProfile(ev) {
+  ev.preventDefault();
+  const from = current.profile.emailAddress;
+  const to = $('rename-to').value;
+  $('rename-yes').disabled = true;
+  try {
+    const r = await api('POST', '/customer-profile/rename', { query: { emailAddress: from, to }, headers: { 'If-Match': current.etag } });
+    showProfile(r.data, r.etag);
+    notify('ok', 'Moved ' + from + ' to ' + r.data.emailAddress + '.');
+    refreshData();
+  } catch (err) {
+    if (err.code === 'precondition-failed') {
+      conflict(err, 'Not moved');
+    } else if (err.code === 'exists') {
+      notify('warn', 'Not moved: ' + to.trim() + ' already has a profile (' + detailOf(err) + ').', {
+        code: err.code,
+        action: { label: 'Open it', run: () => findProfile(to) },
+      });
+    } else {
+      report(err, 'Not moved');
+    }
+  } finally {
+    $('rename-yes').disabled = false;
+  }
+}
+
 // ---- Browsing -------------------------------------------------------------
 
 // cursors[i] is the cursor of page i; page 0 has none.
@@ -645,6 +674,14 @@ function init() {
     $('delete-no').focus();
   });
   $('delete-yes').addEventListener('click', deleteProfile);
+  $('rename-button').addEventListener('click', () => {
+    $('delete-confirm').hidden = true;
+    $('rename-form').hidden = false;
+    $('rename-to').value = current.profile.emailAddress;
+    $('rename-to').select();
+  });
+  $('rename-form').addEventListener('submit', renameProfile);
+  $('rename-no').addEventListener('click', () => { $('rename-form').hidden = true; });
   $('delete-no').addEventListener('click', () => { $('delete-confirm').hidden = true; });
   $('editor').addEventListener('submit', saveProfile);
   $('add-field').addEventListener('click', () => addFieldRow().focus());
