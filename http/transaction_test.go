@@ -128,7 +128,7 @@ func TestTransactionRoute(t *testing.T) {
 	release := holdPartition(t, store, "e@example.com")
 	r = transact(t, srv.URL, `{"operations":[{"op":"put","profile":{"emailAddress":"d@example.com"}},{"op":"put","profile":{"emailAddress":"e@example.com"}}]}`)
 	release()
-	if p := r.problem(t); r.status != 409 || p["type"] != "urn:partmap:problem:lock-conflict" || r.header.Get("Retry-After") == "" {
+	if p := r.problem(t); r.status != 409 || p["type"] != "urn:partmap:problem:lock-conflict" || r.header.Get("Retry-After") == "" || p["operation"] != nil {
 		t.Fatalf("conflict: %d %v Retry-After %q", r.status, p, r.header.Get("Retry-After"))
 	}
 	if g := send(t, "GET", srv.URL+base+"/customer-profile?emailAddress=d@example.com", nil); g.status != 404 {

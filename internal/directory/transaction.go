@@ -116,6 +116,7 @@ func (d *Directory) transact(ctx context.Context, plan []partmap.Operation) (res
 	slices.Sort(emails)
 	emails = slices.Compact(emails)
 	for {
+		failed = -1 // a conflict before the handler runs is no operation's
 		sv := d.acquire()
 		byEmail := make(map[string]staged, len(emails))
 		var parts []engine.Part
