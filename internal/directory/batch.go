@@ -26,8 +26,9 @@ func (d *Directory) FindProfiles(ctx context.Context, emails []string) ([]*partm
 	}
 	var out []*partmap.Record
 	err = d.read(func(sv *serving) error {
-		out, err = d.readBatch(ctx, sv, canonical)
-		return err
+		var rerr error
+		out, rerr = d.readBatch(ctx, sv, canonical)
+		return rerr
 	})
 	if err != nil {
 		return nil, err
