@@ -13,5 +13,7 @@
 // A write locks exactly one partition, reads only the records it touches and
 // commits atomically; an acknowledged write has been fsync'd. Writes to
 // different partitions never wait for each other. A lookup reads one record,
-// so its cost does not depend on how many profiles share its partition.
+// so its cost does not depend on how many profiles share its partition. A
+// batch lookup reads each partition it touches once, at one instant, and
+// locks nothing; it is not a snapshot across partitions.
 package partmap

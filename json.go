@@ -47,6 +47,60 @@ func ParsePatchJSON(data []byte) (Patch, error) {
 	return p, nil
 }
 
+// ParseStringListsJSON decodes a JSON object whose members are arrays of
+// strings, such as a batch read's {"emails": [...], "fields": [...]}, with
+// ParseProfileJSON's strictness: a string that is not valid UTF-8, raw or
+// as an escaped lone surrogate, is EINVALIDUTF8, and a member named twice,
+// or one that is not an array of strings, is EMALFORMEDJSON. Errors name
+// the member and the index of the item.
+func ParseStringListsJSON(data []byte) (map[string][]string, error) {
+	if err := checkJSONSyntax(data); err != nil {
+		return nil, err
+	}
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return nil, Errorf(EMALFORMEDJSON, "expected a JSON object, found %s", jsonKind(data[i]))
+	}
+	i = skipSpace(data, i+1)
+	out := map[string][]string{}
+	for data[i] != '}' {
+		name, n, err := unquoteJSON(data[i:], "")
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[name]; dup {
+			return nil, Errorf(EMALFORMEDJSON, "member %q appears more than once", name)
+		}
+		i = skipSpace(data, i+n)
+		i = skipSpace(data, i+1) // the colon
+		if data[i] != '[' {
+			return nil, Errorf(EMALFORMEDJSON, "%s is %s; it must be an array of strings", name, jsonKind(data[i]))
+		}
+		i = skipSpace(data, i+1)
+		list := []string{}
+		for data[i] != ']' {
+			if data[i] != '"' {
+				return nil, Errorf(EMALFORMEDJSON, "%s[%d] is %s; it must be a string", name, len(list), jsonKind(data[i]))
+			}
+			v, n, raw, why := decodeJSONString(data[i:])
+			if why != "" {
+				return nil, Errorf(EINVALIDUTF8, "%s[%d] %s %s", name, len(list), showItem(raw), why)
+			}
+			list = append(list, v)
+			i = skipSpace(data, i+n)
+			if data[i] == ',' {
+				i = skipSpace(data, i+1)
+			}
+		}
+		out[name] = list
+		i = skipSpace(data, i+1)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return out, nil
+}
+
 type jsonField struct {
 	name  string
 	value *string // nil for null
@@ -235,6 +289,16 @@ func jsonKind(c byte) string {
 // rejects invalid UTF-8 and escaped surrogates that do not form a pair.
 // field names the value's field; it is empty when data is a field name.
 func unquoteJSON(data []byte, field string) (string, int, error) {
+	s, n, raw, why := decodeJSONString(data)
+	if why != "" {
+		return "", 0, invalidUTF8(field, raw, why)
+	}
+	return s, n, nil
+}
+
+// decodeJSONString is unquoteJSON without the error: why says what is wrong
+// with the string, whose text as sent is raw, and is empty when nothing is.
+func decodeJSONString(data []byte) (s string, n int, raw, why string) {
 	end := 1
 	escaped := false
 	for ; data[end] != '"'; end++ {
@@ -243,22 +307,22 @@ func unquoteJSON(data []byte, field string) (string, int, error) {
 			end++ // the escaped byte is never the closing quote
 		}
 	}
-	raw := data[1:end]
-	if !utf8.Valid(raw) {
-		return "", 0, invalidUTF8(field, string(raw), "contains bytes that are not valid UTF-8")
+	body := data[1:end]
+	if !utf8.Valid(body) {
+		return "", 0, string(body), "contains bytes that are not valid UTF-8"
 	}
 	if !escaped {
-		return string(raw), end + 1, nil
+		return string(body), end + 1, "", ""
 	}
-	out := make([]byte, 0, len(raw))
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
 		if c != '\\' {
 			out = append(out, c)
 			continue
 		}
 		i++
-		switch raw[i] {
+		switch body[i] {
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
@@ -270,25 +334,25 @@ func unquoteJSON(data []byte, field string) (string, int, error) {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r := hex4(raw[i+1 : i+5])
+			r := hex4(body[i+1 : i+5])
 			i += 4
 			if utf16.IsSurrogate(r) {
-				if r < 0xDC00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-					if lo := hex4(raw[i+3 : i+7]); 0xDC00 <= lo && lo <= 0xDFFF {
+				if r < 0xDC00 && i+6 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+					if lo := hex4(body[i+3 : i+7]); 0xDC00 <= lo && lo <= 0xDFFF {
 						out = utf8.AppendRune(out, utf16.DecodeRune(r, lo))
 						i += 6
 						continue
 					}
 				}
 				// Name a bad field name as it was sent, escapes and all.
-				return "", 0, invalidUTF8(field, string(raw), fmt.Sprintf("contains the escaped lone surrogate \\u%04x", r))
+				return "", 0, string(body), fmt.Sprintf("contains the escaped lone surrogate \\u%04x", r)
 			}
 			out = utf8.AppendRune(out, r)
 		default: // '"', '\\', '/'
-			out = append(out, raw[i])
+			out = append(out, body[i])
 		}
 	}
-	return string(out), end + 1, nil
+	return string(out), end + 1, "", ""
 }
 
 func invalidUTF8(field, text, why string) *Error {

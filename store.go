@@ -30,6 +30,26 @@ type Store interface {
 	// nothing. fields must be non-empty, without repeats (EINVALID).
 	ProjectProfile(ctx context.Context, email string, fields []string) (Projection, error)
 
+	// FindProfiles looks up many profiles at once: the profiles of emails,
+	// in the order asked, with nil for one that does not exist (which is
+	// not an error). An email given twice, in any spelling, is answered
+	// twice. Each partition is read once, with one backend read for all its
+	// emails, and no lock is taken. The answers of one partition are from
+	// one instant; those of different partitions are not: the batch is not
+	// a snapshot of the directory.
+	//
+	// emails must hold 1 to MaxBatchEmails addresses (EINVALID otherwise);
+	// a bad one fails the whole call with EINVALIDEMAIL (or ETOOLARGE)
+	// naming its index and value, and nothing is answered.
+	FindProfiles(ctx context.Context, emails []string) ([]*Record, error)
+
+	// ProjectProfiles is FindProfiles with each profile found projected as
+	// ProjectProfile does: the named fields in the order asked, a nil value
+	// for a missing field, and a nil *Projection for a missing profile.
+	// fields must be non-empty, without repeats or empty names (EINVALID),
+	// and valid UTF-8 (EINVALIDUTF8); an error names the bad one by index.
+	ProjectProfiles(ctx context.Context, emails []string, fields []string) ([]*Projection, error)
+
 	// UpsertProfile replaces the whole profile whose key is p's emailAddress,
 	// or creates it, and reports which. The stored emailAddress is canonical.
 	UpsertProfile(ctx context.Context, p Profile, cond Condition) (rec Record, created bool, err error)

@@ -745,6 +745,8 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	export := b + "/customer-profiles/export"
 	partitionOf := func(email string) partmap.Partition { return partmap.PartitionOf(email, partmap.DefaultPartitions) }
 	bulk := b + "/customer-profiles/bulk"
+	getMany := b + "/customer-profiles/get"
+	jsonCT := []string{"Content-Type", "application/json"}
 	ndjson := []string{"Content-Type", "application/x-ndjson"}
 
 	// Open routes and the directory before it is started.
@@ -764,6 +766,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		xGet(check + "1"), xHead(check + "1"), xGet(checks), xHead(checks), xPost(wholeMap+"?seconds=60", ""),
 		xGet(export), xHead(export),
 		xPost(bulk, `{"emailAddress":"`+alice+`"}`, ndjson...),
+		xPost(getMany, `{"emails":["`+alice+`"]}`, jsonCT...),
 	} {
 		c.expect(t, x, 409, partmap.ENOTSTARTED)
 	}
@@ -1007,6 +1010,32 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPost(bulk, many.String(), ndjson...), 413, partmap.ETOOLARGE)
 	c.expect(t, xBad(xPost(bulk, strings.Repeat("x", pmhttp.MaxBulkBodyBytes+1), ndjson...)), 413, partmap.ETOOLARGE)
 
+	// Batch lookups: whole profiles or projections, null for a missing
+	// one, and the whole request refused for one bad item.
+	r = c.expect(t, xPost(getMany, `{"emails":["ALICE@example.com","nobody@example.com","`+alice+`"]}`, jsonCT...), 200, "")
+	var batch struct {
+		Profiles []map[string]any
+		ETags    []*string
+	}
+	if json.Unmarshal(r.body, &batch); len(batch.Profiles) != 3 || batch.Profiles[0]["emailAddress"] != alice || batch.Profiles[1] != nil ||
+		batch.ETags[0] == nil || batch.ETags[1] != nil || *batch.ETags[0] != *batch.ETags[2] {
+		t.Errorf("batch lookup: %s", r.body)
+	}
+	if etag := c.expect(t, xHead(of(alice)), 200, "").header.Get("ETag"); batch.ETags[0] == nil || *batch.ETags[0] != etag {
+		t.Errorf("batch lookup: ETag %v, the lookup's %s", batch.ETags[0], etag)
+	}
+	c.expect(t, xPost(getMany, `{"emails":["`+alice+`","nobody@example.com"],"fields":["fullName","nickname"]}`, jsonCT...), 200, "")
+	c.expect(t, xBad(xPost(getMany, `{"emails":[]}`, jsonCT...)), 400, partmap.EINVALID)
+	c.expect(t, xBad(xPost(getMany, `{"fields":["a"]}`, jsonCT...)), 400, partmap.EINVALID)
+	c.expect(t, xBad(xPost(getMany, `{"emails":["`+alice+`"],"fields":["a","a"]}`, jsonCT...)), 400, partmap.EINVALID)
+	c.expect(t, xPost(getMany, `{"emails":["`+alice+`"," "]}`, jsonCT...), 400, partmap.EINVALIDEMAIL)
+	c.expect(t, xBad(xPost(getMany, `{"emails":["`+alice+`"],"limit":["1"]}`, jsonCT...)), 400, partmap.EMALFORMEDJSON)
+	c.expect(t, xBad(xPost(getMany, `{"emails":"`+alice+`"}`, jsonCT...)), 400, partmap.EMALFORMEDJSON)
+	c.expect(t, xPost(getMany, `{"emails":["`+alice+`"],"fields":["\ud800"]}`, jsonCT...), 400, partmap.EINVALIDUTF8)
+	c.expect(t, xPost(getMany, `{"emails":["`+strings.Repeat("a", partmap.MaxEmailBytes)+`@x"]}`, jsonCT...), 413, partmap.ETOOLARGE)
+	c.expect(t, xBad(xPost(getMany, `{"emails":["`+alice+`"]}`, "Content-Type", "text/plain")), 415, partmap.EMEDIATYPE)
+	c.expect(t, xBad(xPost(getMany+"?fields=a", `{"emails":["`+alice+`"]}`, jsonCT...)), 400, partmap.EINVALID)
+
 	// Limits and bad input on one profile.
 	c.expect(t, xPut(profile, string(full)), 201, "")
 	c.expect(t, xPost(inc+"?emailAddress=many@example.com&field=another", ""), 413, partmap.ETOOMANYFIELDS)
@@ -1093,6 +1122,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPut(b+"/partitions", "{}"), 405, partmap.EMETHOD)
 	c.expect(t, xGet(inc), 405, partmap.EMETHOD)
 	c.expect(t, xGet(bulk), 405, partmap.EMETHOD)
+	c.expect(t, xGet(getMany), 405, partmap.EMETHOD)
 	c.expect(t, xPost(check+"1", ""), 405, partmap.EMETHOD)
 	c.expect(t, xGet(wholeMap), 405, partmap.EMETHOD)
 	c.expect(t, xPost(export, ""), 405, partmap.EMETHOD)
@@ -1315,6 +1345,7 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"exportProfiles":     {target: b + "/customer-profiles/export"},
 		"headExport":         {target: b + "/customer-profiles/export"},
 		"bulkUpsertProfiles": {target: b + "/customer-profiles/bulk", body: `{"emailAddress":"a@example.com"}`, header: []string{"Content-Type", "application/jsonl"}},
+		"getProfiles":        {target: b + "/customer-profiles/get", body: `{"emails":["a@example.com"]}`, header: jsonCT},
 		"listPartitions":     {target: b + "/partitions"},
 		"headPartitions":     {target: b + "/partitions"},
 		"checkPartition":     {target: b + "/check?partition=1"},

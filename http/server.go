@@ -63,6 +63,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor", anyParam}, s.handleListProfiles},
 		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
+		{"POST", "/customer-profiles/get", ScopeRead, nil, s.handleGetProfiles},
 		{"GET", "/customer-profiles/export", ScopeRead, nil, s.handleExport},
 		{"GET", "/check", ScopeAdmin, []string{"partition"}, s.handleCheck},
 		{"GET", "/checks", ScopeAdmin, []string{"from", "to"}, s.handleChecks},

@@ -330,3 +330,68 @@ func TestCheckedWriteRespectsHeldLock(t *testing.T) {
 		t.Fatalf("after both: %v %v; want the waiting write last", rec.Profile, err)
 	}
 }
+
+// A batch lookup sends one MGET per partition it reads, however many of
+// the partition's emails it asks for and however often: INFO commandstats
+// counts them on a redis-server of the store's own.
+func TestBatchLookupMGETsPerPartition(t *testing.T) {
+	ctx := context.Background()
+	srv, err := redistest.StartServer(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	stats := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
+	defer stats.Close()
+	s, err := redis.Open(ctx, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	crowd, _ := storetest.Colliding(6, partmap.DefaultPartitions, "mget")
+	var profiles []partmap.Profile
+	for _, e := range crowd[:4] {
+		profiles = append(profiles, partmap.Profile{partmap.FieldEmail: e})
+	}
+	for i := range 200 {
+		profiles = append(profiles, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("b%d@example.com", i)})
+	}
+	if _, err := s.UpsertProfiles(ctx, profiles); err != nil {
+		t.Fatal(err)
+	}
+	var ask []string
+	partitions := map[partmap.Partition]bool{}
+	for i := 0; len(ask) < partmap.MaxBatchEmails; i++ {
+		e := fmt.Sprintf("b%d@example.com", i%400) // half present, each asked for 2 or 3 times
+		if i%50 == 0 {
+			e = crowd[i/50%len(crowd)]
+		}
+		ask = append(ask, strings.ToUpper(e))
+		partitions[partmap.PartitionOf(e, partmap.DefaultPartitions)] = true
+	}
+	before := commandStats(t, stats)
+	recs, err := s.FindProfiles(ctx, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := commandStats(t, stats)
+	found := 0
+	for _, rec := range recs {
+		if rec != nil {
+			found++
+		}
+	}
+	mgets := after["mget"] - before["mget"]
+	t.Logf("%d emails (%d found) in %d partitions: %d MGETs", len(ask), found, len(partitions), mgets)
+	if mgets != len(partitions) {
+		t.Errorf("%d MGETs for %d emails in %d partitions; want one per partition", mgets, len(ask), len(partitions))
+	}
+	for k, n := range after {
+		if k != "mget" && n != before[k] {
+			t.Errorf("a batch lookup sent %d %s commands; it should send only MGETs", n-before[k], k)
+		}
+	}
+}

@@ -83,7 +83,8 @@ func TestClientCommands(t *testing.T) {
 		{"ErrBadField", ``, []string{"put", "a@b", "--field", "novalue"}, 2, "NAME=VALUE"},
 		{"ErrCreateExisting", ``, []string{"put", "alice@example.com", "--create", "--name", "x"}, 1, "already exists"},
 		{"ErrGetMissing", ``, []string{"get", "nobody@example.com"}, 1, "not-found"},
-		{"ErrGetTwo", ``, []string{"get", "a@b", "c@d"}, 2, "usage: partmap get"},
+		{"ErrGetNone", ``, []string{"get"}, 2, "usage: partmap get"},
+		{"ErrGetManyBadEmail", ``, []string{"get", "a@b", "é@b"}, 1, `emails[1] "\u00e9@b"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)

@@ -53,7 +53,7 @@ var commands = map[string]command{
 	"serve":      {"run the server (embedded Pebble store)", runServe},
 	"start":      {"start the directory (idempotent)", runStart},
 	"put":        {"create or replace a profile", runPut},
-	"get":        {"show a profile, or some of its fields", runGet},
+	"get":        {"show a profile, or some of its fields; several at once", runGet},
 	"patch":      {"change, add or delete some fields of a profile", runPatch},
 	"incr":       {"add to an integer field atomically", runIncr},
 	"delete":     {"delete a profile", runDelete},

@@ -16,13 +16,18 @@ func (d *Directory) ProjectProfile(ctx context.Context, email string, fields []s
 	if err != nil {
 		return partmap.Projection{}, err
 	}
+	return project(rec, fields), nil
+}
+
+// project returns the named fields of rec, in order, nil for a missing one.
+func project(rec partmap.Record, fields []string) partmap.Projection {
 	out := partmap.Projection{Fields: fields, Values: make([]*string, len(fields)), Version: rec.Version}
 	for i, f := range fields {
 		if v, ok := rec.Profile[f]; ok {
 			out.Values[i] = &v
 		}
 	}
-	return out, nil
+	return out
 }
 
 func checkFieldList(fields []string) error {

@@ -50,7 +50,9 @@ type Backend interface {
 	Lock(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error)
 
 	// Get returns the records of emails in part, in order, nil for a
-	// missing one. It sees every commit that has returned, durable or not.
+	// missing one. It sees every commit that has returned, durable or not,
+	// and answers from one view of the partition: never some records from
+	// before a commit and some from after it (a batch lookup relies on it).
 	Get(ctx context.Context, part Part, emails []string) ([]*partmap.Record, error)
 
 	// Commit applies writes atomically under lease, the one Lock returned

@@ -25,3 +25,19 @@ func getOne(ctx context.Context, b Backend, part Part, one []string) (*partmap.R
 	}
 	return recs[0], nil
 }
+
+// ReadRecords returns the records of emails in part as stored, in order,
+// nil for a missing one, with one backend read for them all: a batch
+// lookup reads each partition once. Like Read, it takes no lock and needs
+// no invocation. The backend answers from one view of the partition
+// (Backend.Get), so the records are as they were at one instant.
+func (e *Engine) ReadRecords(ctx context.Context, part Part, emails []string) ([]*partmap.Record, error) {
+	recs, err := e.backend.Get(ctx, part, emails)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) != len(emails) {
+		return nil, fmt.Errorf("engine: Get returned %d records for %d emails", len(recs), len(emails))
+	}
+	return recs, nil
+}

@@ -55,6 +55,7 @@ func RunStore(t *testing.T, open Opener) {
 	runFields(t, started)
 	runList(t, started)
 	runBulk(t, started)
+	runBatch(t, open, started)
 	runExport(t, open, started)
 	runSearch(t, started)
 	runSearchInput(t, started)

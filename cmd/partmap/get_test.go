@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// With several emails, get prints one JSON array in the order given, null
+// for a missing profile, through the batch route; with one, a profile as
+// before (TestClientCommands).
+func TestGetMany(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	must := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := run(t, "", append(args, srv)...)
+		if code != 0 {
+			t.Fatalf("partmap %q: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	must("start")
+	must("put", "ada@example.com", "--name", "Ada", "--field", "visits=3")
+	must("put", "bob@example.com", "--name", "Bob")
+
+	out := must("get", "ada@example.com", "nobody@example.com", " BOB@example.com")
+	want := `[
+  {
+    "emailAddress": "ada@example.com",
+    "fullName": "Ada",
+    "visits": "3"
+  },
+  null,
+  {
+    "emailAddress": "bob@example.com",
+    "fullName": "Bob"
+  }
+]
+`
+	if out != want {
+		t.Fatalf("get of three: %q, want %q", out, want)
+	}
+	out = must("get", "bob@example.com", "nobody@example.com", "ada@example.com", "--fields", "visits,fullName")
+	want = `[
+  {
+    "visits": null,
+    "fullName": "Bob"
+  },
+  null,
+  {
+    "visits": "3",
+    "fullName": "Ada"
+  }
+]
+`
+	if out != want {
+		t.Fatalf("get --fields of three: %q, want %q", out, want)
+	}
+
+	// More than one request's worth goes in several requests, in order.
+	args := []string{"get"}
+	for i := range 1500 {
+		args = append(args, fmt.Sprintf("u%d@example.com", i))
+	}
+	args = append(args, "ada@example.com")
+	var got []map[string]string
+	if err := json.Unmarshal([]byte(must(args...)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1501 || got[0] != nil || got[1499] != nil || got[1500]["fullName"] != "Ada" {
+		t.Fatalf("get of 1501: %d answers, last %v", len(got), got[len(got)-1])
+	}
+
+	code, _, errOut := run(t, "", "get", "ada@example.com", "bob@example.com", "--fields", "a,a", srv)
+	if code != 1 || !strings.Contains(errOut, `fields[1] "a" is named twice`) {
+		t.Fatalf("get --fields a,a of two: %d %q", code, errOut)
+	}
+}

@@ -1,0 +1,205 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/partmap/partmap"
+)
+
+// The batch lookup takes its emails in a body, not in the query: a
+// thousand addresses would not fit in a URL. The body is
+// {"emails": [...], "fields": [...]}, fields optional.
+const (
+	batchEmails = "emails"
+	batchFields = "fields"
+)
+
+// batchReply is the body of a batch lookup: the profiles (or projections)
+// in the order asked, null for a missing one, and beside them their ETags,
+// in the form of the ETag header, null where the profile is.
+type batchReply struct {
+	profiles []json.Marshaler // nil: missing
+	versions []partmap.Version
+}
+
+// MarshalJSON writes the reply directly: profiles write their own JSON,
+// and passing a thousand of them through encoding/json would only
+// validate and copy them again.
+func (b batchReply) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"profiles":[`)
+	for i, p := range b.profiles {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if p == nil {
+			buf.WriteString("null")
+			continue
+		}
+		j, err := p.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(j)
+	}
+	buf.WriteString(`],"etags":[`)
+	for i, p := range b.profiles {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if p == nil {
+			buf.WriteString("null")
+			continue
+		}
+		tag, _ := json.Marshal(b.versions[i].ETag())
+		buf.Write(tag)
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes(), nil
+}
+
+// handleGetProfiles looks up many profiles at once. Nothing is answered
+// unless every email and field is good.
+func (s *Server) handleGetProfiles(w http.ResponseWriter, r *http.Request, _ url.Values) error {
+	body, err := s.readBody(w, r, "application/json")
+	if err != nil {
+		return err
+	}
+	lists, err := partmap.ParseStringListsJSON(body)
+	if err != nil {
+		return err
+	}
+	for name := range lists {
+		if name != batchEmails && name != batchFields {
+			return partmap.Errorf(partmap.EMALFORMEDJSON, "unknown member %q; the body takes %q and, optionally, %q", name, batchEmails, batchFields)
+		}
+	}
+	emails, ok := lists[batchEmails]
+	if !ok {
+		return partmap.Errorf(partmap.EINVALID, `the body names no emails; send {"emails": ["a@example.com", ...]}`)
+	}
+	reply := batchReply{profiles: make([]json.Marshaler, len(emails)), versions: make([]partmap.Version, len(emails))}
+	if fields, project := lists[batchFields]; project {
+		projs, err := s.store.ProjectProfiles(r.Context(), emails, fields)
+		if err != nil {
+			return err
+		}
+		for i, p := range projs {
+			if p != nil {
+				reply.profiles[i], reply.versions[i] = *p, p.Version
+			}
+		}
+	} else {
+		recs, err := s.store.FindProfiles(r.Context(), emails)
+		if err != nil {
+			return err
+		}
+		for i, rec := range recs {
+			if rec != nil {
+				reply.profiles[i], reply.versions[i] = rec.Profile, rec.Version
+			}
+		}
+	}
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+// batchWire is a batch reply as the client reads it: each profile is
+// decoded by the strict decoder of its kind.
+type batchWire struct {
+	Profiles []json.RawMessage `json:"profiles"`
+	ETags    []*string         `json:"etags"`
+}
+
+// getMany sends one batch lookup and returns each answer's JSON (nil for a
+// missing profile) and version. The emails and fields are checked here as
+// the store checks them: JSON cannot carry bytes that are not UTF-8, and a
+// request bound to fail need not be sent.
+func (c *Client) getMany(ctx context.Context, emails, fields []string) ([]json.RawMessage, []partmap.Version, error) {
+	if _, err := partmap.CanonicalEmails(emails); err != nil {
+		return nil, nil, err
+	}
+	req := map[string][]string{batchEmails: emails}
+	if fields != nil {
+		if err := partmap.CheckBatchFields(fields); err != nil {
+			return nil, nil, err
+		}
+		req[batchFields] = fields
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out batchWire
+	if _, err := c.do(ctx, request{method: "POST", path: "/customer-profiles/get", body: body}, &out); err != nil {
+		return nil, nil, err
+	}
+	if len(out.Profiles) != len(emails) || len(out.ETags) != len(emails) {
+		return nil, nil, fmt.Errorf("batch reply has %d profiles and %d ETags for %d emails", len(out.Profiles), len(out.ETags), len(emails))
+	}
+	versions := make([]partmap.Version, len(emails))
+	for i, raw := range out.Profiles {
+		missing := bytes.Equal(raw, []byte("null"))
+		if missing != (out.ETags[i] == nil) {
+			return nil, nil, fmt.Errorf("batch reply: profile %d and its ETag disagree on whether it exists", i)
+		}
+		if missing {
+			out.Profiles[i] = nil
+			continue
+		}
+		if versions[i], err = partmap.ParseETag(*out.ETags[i]); err != nil {
+			return nil, nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
+		}
+	}
+	return out.Profiles, versions, nil
+}
+
+func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.Record, error) {
+	raws, versions, err := c.getMany(ctx, emails, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*partmap.Record, len(raws))
+	for i, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		rec := &partmap.Record{Version: versions[i]}
+		if err := rec.Profile.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
+		}
+		out[i] = rec
+	}
+	return out, nil
+}
+
+func (c *Client) ProjectProfiles(ctx context.Context, emails []string, fields []string) ([]*partmap.Projection, error) {
+	if fields == nil {
+		fields = []string{} // refused as empty, not sent as a whole-profile lookup
+	}
+	raws, versions, err := c.getMany(ctx, emails, fields)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*partmap.Projection, len(raws))
+	for i, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		p := &partmap.Projection{}
+		if err := p.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("batch reply: projection %d: %w", i, err)
+		}
+		if !slices.Equal(p.Fields, fields) {
+			return nil, fmt.Errorf("batch reply: projection %d has fields %q, not those asked for", i, p.Fields)
+		}
+		p.Version = versions[i]
+		out[i] = p
+	}
+	return out, nil
+}
