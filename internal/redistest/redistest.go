@@ -20,14 +20,19 @@ import (
 // Server is one redis-server without persistence.
 type Server struct {
 	Socket string // unix socket path
+	Addr   string // and HOST:PORT on loopback, for a partmap serve --store
 	cmd    *exec.Cmd
 }
 
 // StartServer starts a server whose files live in dir, with the given
 // number of logical databases.
 func StartServer(dir string, databases int) (*Server, error) {
-	s := &Server{Socket: filepath.Join(dir, "redis.sock")}
-	s.cmd = exec.Command("redis-server", "--port", "0", "--unixsocket", s.Socket, "--unixsocketperm", "700",
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Socket: filepath.Join(dir, "redis.sock"), Addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	s.cmd = exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--unixsocket", s.Socket, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--databases", fmt.Sprint(databases))
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
