@@ -131,6 +131,8 @@ var (
 	releaseScript = script("release")
 	extendScript  = script("extend")
 	takeScript    = script("take")
+	abortScript   = script("abort")
+	dropScript    = script("drop")
 )
 
 func script(name string) *goredis.Script {
