@@ -361,14 +361,21 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 		step    string
 		n       int
 		applied bool
+		late    bool // read only once the locks have gone, not at once too
 	}{
-		{"primary", 1, false},  // the record and the primary's intent
-		{"prepared", 1, false}, // every intent
-		{"decided", 1, true},   // the commit point
-		{"rolled", 1, true},    // one other partition rolled forward
-		{"rolled", 3, true},    // all, before the record goes
+		{"primary", 1, false, false},  // the record and the primary's intent
+		{"prepared", 1, false, false}, // every intent
+		{"prepared", 1, false, true},
+		{"decided", 1, true, false}, // the commit point
+		{"decided", 1, true, true},
+		{"rolled", 1, true, false}, // one other partition rolled forward
+		{"rolled", 3, true, false}, // all, before the record goes
 	} {
-		t.Run(fmt.Sprintf("%s%d", tc.step, tc.n), func(t *testing.T) {
+		name := fmt.Sprintf("%s%d", tc.step, tc.n)
+		if tc.late {
+			name += "Late"
+		}
+		t.Run(name, func(t *testing.T) {
 			env := newEnv(t)
 			s, err := openEnv(env)
 			if err != nil {
@@ -436,9 +443,11 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 					}
 				}
 			}
-			want("at once")
-			if time.Since(killed) > crashTTL/2 {
-				t.Logf("the reads at once came %v after the kill, maybe past the locks' TTL", time.Since(killed))
+			if !tc.late {
+				want("at once")
+				if time.Since(killed) > crashTTL/2 {
+					t.Logf("the reads at once came %v after the kill, maybe past the locks' TTL", time.Since(killed))
+				}
 			}
 			time.Sleep(time.Until(killed.Add(crashTTL + 100*time.Millisecond)))
 			want("after the locks' TTL")
@@ -488,4 +497,55 @@ func TestClusterTxCrash(t *testing.T) {
 		ns, _, _ := strings.Cut(strings.TrimPrefix(env, "cluster:"), ":")
 		return clusterKeys(t, ns, pattern)
 	})
+}
+
+// A committer that lost a partition's lock before its commit point (a
+// failover lost the key, say) cannot commit: a reader that meets the
+// intent with the lock gone aborts the transaction, in one step on the
+// primary that the commit point then finds, and the committer answers a
+// lock conflict, having written nothing.
+func TestTxLostLockIsAborted(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, &redis.Options{LockWait: time.Second})
+	s.Start(ctx)
+	accounts := spread("lost", 2)
+	for _, a := range accounts {
+		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := accounts[0] // the partition after the primary in lock order
+	if partOf(accounts[1]).Compare(partOf(other)) > 0 {
+		other = accounts[1]
+	}
+	raw := rawClient()
+	defer raw.Close()
+	var read partmap.Record
+	var readErr error
+	redis.SetTxHook(func(step string) {
+		if step != "prepared" {
+			return
+		}
+		if err := raw.Del(ctx, "{"+partOf(other).Partition.String()+"}::lock").Err(); err != nil {
+			t.Error(err)
+		}
+		read, readErr = s.FindProfile(ctx, other)
+	})
+	defer redis.SetTxHook(nil)
+	err := transfer(ctx, s.Engine(), accounts[0], accounts[1], 10)
+	if !errors.Is(err, partmap.ErrLockConflict) {
+		t.Fatalf("a transaction that lost a lock before its commit point: %v, want a lock conflict", err)
+	}
+	if readErr != nil || read.Profile["balance"] != "100" {
+		t.Fatalf("the read that met the intent: %v %v", read.Profile, readErr)
+	}
+	for _, a := range accounts {
+		if r, err := s.FindProfile(ctx, a); err != nil || r.Profile["balance"] != "100" {
+			t.Fatalf("%s after the aborted transaction: %v %v", a, r.Profile, err)
+		}
+	}
+	db := int(server.nextDB.Load() % databases)
+	if left := append(singleKeys(t, db, "*pending"), singleKeys(t, db, "*:tx:*")...); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }
