@@ -523,11 +523,18 @@ func (b *backend) run(ctx context.Context, s *goredis.Script, keys []string, arg
 		return nil, err
 	}
 	if n, err := wait.Int(); err != nil || n < b.acks {
+		if err == nil {
+			err = errFewReplicas
+		}
 		return nil, &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
 			Message: fmt.Sprintf("the write was applied but only %d of the %d required replicas acknowledged it in %v", n, b.acks, b.ackTimeout)}
 	}
 	return eval.Val(), nil
 }
+
+// errFewReplicas is why a write was answered as unavailable although
+// applied: WAIT counted fewer replicas than MinReplicasAck.
+var errFewReplicas = errors.New("redis: too few replicas acknowledged the write")
 
 // runScript runs a script through the batcher: EVALSHA, then EVAL after a
 // NOSCRIPT (a server that has not seen the script, as after a failover),

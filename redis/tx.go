@@ -96,7 +96,7 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	in := intent{Token: token, Primary: primary, Parts: parts}
 	if err := b.prepare(ctx, primary, "primary", token, accepts(byPart[primary]), txid, encodeIntent(txid, in), txKey, ws[primary]); err != nil {
 		b.finishTx(context.WithoutCancel(ctx), txid, in) // a WAIT short of replicas leaves a record
-		return commitError(primary, err)
+		return prepareError(primary, err)
 	}
 	hook("primary")
 
@@ -111,7 +111,7 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 		if err != nil {
 			// Not committed: abort, and leave nothing behind.
 			b.finishTx(context.WithoutCancel(ctx), txid, in)
-			return commitError(others[i], err)
+			return prepareError(others[i], err)
 		}
 	}
 	hook("prepared")
@@ -120,12 +120,11 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	// committed: the lock was lost, and a resolver may have aborted it.
 	var notAcked error
 	if _, err := b.step(ctx, primary, "decide", token, "", txid, "", txKey, ws[primary]); err != nil {
-		var perr *partmap.Error
 		switch {
 		case scriptError(err) != "":
 			b.finishTx(context.WithoutCancel(ctx), txid, in)
 			return commitError(primary, err)
-		case errors.As(err, &perr):
+		case errors.Is(err, errFewReplicas):
 			notAcked = err // applied, but replicas short: it is committed
 		default:
 			return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
@@ -162,6 +161,17 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 		b.run(ctx, dropScript, []string{b.pendingKey(primary), txKey}, []any{txid})
 	}
 	return notAcked
+}
+
+// prepareError translates the failure of a prepare step, after which the
+// transaction was aborted.
+func prepareError(p engine.Part, err error) error {
+	if errors.Is(err, errFewReplicas) {
+		// Too few replicas acknowledged an intent: the transaction was
+		// aborted, unlike a single commit that WAIT finds short.
+		return partmap.Errorf(partmap.EUNAVAILABLE, "too few replicas acknowledged the write to %s; nothing was written, retry", p.Partition)
+	}
+	return commitError(p, err)
 }
 
 // prepare runs a prepare step, resolving first an intent that a
@@ -230,7 +240,7 @@ func (b *backend) resolve(ctx context.Context, part engine.Part, raw, lock strin
 	default:
 		_, err = b.run(ctx, dropScript, []string{b.pendingKey(part), b.pendingKey(part)}, []any{txid})
 	}
-	return false, unavailable(err)
+	return false, unavailable(applied(err))
 }
 
 // settle resolves the intents pending on part until none is, or one is in
@@ -264,7 +274,7 @@ func (b *backend) settle(ctx context.Context, part engine.Part) (inFlight bool, 
 func (b *backend) finishTx(ctx context.Context, txid string, in intent) error {
 	txKey := b.txKey(in.Primary, txid)
 	v, err := b.run(ctx, abortScript, []string{txKey}, nil)
-	if err != nil {
+	if err = applied(err); err != nil {
 		return unavailable(err)
 	}
 	status, _ := v.(string)
@@ -276,7 +286,7 @@ func (b *backend) finishTx(ctx context.Context, txid string, in intent) error {
 			// Aborted; or no record, so over (every intent has gone
 			// before its record) or lost to a failover, which can only
 			// abort it: the commit point needs the record.
-			if _, err := b.run(ctx, dropScript, []string{b.pendingKey(p), b.pendingKey(p)}, []any{txid}); err != nil {
+			if _, err := b.run(ctx, dropScript, []string{b.pendingKey(p), b.pendingKey(p)}, []any{txid}); applied(err) != nil {
 				return unavailable(err)
 			}
 			continue
@@ -295,12 +305,22 @@ func (b *backend) finishTx(ctx context.Context, txid string, in intent) error {
 		if id != txid {
 			continue // rolled forward already, and another transaction came
 		}
-		if _, err := b.step(ctx, p, "roll", "", "", txid, "", "", pin.Writes); err != nil {
+		if _, err := b.step(ctx, p, "roll", "", "", txid, "", "", pin.Writes); applied(err) != nil {
 			return unavailable(err)
 		}
 	}
 	_, err = b.run(ctx, dropScript, []string{b.pendingKey(in.Primary), txKey}, []any{txid})
-	return unavailable(err)
+	return unavailable(applied(err))
+}
+
+// applied forgives a resolution's step that too few replicas
+// acknowledged: it ran, and if a failover loses it, the intent it ended
+// is back and is ended again.
+func applied(err error) error {
+	if errors.Is(err, errFewReplicas) {
+		return nil
+	}
+	return err
 }
 
 // finishPending ends the transaction pending on part, if any, whether or

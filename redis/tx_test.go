@@ -549,3 +549,36 @@ func TestTxLostLockIsAborted(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// With MinReplicasAck, every step of a transaction waits for replicas: on
+// the cluster it commits; on a server without replicas, its first intent
+// falls short, and it is aborted, with nothing written.
+func TestTxReplicaAcknowledgements(t *testing.T) {
+	ctx := context.Background()
+	accounts := spread("acked", 2)
+	acked := openCluster(t, &redis.Options{MinReplicasAck: 1, LockWait: time.Second})
+	alone := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond, LockWait: time.Second})
+	for _, s := range []*redis.Store{acked, alone} {
+		s.Start(ctx)
+		for _, a := range accounts {
+			s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}) // applied, acknowledged or not
+		}
+	}
+	if err := transfer(ctx, acked.Engine(), accounts[0], accounts[1], 10); err != nil {
+		t.Fatalf("a transaction on the cluster with one replica per master: %v", err)
+	}
+	if err := transfer(ctx, alone.Engine(), accounts[0], accounts[1], 10); partmap.ErrorCode(err) != partmap.EUNAVAILABLE || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("a transaction on a server without replicas: %v, want unavailable, nothing written", err)
+	}
+	for s, want := range map[*redis.Store][2]string{acked: {"90", "110"}, alone: {"100", "100"}} {
+		for i, a := range accounts {
+			if r, err := s.FindProfile(ctx, a); err != nil || r.Profile["balance"] != want[i] {
+				t.Errorf("%s: %v %v, want balance %s", a, r.Profile, err, want[i])
+			}
+		}
+	}
+	db := int(server.nextDB.Load() % databases)
+	if left := append(singleKeys(t, db, "*pending"), singleKeys(t, db, "*:tx:*")...); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
