@@ -361,19 +361,25 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 		step    string
 		n       int
 		applied bool
-		late    bool // read only once the locks have gone, not at once too
+		late    bool   // read only once the locks have gone, not at once too
+		first   string // the check that reads first
 	}{
-		{"primary", 1, false, false},  // the record and the primary's intent
-		{"prepared", 1, false, false}, // every intent
-		{"prepared", 1, false, true},
-		{"decided", 1, true, false}, // the commit point
-		{"decided", 1, true, true},
-		{"rolled", 1, true, false}, // one other partition rolled forward
-		{"rolled", 3, true, false}, // all, before the record goes
+		{"primary", 1, false, false, "reads"},  // the record and the primary's intent
+		{"prepared", 1, false, false, "reads"}, // every intent
+		{"prepared", 1, false, true, "list"},
+		{"decided", 1, true, false, "reads"}, // the commit point
+		{"decided", 1, true, true, "reads"},
+		{"decided", 1, true, false, "list"},
+		{"decided", 1, true, true, "search"},
+		{"rolled", 1, true, false, "counts"}, // one other partition rolled forward
+		{"rolled", 3, true, false, "reads"},  // all, before the record goes
 	} {
 		name := fmt.Sprintf("%s%d", tc.step, tc.n)
 		if tc.late {
 			name += "Late"
+		}
+		if tc.first != "reads" {
+			name += "By" + strings.ToUpper(tc.first[:1]) + tc.first[1:]
 		}
 		t.Run(name, func(t *testing.T) {
 			env := newEnv(t)
@@ -401,46 +407,93 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 				t.Fatal(err)
 			}
 			defer fresh.Close()
-			want := func(when string) {
-				t.Helper()
-				got := map[string]string{}
-				for _, x := range crashAccounts {
-					r, err := fresh.FindProfile(ctx, x)
-					switch {
-					case errors.Is(err, partmap.ErrNotFound):
-						got[x] = "-"
-					case err != nil:
-						t.Fatalf("%s: read %s: %v", when, x, err)
-					default:
-						got[x] = r.Profile["balance"] + " " + r.Profile["customerTier"]
+			before := map[string]string{a: "100 gold", b: "100 gold", c: "100 gold", d: "-"}
+			after := map[string]string{a: "90 gold", b: "110 silver", c: "-", d: "0 bronze"}
+			expected := before
+			if tc.applied {
+				expected = after
+			}
+			// Each way to read meets the intents through its own path:
+			// the first to run is the one that resolves them.
+			checks := map[string]func(when string){
+				"reads": func(when string) {
+					got := map[string]string{}
+					for _, x := range crashAccounts {
+						r, err := fresh.FindProfile(ctx, x)
+						switch {
+						case errors.Is(err, partmap.ErrNotFound):
+							got[x] = "-"
+						case err != nil:
+							t.Fatalf("%s: read %s: %v", when, x, err)
+						default:
+							got[x] = r.Profile["balance"] + " " + r.Profile["customerTier"]
+						}
 					}
-				}
-				before := map[string]string{a: "100 gold", b: "100 gold", c: "100 gold", d: "-"}
-				after := map[string]string{a: "90 gold", b: "110 silver", c: "-", d: "0 bronze"}
-				w := before
-				if tc.applied {
-					w = after
-				}
-				if !maps.Equal(got, w) {
-					t.Fatalf("%s: read %v; want %v (before %v, after %v)", when, got, w, before, after)
-				}
-				for tier, want := range map[string][]string{"gold": {a, b, c}, "silver": nil, "bronze": nil} {
-					if tc.applied {
-						want = map[string][]string{"gold": {a}, "silver": {b}, "bronze": {d}}[tier]
+					if !maps.Equal(got, expected) {
+						t.Fatalf("%s: read %v; want %v (before %v, after %v)", when, got, expected, before, after)
 					}
-					page, err := fresh.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "customerTier", Value: tier}}, Limit: 10})
+				},
+				"list": func(when string) {
+					page, err := fresh.ListProfiles(ctx, partmap.ListOptions{Limit: 10})
 					if err != nil {
-						t.Fatal(err)
+						t.Fatalf("%s: %v", when, err)
 					}
-					var found []string
+					got := map[string]string{d: "-"}
+					if tc.applied {
+						got = map[string]string{c: "-"}
+					}
 					for _, r := range page.Profiles {
-						found = append(found, r.Profile.Email())
+						got[r.Profile.Email()] = r.Profile["balance"] + " " + r.Profile["customerTier"]
 					}
-					slices.Sort(found)
-					slices.Sort(want)
-					if !slices.Equal(found, want) {
-						t.Fatalf("%s: search for %s found %v, want %v", when, tier, found, want)
+					if !maps.Equal(got, expected) {
+						t.Fatalf("%s: listed %v; want %v", when, got, expected)
 					}
+				},
+				"search": func(when string) {
+					for tier, want := range map[string][]string{"gold": {a, b, c}, "silver": nil, "bronze": nil} {
+						if tc.applied {
+							want = map[string][]string{"gold": {a}, "silver": {b}, "bronze": {d}}[tier]
+						}
+						page, err := fresh.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "customerTier", Value: tier}}, Limit: 10})
+						if err != nil {
+							t.Fatalf("%s: %v", when, err)
+						}
+						var found []string
+						for _, r := range page.Profiles {
+							found = append(found, r.Profile.Email())
+						}
+						slices.Sort(found)
+						slices.Sort(want)
+						if !slices.Equal(found, want) {
+							t.Fatalf("%s: search for %s found %v, want %v", when, tier, found, want)
+						}
+					}
+				},
+				"counts": func(when string) {
+					stats, err := fresh.ListPartitions(ctx)
+					if err != nil {
+						t.Fatalf("%s: %v", when, err)
+					}
+					got := map[partmap.Partition]int64{}
+					for _, pc := range stats.Partitions {
+						got[pc.Partition] = pc.Profiles
+					}
+					w := map[partmap.Partition]int64{}
+					for x, v := range expected {
+						if v != "-" {
+							w[partOf(x).Partition] = 1
+						}
+					}
+					if !maps.Equal(got, w) {
+						t.Fatalf("%s: partition counts %v, want %v", when, got, w)
+					}
+				},
+			}
+			want := func(when string) {
+				order := []string{"reads", "list", "search", "counts"}
+				i := slices.Index(order, tc.first)
+				for _, name := range append(order[i:], order[:i]...) {
+					checks[name](when)
 				}
 			}
 			if !tc.late {
