@@ -93,7 +93,12 @@ func transfer(ctx context.Context, e *engine.Engine, from, to string, amount int
 // instant, so their sum must be the pair's. Every export sums to the
 // total. At the end nothing is left pending, and counts and index entries
 // agree with the profiles.
-func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string) {
+//
+// With abandon, one committer in eight gives up after a random step of
+// the protocol, as if killed, except that its locks go at once (a panic
+// unwinds the engine, which releases them): readers and writers then end
+// its transaction while others run theirs.
+func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string, abandon bool) {
 	ctx := context.Background()
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -106,8 +111,18 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string) {
 		}
 	}
 	e := s.Engine()
+	type abandoned struct{}
+	if abandon {
+		redis.SetTxHook(func(string) {
+			if rand.IntN(8) == 0 {
+				panic(abandoned{})
+			}
+		})
+		defer redis.SetTxHook(nil)
+	}
 	var (
 		stop                         atomic.Bool
+		dropped                      atomic.Int64
 		transfers, conflicts, checks atomic.Int64
 		mu                           sync.Mutex
 		visits                       = map[string]int{}
@@ -122,8 +137,20 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string) {
 				if rng.IntN(2) == 0 {
 					from, to = to, from
 				}
-				err := transfer(ctx, e, from, to, int64(1+rng.IntN(20)))
+				err := func() (err error) {
+					defer func() {
+						if r := recover(); r != nil {
+							if _, ok := r.(abandoned); !ok {
+								panic(r)
+							}
+							dropped.Add(1)
+							err = errAbandoned
+						}
+					}()
+					return transfer(ctx, e, from, to, int64(1+rng.IntN(20)))
+				}()
 				switch {
+				case err == errAbandoned:
 				case errors.Is(err, partmap.ErrLockConflict):
 					conflicts.Add(1) // nothing written
 				case err != nil:
@@ -203,8 +230,11 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string) {
 	writers.Wait()
 	stop.Store(true)
 	readers.Wait()
-	t.Logf("%d transfers, %d lock conflicts, %d reads checked", transfers.Load(), conflicts.Load(), checks.Load())
-	if transfers.Load() < 50 || checks.Load() < 20 {
+	t.Logf("%d transfers, %d abandoned, %d lock conflicts, %d reads checked", transfers.Load(), dropped.Load(), conflicts.Load(), checks.Load())
+	if abandon && dropped.Load() < 10 {
+		t.Fatalf("only %d transfers abandoned", dropped.Load())
+	}
+	if transfers.Load() < 40 || checks.Load() < 20 {
 		t.Fatalf("too little happened to prove anything: %d transfers, %d reads checked", transfers.Load(), checks.Load())
 	}
 	var sum int64
@@ -230,16 +260,26 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string) {
 	}
 }
 
+var errAbandoned = errors.New("abandoned")
+
 func TestTransfersAreAtomic(t *testing.T) {
-	s := open(t, &redis.Options{LockWait: 2 * time.Second})
-	db := int(server.nextDB.Load() % databases)
-	runBank(t, s, func(pattern string) []string { return singleKeys(t, db, pattern) })
+	for _, abandon := range []bool{false, true} {
+		t.Run(map[bool]string{false: "OK", true: "CommittersDie"}[abandon], func(t *testing.T) {
+			s := open(t, &redis.Options{LockWait: 2 * time.Second})
+			db := int(server.nextDB.Load() % databases)
+			runBank(t, s, func(pattern string) []string { return singleKeys(t, db, pattern) }, abandon)
+		})
+	}
 }
 
 func TestClusterTransfersAreAtomic(t *testing.T) {
-	s := openCluster(t, &redis.Options{LockWait: 2 * time.Second})
-	ns := fmt.Sprintf("t%d", cluster.ns.Load())
-	runBank(t, s, func(pattern string) []string { return clusterKeys(t, ns, pattern) })
+	for _, abandon := range []bool{false, true} {
+		t.Run(map[bool]string{false: "OK", true: "CommittersDie"}[abandon], func(t *testing.T) {
+			s := openCluster(t, &redis.Options{LockWait: 2 * time.Second})
+			ns := fmt.Sprintf("t%d", cluster.ns.Load())
+			runBank(t, s, func(pattern string) []string { return clusterKeys(t, ns, pattern) }, abandon)
+		})
+	}
 }
 
 func singleKeys(t *testing.T, db int, pattern string) []string {
