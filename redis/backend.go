@@ -55,6 +55,14 @@ func (b *backend) stateKey(part engine.Part) string  { return b.key(part) + "sta
 func (b *backend) lockKey(part engine.Part) string   { return b.key(part) + "lock" }
 func (b *backend) countKey(part engine.Part) string  { return b.key(part) + "count" }
 func (b *backend) emailsKey(part engine.Part) string { return b.key(part) + "emails" }
+
+// pendingKey holds the intent of a transaction over several partitions
+// that is pending on the partition; txKey is a transaction's record, in
+// its primary partition's slot (tx.go).
+func (b *backend) pendingKey(part engine.Part) string { return b.key(part) + "pending" }
+func (b *backend) txKey(primary engine.Part, txid string) string {
+	return b.key(primary) + "tx:" + txid
+}
 func (b *backend) recordKey(part engine.Part, email string) string {
 	return b.key(part) + "r:" + email
 }
@@ -276,17 +284,36 @@ func (b *backend) Lock(ctx context.Context, parts []engine.Part, wait time.Durat
 	return l, nil
 }
 
-// Get reads the records and the partition's state in one MGET (one slot):
-// a retired generation must not answer for the one that replaced it.
+// Get reads the records, the partition's state, its pending intent and
+// its lock in one MGET (one slot): a retired generation must not answer
+// for the one that replaced it, and a transaction pending on the
+// partition must be resolved first unless it has not committed
+// (resolve). Without an intent, that is the one round trip.
 func (b *backend) Get(ctx context.Context, part engine.Part, emails []string) ([]*partmap.Record, error) {
-	recs, extra, err := b.mgetRecords(ctx, part, emails, b.stateKey(part))
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		recs, extra, err := b.mgetRecords(ctx, part, emails, b.stateKey(part), b.pendingKey(part), b.lockKey(part))
+		if err != nil {
+			return nil, err
+		}
+		if state, _ := extra[0].(string); state == string(engine.StageRetired) {
+			return nil, engine.ErrStale
+		}
+		intent, _ := extra[1].(string)
+		if intent == "" {
+			return recs, nil
+		}
+		lock, _ := extra[2].(string)
+		inFlight, err := b.resolve(ctx, part, intent, lock)
+		if err != nil {
+			return nil, err
+		}
+		if inFlight {
+			return recs, nil // read before the transaction's commit point
+		}
+		if try == maxResolves {
+			return nil, partmap.Errorf(partmap.EUNAVAILABLE, "transactions kept pending on %s; retry", part.Partition)
+		}
 	}
-	if state, _ := extra[0].(string); state == string(engine.StageRetired) {
-		return nil, engine.ErrStale
-	}
-	return recs, nil
 }
 
 // mgetRecords reads the records of emails in part, nil where absent, and
@@ -325,11 +352,12 @@ func (b *backend) mgetRecords(ctx context.Context, part engine.Part, emails []st
 	return out, vals[len(emails):], nil
 }
 
-// Commit runs the commit script once per partition. Redis Cluster cannot
-// make one script span slots, so writes to several partitions commit
-// partition by partition, each atomically. Without a lease (the engine's
-// checked writes), the script refuses a partition whose lock is held and a
-// record that is not at the version read.
+// Commit applies writes atomically. Writes to one partition are one run
+// of the commit script in its slot; without a lease (the engine's checked
+// writes), the script refuses a partition whose lock is held and a record
+// that is not at the version read. Writes to several partitions, whose
+// slots no one script spans on Redis Cluster, commit as a transaction
+// (commitTx, DESIGN.md).
 func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Write) (func() error, error) {
 	var token string
 	if l, ok := l.(*lease); ok {
@@ -343,103 +371,175 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		}
 		byPart[w.Part] = append(byPart[w.Part], w)
 	}
-	// The next generation first: a crash between the two leaves the write
-	// in the next generation only, where it is an unacknowledged write that
-	// landed; the current generation's copy is the one reads see, and the
-	// next write of the profile rewrites both.
-	slices.SortStableFunc(order, func(x, y engine.Part) int { return y.Generation - x.Generation })
-	for i, p := range order {
-		keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p)}
-		accept := ",,"
-		if byPart[p][0].Fence == engine.StageResizing {
-			accept = ",," + string(engine.StageResizing) + ","
+	if len(order) > 1 {
+		if token == "" {
+			return nil, errors.New("redis: a commit of several partitions needs their locks")
 		}
-		args := []any{token, len(byPart[p]), accept}
-		var indexKeys []string
-		var indexArgs []any
-		for _, w := range byPart[p] {
-			keys = append(keys, b.recordKey(p, w.Email))
-			value, prev := "", ""
-			if w.Record != nil {
-				value = string(record.Encode(*w.Record))
-			}
-			if !w.Created {
-				prev = string(binary.BigEndian.AppendUint64(nil, uint64(w.Prev)))
-			}
-			args = append(args, w.Email, value, prev)
-			for _, e := range w.Remove {
-				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
-				indexArgs = append(indexArgs, "-", indexMember(e.Value, e.Email))
-			}
-			for _, e := range w.Add {
-				indexKeys = append(indexKeys, b.indexKey(p, e.Field))
-				indexArgs = append(indexArgs, "+", indexMember(e.Value, e.Email))
-			}
+		slices.SortFunc(order, engine.Part.Compare)
+		if err := b.commitTx(ctx, token, order, byPart); err != nil {
+			return nil, err
 		}
-		keys = append(keys, indexKeys...)
-		args = append(args, indexArgs...)
-		if err := b.run(ctx, keys, args); err != nil {
-			if i > 0 {
-				// An earlier partition's script has written: the outcome is
-				// not "nothing was written" any more.
-				return nil, &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
-					Message: fmt.Sprintf("the write reached only part of its partitions (%s failed: %v); its outcome is unknown, read before retrying", p.Partition, err)}
-			}
-			switch scriptError(err) {
-			case "PARTMAP_LOCK_LOST":
-				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p.Partition)
-			case "PARTMAP_BUSY":
-				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p.Partition)
-			case "PARTMAP_CHANGED":
-				return nil, engine.ErrChanged
-			case "PARTMAP_STALE":
-				return nil, engine.ErrStale
-			}
-			return nil, unavailable(err)
-		}
+		return func() error { return nil }, nil
 	}
-	return func() error { return nil }, nil
+	p := order[0]
+	ws := partWrites(byPart[p])
+	for try := 0; ; try++ {
+		_, err := b.step(ctx, p, "commit", token, accepts(byPart[p]), "", "", "", ws)
+		if scriptError(err) == "PARTMAP_PENDING" && try < 3 {
+			// A transaction whose committer died (its lock is gone, or the
+			// script would have said BUSY) left an intent: resolve it and
+			// run again. The versions checked then say whether the writer
+			// read what is there now. A writer with a lock read the
+			// partition after the intent was written, and resolved it
+			// then: meeting one now, it cannot know what it read.
+			inFlight, err := b.settle(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if token != "" || inFlight {
+				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "a transaction was pending on %s; nothing was written, retry", p.Partition)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, commitError(p, err)
+		}
+		return func() error { return nil }, nil
+	}
 }
 
-// run runs the commit script; with MinReplicasAck, it sends WAIT on the
-// same connection to the partition's master, since WAIT counts the
+// commitError translates a commit script's refusal, which wrote nothing.
+func commitError(p engine.Part, err error) error {
+	switch scriptError(err) {
+	case "PARTMAP_LOCK_LOST", "PARTMAP_ABORTED":
+		return partmap.Errorf(partmap.ELOCKCONFLICT, "the lock of %s expired before the commit; nothing was written, retry", p.Partition)
+	case "PARTMAP_BUSY", "PARTMAP_PENDING":
+		return partmap.Errorf(partmap.ELOCKCONFLICT, "%s is locked by another writer; retry the request", p.Partition)
+	case "PARTMAP_CHANGED":
+		return engine.ErrChanged
+	case "PARTMAP_STALE":
+		return engine.ErrStale
+	}
+	return unavailable(err)
+}
+
+// accepts returns the marks a partition's writes accept, for the script.
+func accepts(ws []engine.Write) string {
+	if ws[0].Fence == engine.StageResizing {
+		return ",," + string(engine.StageResizing) + ","
+	}
+	return ",,"
+}
+
+// partWrite is one write as the commit script takes it, and as a pending
+// intent keeps it for whoever rolls the partition forward.
+type partWrite struct {
+	Email string    `json:"e"`
+	Value []byte    `json:"v,omitempty"` // the encoded record; none deletes
+	Prev  []byte    `json:"p,omitempty"` // the version replaced; none creates
+	Index []indexOp `json:"x,omitempty"`
+}
+
+type indexOp struct {
+	Field  int    `json:"f"`
+	Add    bool   `json:"a,omitempty"`
+	Member []byte `json:"m"`
+}
+
+func partWrites(writes []engine.Write) []partWrite {
+	out := make([]partWrite, len(writes))
+	for i, w := range writes {
+		pw := partWrite{Email: w.Email}
+		if w.Record != nil {
+			pw.Value = record.Encode(*w.Record)
+		}
+		if !w.Created {
+			pw.Prev = binary.BigEndian.AppendUint64(nil, uint64(w.Prev))
+		}
+		for _, e := range w.Remove {
+			pw.Index = append(pw.Index, indexOp{Field: e.Field, Member: []byte(indexMember(e.Value, e.Email))})
+		}
+		for _, e := range w.Add {
+			pw.Index = append(pw.Index, indexOp{Field: e.Field, Add: true, Member: []byte(indexMember(e.Value, e.Email))})
+		}
+		out[i] = pw
+	}
+	return out
+}
+
+// step runs the commit script in one of its modes on p's slot, with its
+// keys and arguments laid out as the script's header says.
+func (b *backend) step(ctx context.Context, p engine.Part, mode, token, accept, txid, intent, txKey string, ws []partWrite) (any, error) {
+	if txKey == "" {
+		txKey = b.pendingKey(p)
+	}
+	keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p), b.pendingKey(p), txKey}
+	args := []any{mode, token, len(ws), accept, txid, intent}
+	var indexKeys []string
+	var indexArgs []any
+	for _, w := range ws {
+		keys = append(keys, b.recordKey(p, w.Email))
+		args = append(args, w.Email, string(w.Value), string(w.Prev))
+		for _, x := range w.Index {
+			indexKeys = append(indexKeys, b.indexKey(p, x.Field))
+			op := "-"
+			if x.Add {
+				op = "+"
+			}
+			indexArgs = append(indexArgs, op, string(x.Member))
+		}
+	}
+	keys = append(keys, indexKeys...)
+	args = append(args, indexArgs...)
+	return b.run(ctx, commitScript, keys, args)
+}
+
+// run runs a script; with MinReplicasAck, it sends WAIT on the same
+// connection to the partition's master, since WAIT counts the
 // acknowledgements of that connection's own writes.
-func (b *backend) run(ctx context.Context, keys []string, args []any) error {
+func (b *backend) run(ctx context.Context, s *goredis.Script, keys []string, args []any) (any, error) {
 	if b.acks == 0 {
-		return b.runScript(ctx, commitScript, keys, args)
+		return b.runScript(ctx, s, keys, args)
 	}
 	var node *goredis.Client
 	switch c := b.client.(type) {
 	case *goredis.ClusterClient:
 		var err error
 		if node, err = c.MasterForKey(ctx, keys[0]); err != nil {
-			return err
+			return nil, err
 		}
 	case *goredis.Client:
 		node = c
 	default:
-		return fmt.Errorf("redis: replica acknowledgements need a client or a cluster client, not %T", b.client)
+		return nil, fmt.Errorf("redis: replica acknowledgements need a client or a cluster client, not %T", b.client)
 	}
 	pipe := node.Pipeline()
-	eval := commitScript.Eval(ctx, pipe, keys, args...)
+	eval := s.Eval(ctx, pipe, keys, args...)
 	wait := pipe.Do(ctx, "WAIT", b.acks, b.ackTimeout.Milliseconds())
 	if _, err := pipe.Exec(ctx); err != nil {
 		if eval.Err() != nil {
-			return eval.Err()
+			return nil, eval.Err()
 		}
-		return err
+		return nil, err
 	}
 	if n, err := wait.Int(); err != nil || n < b.acks {
-		return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+		if err == nil {
+			err = errFewReplicas
+		}
+		return nil, &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
 			Message: fmt.Sprintf("the write was applied but only %d of the %d required replicas acknowledged it in %v", n, b.acks, b.ackTimeout)}
 	}
-	return nil
+	return eval.Val(), nil
 }
+
+// errFewReplicas is why a write was answered as unavailable although
+// applied: WAIT counted fewer replicas than MinReplicasAck.
+var errFewReplicas = errors.New("redis: too few replicas acknowledged the write")
 
 // runScript runs a script through the batcher: EVALSHA, then EVAL after a
 // NOSCRIPT (a server that has not seen the script, as after a failover),
 // which means the script did not run.
-func (b *backend) runScript(ctx context.Context, s *goredis.Script, keys []string, args []any) error {
+func (b *backend) runScript(ctx context.Context, s *goredis.Script, keys []string, args []any) (any, error) {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	cmdArgs = append(cmdArgs, "evalsha", s.Hash(), len(keys))
 	for _, k := range keys {
@@ -449,68 +549,98 @@ func (b *backend) runScript(ctx context.Context, s *goredis.Script, keys []strin
 	cmd := goredis.NewCmd(ctx, cmdArgs...)
 	b.batch.do(ctx, cmd)
 	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		return s.Eval(ctx, b.client, keys, args...).Err()
+		return s.Eval(ctx, b.client, keys, args...).Result()
 	}
-	return cmd.Err()
+	return cmd.Result()
 }
 
 // Counts reads the count keys in one pipeline, with the first partition's
-// state: a retired generation must not answer.
+// state (a retired generation must not answer) and every partition's
+// intent and lock: the counts are read again once an intent is resolved.
 func (b *backend) Counts(ctx context.Context, gen int, first, end partmap.Partition) ([]partmap.PartitionCount, error) {
 	if first >= end {
 		return nil, nil
 	}
-	pipe := b.client.Pipeline()
-	state := pipe.Get(ctx, b.stateKey(engine.Part{Generation: gen, Partition: first}))
-	cmds := make([]*goredis.StringCmd, end-first)
-	for i := range cmds {
-		cmds[i] = pipe.Get(ctx, b.countKey(engine.Part{Generation: gen, Partition: first + partmap.Partition(i)}))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, unavailable(err)
-	}
-	if s, _ := state.Result(); s == string(engine.StageRetired) {
-		return nil, engine.ErrStale
-	}
-	var out []partmap.PartitionCount
-	for i, c := range cmds {
-		p := first + partmap.Partition(i)
-		n, err := c.Result()
-		if errors.Is(err, goredis.Nil) {
+	for try := 0; ; try++ {
+		pipe := b.client.Pipeline()
+		state := pipe.Get(ctx, b.stateKey(engine.Part{Generation: gen, Partition: first}))
+		cmds := make([]*goredis.StringCmd, end-first)
+		txs := make([]*goredis.SliceCmd, end-first)
+		for i := range cmds {
+			part := engine.Part{Generation: gen, Partition: first + partmap.Partition(i)}
+			txs[i] = pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
+			cmds[i] = pipe.Get(ctx, b.countKey(part))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, unavailable(err)
+		}
+		if s, _ := state.Result(); s == string(engine.StageRetired) {
+			return nil, engine.ErrStale
+		}
+		again, err := b.resolveAll(ctx, gen, first, txs)
+		if err != nil {
+			return nil, err
+		}
+		if again {
+			if try == maxResolves {
+				return nil, partmap.Errorf(partmap.EUNAVAILABLE, "transactions kept pending; retry")
+			}
 			continue
 		}
-		count, perr := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-		if err != nil || perr != nil {
-			return nil, fmt.Errorf("redis: count of %s: %v %v", p, err, perr)
+		var out []partmap.PartitionCount
+		for i, c := range cmds {
+			p := first + partmap.Partition(i)
+			n, err := c.Result()
+			if errors.Is(err, goredis.Nil) {
+				continue
+			}
+			count, perr := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+			if err != nil || perr != nil {
+				return nil, fmt.Errorf("redis: count of %s: %v %v", p, err, perr)
+			}
+			out = append(out, partmap.PartitionCount{Partition: p, Profiles: count})
 		}
-		out = append(out, partmap.PartitionCount{Partition: p, Profiles: count})
+		return out, nil
 	}
-	return out, nil
 }
 
 // IndexEntries reads the sorted sets of every field an index can have, in
-// one pipeline: entries of a field the directory does not index show too.
+// one pipeline with the partition's intent and lock: entries of a field
+// the directory does not index show too.
 func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.IndexEntry, error) {
-	pipe := b.client.Pipeline()
-	cmds := make([]*goredis.StringSliceCmd, partmap.MaxIndexes)
-	for field := range cmds {
-		cmds[field] = pipe.ZRange(ctx, b.indexKey(part, field), 0, -1)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, unavailable(err)
-	}
-	var out []engine.IndexEntry
-	for field, c := range cmds {
-		for _, m := range c.Val() {
-			e, ok := parseIndexMember(m)
-			if !ok {
-				e = engine.IndexEntry{Email: m} // reported as drift
-			}
-			e.Field = field
-			out = append(out, e)
+	for try := 0; ; try++ {
+		pipe := b.client.Pipeline()
+		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
+		cmds := make([]*goredis.StringSliceCmd, partmap.MaxIndexes)
+		for field := range cmds {
+			cmds[field] = pipe.ZRange(ctx, b.indexKey(part, field), 0, -1)
 		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, unavailable(err)
+		}
+		again, err := b.resolveAll(ctx, part.Generation, part.Partition, []*goredis.SliceCmd{tx})
+		if err != nil {
+			return nil, err
+		}
+		if again {
+			if try == maxResolves {
+				return nil, partmap.Errorf(partmap.EUNAVAILABLE, "transactions kept pending on %s; retry", part.Partition)
+			}
+			continue
+		}
+		var out []engine.IndexEntry
+		for field, c := range cmds {
+			for _, m := range c.Val() {
+				e, ok := parseIndexMember(m)
+				if !ok {
+					e = engine.IndexEntry{Email: m} // reported as drift
+				}
+				e.Field = field
+				out = append(out, e)
+			}
+		}
+		return out, nil
 	}
-	return out, nil
 }
 
 // Mark sets every partition's state in one pipeline per thousand.
@@ -532,6 +662,11 @@ func (b *backend) Mark(ctx context.Context, l engine.Layout, stage engine.Stage)
 func (b *backend) Drop(ctx context.Context, l engine.Layout) error {
 	for p := range partmap.Partition(l.Partitions) {
 		part := engine.Part{Generation: l.Generation, Partition: p}
+		// A transaction its committer left is ended first: rolled forward,
+		// it may write another generation, which is not dropped.
+		if err := b.finishPending(ctx, part); err != nil {
+			return err
+		}
 		emails, err := b.client.ZRange(ctx, b.emailsKey(part), 0, -1).Result()
 		if err != nil {
 			return unavailable(err)

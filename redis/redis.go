@@ -6,7 +6,10 @@
 // Locks live in Redis too, with a random token and a time to live, so that
 // several partmap servers on one Redis serialise their writes to each
 // partition: the commit script refuses to write unless the caller still
-// holds the partition's lock.
+// holds the partition's lock. A commit of several partitions, which no
+// one script can span on a cluster, is a transaction of single-slot
+// steps that any reader or writer who meets it completes or aborts, so
+// that it is atomic even when its committer dies (DESIGN.md).
 //
 // Open a directory on a go-redis client and use the result as a
 // partmap.Store:
@@ -92,10 +95,13 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	}
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout,
 		batch: newBatcher(client, batchWorkers)}
-	// A profile's two generations live in different slots during a resize,
-	// written by two scripts: the directory must know that commits split.
-	// Its commit script checks versions, so a write of one partition needs
-	// no lock round trips.
+	// A commit of several partitions is atomic (a transaction across
+	// slots, tx.go), but costs far more round trips than several commits
+	// of one partition each: SplitCommits keeps a bulk write's
+	// invocations to one partition (and makes a resumed resize copy
+	// again, needlessly since commits became atomic). The commit script
+	// checks versions, so a write of one partition needs no lock round
+	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
 		SplitCommits: true, CheckedWrites: true})
 	if err != nil {
@@ -131,6 +137,8 @@ var (
 	releaseScript = script("release")
 	extendScript  = script("extend")
 	takeScript    = script("take")
+	abortScript   = script("abort")
+	dropScript    = script("drop")
 )
 
 func script(name string) *goredis.Script {

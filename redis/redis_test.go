@@ -30,6 +30,9 @@ var server struct {
 const databases = 64
 
 func TestMain(m *testing.M) {
+	if os.Getenv(crashEnv) != "" { // a committer that a crash test kills
+		os.Exit(crashChild())
+	}
 	dir, err := os.MkdirTemp("", "partmap-redis-")
 	if err != nil {
 		panic(err)

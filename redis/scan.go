@@ -34,9 +34,9 @@ func (b *backend) Scan(ctx context.Context, q engine.Query) ([]engine.Item, erro
 		}
 		for len(items) < q.Limit {
 			count := q.Limit - len(items)
-			emails, err := b.client.ZRangeByLex(ctx, b.emailsKey(part), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(count)}).Result()
+			emails, err := b.rangeSettled(ctx, part, b.emailsKey(part), &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(count)})
 			if err != nil {
-				return nil, unavailable(err)
+				return nil, err
 			}
 			if len(emails) == 0 {
 				break
@@ -54,6 +54,36 @@ func (b *backend) Scan(ctx context.Context, q engine.Query) ([]engine.Item, erro
 		}
 	}
 	return items, nil
+}
+
+// rangeSettled reads a ZRANGEBYLEX of one of part's sorted sets together
+// with part's pending intent and lock, in one round trip, and resolves
+// the intent first when there is one (resolve): a scan must not read a
+// partition a committed transaction has not rolled forward yet.
+func (b *backend) rangeSettled(ctx context.Context, part engine.Part, key string, by *goredis.ZRangeBy) ([]string, error) {
+	for try := 0; ; try++ {
+		pipe := b.client.Pipeline()
+		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
+		rng := pipe.ZRangeByLex(ctx, key, by)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, unavailable(err)
+		}
+		raw, _ := tx.Val()[0].(string)
+		if raw == "" {
+			return rng.Val(), nil
+		}
+		lock, _ := tx.Val()[1].(string)
+		inFlight, err := b.resolve(ctx, part, raw, lock)
+		if err != nil {
+			return nil, err
+		}
+		if inFlight {
+			return rng.Val(), nil
+		}
+		if try == maxResolves {
+			return nil, partmap.Errorf(partmap.EUNAVAILABLE, "transactions kept pending on %s; retry", part.Partition)
+		}
+	}
 }
 
 // checkCurrent refuses, as stale, a scan of a generation another server's
@@ -112,12 +142,18 @@ func (b *backend) search(ctx context.Context, q engine.Query) ([]engine.Item, er
 		return &goredis.ZRangeBy{Min: min, Max: "(" + prefix + "\xff", Count: int64(count)}
 	}
 	var items []engine.Item
+	try := 0
 	for lo := first; lo < q.End && len(items) < q.Limit; lo += searchChunk {
 		hi := min(lo+searchChunk, q.End)
 		want := q.Limit - len(items)
+		// With each partition's intent and lock: a chunk where one is
+		// pending is read again once it is resolved.
 		pipe := b.client.Pipeline()
 		cmds := make([]*goredis.StringSliceCmd, hi-lo)
+		txs := make([]*goredis.SliceCmd, hi-lo)
 		for p := lo; p < hi; p++ {
+			part := engine.Part{Generation: q.Generation, Partition: p}
+			txs[p-lo] = pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
 			afterEmail := ""
 			if q.After != nil && p == q.After.Partition {
 				afterEmail = q.After.Email
@@ -127,6 +163,18 @@ func (b *backend) search(ctx context.Context, q engine.Query) ([]engine.Item, er
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 			return nil, unavailable(err)
 		}
+		again, err := b.resolveAll(ctx, q.Generation, lo, txs)
+		if err != nil {
+			return nil, err
+		}
+		if again {
+			if try++; try > maxResolves {
+				return nil, partmap.Errorf(partmap.EUNAVAILABLE, "transactions kept pending; retry")
+			}
+			lo -= searchChunk
+			continue
+		}
+		try = 0
 		for p := lo; p < hi && len(items) < q.Limit; p++ {
 			part := engine.Part{Generation: q.Generation, Partition: p}
 			members, err := cmds[p-lo].Result()
@@ -147,7 +195,7 @@ func (b *backend) search(ctx context.Context, q engine.Query) ([]engine.Item, er
 					break
 				}
 				count = q.Limit - len(items)
-				members, err = b.client.ZRangeByLex(ctx, key(p), rng(emails[len(emails)-1], count)).Result()
+				members, err = b.rangeSettled(ctx, part, key(p), rng(emails[len(emails)-1], count))
 			}
 			if err != nil {
 				return nil, unavailable(err)
@@ -155,6 +203,26 @@ func (b *backend) search(ctx context.Context, q engine.Query) ([]engine.Item, er
 		}
 	}
 	return items, nil
+}
+
+// resolveAll resolves the intents that MGETs of partitions' intents and
+// locks (from first on, in order) found, and reports whether any was
+// resolved, so that what was read with them must be read again.
+func (b *backend) resolveAll(ctx context.Context, gen int, first partmap.Partition, txs []*goredis.SliceCmd) (again bool, err error) {
+	for i, c := range txs {
+		vals := c.Val()
+		raw, _ := vals[0].(string)
+		if raw == "" {
+			continue
+		}
+		lock, _ := vals[1].(string)
+		inFlight, err := b.resolve(ctx, engine.Part{Generation: gen, Partition: first + partmap.Partition(i)}, raw, lock)
+		if err != nil {
+			return false, err
+		}
+		again = again || !inFlight
+	}
+	return again, nil
 }
 
 // searchPartition keeps the emails whose entries hold every other

@@ -1,19 +1,41 @@
--- Applies one partition's writes and their index changes if, and only if,
--- the partition's lock is the caller's (or, for a caller without one, is
--- not held at all), the partition bears a state mark the caller expects
--- (see Backend.Mark), and every record written is still at the version the
--- caller read. All checks come before any write.
+-- Applies one partition's writes and their index changes, or takes one
+-- step of a transaction over several partitions (DESIGN.md, "Transactions
+-- across partitions (Redis)"). All checks come before any write.
+--
+-- Modes (ARGV[1]):
+--   commit   apply the writes if, and only if, the partition's lock is the
+--            caller's (or, for a caller without one, is not held at all),
+--            the partition bears a state mark the caller expects (see
+--            Backend.Mark), no transaction is pending on it, and every
+--            record written is still at the version the caller read.
+--   prepare  the same checks with the caller's lock, but instead of
+--            applying the writes, store ARGV[6] as the partition's pending
+--            intent.
+--   primary  prepare, and also create the transaction's record, KEYS[6],
+--            with the status "prepared": the primary partition's step.
+--   decide   the commit point, on the primary: if the lock is the
+--            caller's and the record is still "prepared", set it to
+--            "committed" and apply the primary's writes. The pending
+--            intent stays, as the record's marker, until the end.
+--   roll     roll the partition forward: if its pending intent is
+--            transaction ARGV[5]'s, apply the writes and delete the
+--            intent; otherwise (done already) do nothing.
 --
 -- KEYS[1]  the partition's lock
 -- KEYS[2]  the partition's profile count
 -- KEYS[3]  the partition's email set
 -- KEYS[4]  the partition's state mark
--- KEYS[5 .. 4+W]          one record key per write
--- KEYS[5+W .. #KEYS]      one index key per index change
--- ARGV[1]  the lock's token, or "" for a caller that holds no lock
--- ARGV[2]  W, the number of writes
--- ARGV[3]  the marks the caller accepts, as ",a,b," ("" is no mark)
--- ARGV[4 ..]  per write: email, encoded record ("" deletes), and the
+-- KEYS[5]  the partition's pending intent
+-- KEYS[6]  the transaction's record (primary, decide); any key of the slot otherwise
+-- KEYS[7 .. 6+W]          one record key per write
+-- KEYS[7+W .. #KEYS]      one index key per index change
+-- ARGV[1]  the mode
+-- ARGV[2]  the lock's token, or "" for a caller that holds no lock
+-- ARGV[3]  W, the number of writes
+-- ARGV[4]  the marks the caller accepts, as ",a,b," ("" is no mark)
+-- ARGV[5]  the transaction's id (32 characters), or ""
+-- ARGV[6]  the pending intent to store (prepare, primary), or ""
+-- ARGV[7 ..]  per write: email, encoded record ("" deletes), and the
 --             first 8 bytes (the version) of the record it replaces, ""
 --             when it creates one;
 --             then per index change: "+" or "-", and the member
@@ -22,29 +44,56 @@
 -- Redis's ERR code instead): PARTMAP_LOCK_LOST (the lock is not the
 -- caller's any more), PARTMAP_BUSY (another holds the lock of a caller
 -- without one), PARTMAP_STALE (the partition bears a mark the caller does
--- not expect), PARTMAP_CHANGED (a record is not the one the caller read).
-local lock = redis.call('GET', KEYS[1])
-if ARGV[1] == '' then
-  if lock then
-    return redis.error_reply('PARTMAP_BUSY another writer holds the partition lock')
+-- not expect), PARTMAP_PENDING (a transaction is pending on the
+-- partition: resolve it and run again), PARTMAP_CHANGED (a record is not
+-- the one the caller read), PARTMAP_ABORTED (decide: the transaction was
+-- aborted, or is not there).
+local mode = ARGV[1]
+local writes = tonumber(ARGV[3])
+
+if mode == 'roll' then
+  local p = redis.call('GET', KEYS[5])
+  if not p or string.sub(p, 1, 32) ~= ARGV[5] then return 0 end
+  redis.call('DEL', KEYS[5])
+else
+  local lock = redis.call('GET', KEYS[1])
+  if ARGV[2] == '' then
+    if lock then
+      return redis.error_reply('PARTMAP_BUSY another writer holds the partition lock')
+    end
+  elseif lock ~= ARGV[2] then
+    return redis.error_reply('PARTMAP_LOCK_LOST the partition lock is not the caller\'s')
   end
-elseif lock ~= ARGV[1] then
-  return redis.error_reply('PARTMAP_LOCK_LOST the partition lock is not the caller\'s')
-end
-local state = redis.call('GET', KEYS[4]) or ''
-if not string.find(ARGV[3], ',' .. state .. ',', 1, true) then
-  return redis.error_reply('PARTMAP_STALE the partition is marked "' .. state .. '"')
-end
-local writes = tonumber(ARGV[2])
-for w = 1, writes do
-  -- GETRANGE reads only the version, and "" for a missing record.
-  if redis.call('GETRANGE', KEYS[4 + w], 0, 7) ~= ARGV[4 + (w - 1) * 3 + 2] then
-    return redis.error_reply('PARTMAP_CHANGED a record changed since it was read')
+  if mode == 'decide' then
+    if redis.call('GET', KEYS[6]) ~= 'prepared' then
+      return redis.error_reply('PARTMAP_ABORTED the transaction was aborted')
+    end
+    redis.call('SET', KEYS[6], 'committed')
+  else
+    local state = redis.call('GET', KEYS[4]) or ''
+    if not string.find(ARGV[4], ',' .. state .. ',', 1, true) then
+      return redis.error_reply('PARTMAP_STALE the partition is marked "' .. state .. '"')
+    end
+    if redis.call('EXISTS', KEYS[5]) == 1 then
+      return redis.error_reply('PARTMAP_PENDING a transaction is pending on the partition')
+    end
+    for w = 1, writes do
+      -- GETRANGE reads only the version, and "" for a missing record.
+      if redis.call('GETRANGE', KEYS[6 + w], 0, 7) ~= ARGV[7 + (w - 1) * 3 + 2] then
+        return redis.error_reply('PARTMAP_CHANGED a record changed since it was read')
+      end
+    end
+    if mode == 'prepare' or mode == 'primary' then
+      redis.call('SET', KEYS[5], ARGV[6])
+      if mode == 'primary' then redis.call('SET', KEYS[6], 'prepared') end
+      return 1
+    end
   end
 end
+
 local delta = 0
 for w = 1, writes do
-  local k, a = 4 + w, 4 + (w - 1) * 3
+  local k, a = 6 + w, 7 + (w - 1) * 3
   local email, value, prev = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   if value == '' then
     redis.call('DEL', KEYS[k])
@@ -56,8 +105,8 @@ for w = 1, writes do
     if prev == '' then delta = delta + 1 end
   end
 end
-for k = 5 + writes, #KEYS do
-  local a = 4 + writes * 3 + (k - 5 - writes) * 2
+for k = 7 + writes, #KEYS do
+  local a = 7 + writes * 3 + (k - 7 - writes) * 2
   if ARGV[a] == '+' then
     redis.call('ZADD', KEYS[k], 0, ARGV[a + 1])
   else

@@ -1,0 +1,14 @@
+-- Aborts a transaction that has not reached its commit point: a
+-- "prepared" record becomes "aborted". Any other status stays: a
+-- committed transaction is rolled forward, not aborted.
+--
+-- KEYS[1]  the transaction's record, in its primary partition's slot
+--
+-- Returns the status after the call: "aborted", "committed", or "" when
+-- the record is not there (the transaction is over).
+local s = redis.call('GET', KEYS[1])
+if s == 'prepared' then
+  redis.call('SET', KEYS[1], 'aborted')
+  return 'aborted'
+end
+return s or ''
