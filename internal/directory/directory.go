@@ -41,13 +41,14 @@ type Options struct {
 	// partmap.DefaultIndexes and an empty slice none. An existing directory
 	// keeps its own, and refuses a non-nil Indexes that differs.
 	Indexes []string
-	// SplitCommits says the backend commits several partitions partition by
-	// partition (Redis Cluster: one script per slot), not in one atomic
-	// batch. A bulk write then commits one partition per invocation, to
-	// keep the partitions' round trips in parallel, and a resize resumed
-	// after a crash copies everything again, since a crash between the
-	// two generations' commits may have left them apart. Otherwise a bulk
-	// invocation covers bulkPartitions partitions, in one batch.
+	// SplitCommits says the backend commits several partitions in several
+	// steps (Redis: one script per slot, made atomic by its transaction
+	// protocol, at many round trips), not in one batch. A bulk write then
+	// commits one partition per invocation, to keep the partitions' round
+	// trips in parallel and each write checked, and a resize resumed after
+	// a crash copies everything again (a precaution from before the
+	// protocol). Otherwise a bulk invocation covers bulkPartitions
+	// partitions, in one batch.
 	SplitCommits bool
 	// CheckedWrites says the backend's Commit takes writes to one
 	// partition without a lease and checks them itself
