@@ -25,10 +25,13 @@ const (
 	Incr   = "incr"   // increment a counter of a random profile
 	Hot    = "hot"    // upsert, every key in one partition
 	Zipf   = "zipf"   // upsert, keys drawn from a Zipf distribution
+	// Transfer moves 1 between the counters of two random profiles in
+	// different partitions, in one transaction.
+	Transfer = "transfer"
 )
 
 // AllWorkloads lists every workload.
-var AllWorkloads = []string{Upsert, Get, Mix, Patch, Incr, Hot, Zipf}
+var AllWorkloads = []string{Upsert, Get, Mix, Patch, Incr, Hot, Zipf, Transfer}
 
 // keySet names the profiles of a run: email(i) for i < N, plus Hot emails
 // that all share one partition.
@@ -215,6 +218,22 @@ func operation(workload string, keys keySet) (opFunc, error) {
 		return func(ctx context.Context, cl *pmhttp.Client, _ *rand.Rand, zipf *rand.Zipf) error {
 			i := int(zipf.Uint64())
 			return upsert(ctx, cl, email(i), i)
+		}, nil
+	case Transfer:
+		if keys.N < 2 {
+			return nil, errors.New("bench: the transfer workload needs two profiles")
+		}
+		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {
+			a, _ := random(rng)
+			b, _ := random(rng)
+			for partmap.PartitionOf(a, partmap.DefaultPartitions) == partmap.PartitionOf(b, partmap.DefaultPartitions) {
+				b, _ = random(rng)
+			}
+			_, err := cl.Transact(ctx, []partmap.Operation{
+				{Op: partmap.OpIncrement, Email: a, Field: "visits", By: -1},
+				{Op: partmap.OpIncrement, Email: b, Field: "visits", By: 1},
+			})
+			return err
 		}, nil
 	}
 	return nil, fmt.Errorf("bench: unknown workload %q (want one of %v)", workload, AllWorkloads)
