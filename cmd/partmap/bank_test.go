@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/crashtest"
 	"github.com/partmap/partmap/internal/redistest"
 )
@@ -61,4 +67,102 @@ func runBank(t *testing.T, store []string, seed uint64) {
 	if res.Transfers == 0 || res.Reads == 0 || res.Exports == 0 {
 		t.Fatal("no transfer, atomic read or export completed, so nothing was tested")
 	}
+}
+
+// The bank test across a Redis master failover: transfers run on a 3+3
+// cluster while a master is SIGKILLed and its replica takes over. With
+// every step of a transaction acknowledged by a replica
+// (--redis-min-replicas-ack 1: DESIGN.md, Transactions across partitions),
+// no transaction is left half applied by the failover: once the cluster
+// serves again, every account is there and the total holds, read one by
+// one and in one transaction. Transfers that meet the failover fail
+// cleanly (unavailable, or a lock conflict); after it, those of the slots
+// whose new master has no replica keep failing the same way, since no
+// replica can acknowledge them.
+func TestBankAcrossFailover(t *testing.T) {
+	dir, err := os.MkdirTemp("", "partmap-bank-failover-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	c, err := redistest.StartClusterTimeout(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	url, _ := serveInProcess(t, "--store", "redis-cluster://"+strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1")
+	ctx := context.Background()
+	bank := crashtest.NewBank(40)
+	if err := bank.Open(ctx, mustClient(t, url, nil)); err != nil {
+		t.Fatal(err)
+	}
+
+	var stop atomic.Bool
+	var done, failed atomic.Int64
+	var mu sync.Mutex
+	codes := map[partmap.Code]int{}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			cl := mustClient(t, url, &pmhttp.ClientOptions{RetryFor: -1})
+			r := rand.New(rand.NewPCG(uint64(w), 5))
+			for !stop.Load() {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := bank.Transfer(rctx, cl, r)
+				cancel()
+				if err == nil {
+					done.Add(1)
+					continue
+				}
+				failed.Add(1)
+				mu.Lock()
+				codes[partmap.ErrorCode(err)]++
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	before := done.Load()
+	victim := c.Masters()[0]
+	replica := c.ReplicaOf(victim)
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !c.IsMaster(replica); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica of the killed master was not promoted within 30 s")
+		}
+	}
+	time.Sleep(2 * time.Second) // transfers go on across and after the takeover
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d transfers before the kill, %d in all; %d failed: %v", before, done.Load(), failed.Load(), codes)
+	for code := range codes {
+		if code != partmap.EUNAVAILABLE && code != partmap.ELOCKCONFLICT {
+			t.Errorf("a transfer failed with %s; only unavailable and lock-conflict are clean", code)
+		}
+	}
+	if before == 0 {
+		t.Fatal("no transfer completed before the kill, so nothing was tested")
+	}
+
+	// The accounts, once the cluster answers every read again. The locks of
+	// transactions cut off by the kill lapse after their TTL.
+	cl := mustClient(t, url, nil)
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if last = bank.Check(ctx, cl); last == nil || !transient(last) {
+			break
+		}
+	}
+	if last != nil {
+		t.Fatalf("after the failover: %v", last)
+	}
+}
+
+// transient reports an error that a failover in progress explains.
+func transient(err error) bool {
+	code := partmap.ErrorCode(err)
+	return code == partmap.EUNAVAILABLE || code == partmap.ELOCKCONFLICT
 }
