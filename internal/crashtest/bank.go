@@ -62,7 +62,9 @@ func NewBank(n int) Bank {
 }
 
 // Open starts the directory and creates the accounts, in one transaction.
-func (b Bank) Open(ctx context.Context, cl *pmhttp.Client) error { return openAccounts(ctx, cl, b.Accounts) }
+func (b Bank) Open(ctx context.Context, cl *pmhttp.Client) error {
+	return openAccounts(ctx, cl, b.Accounts)
+}
 
 // Transfer moves a random amount between two or three random accounts.
 func (b Bank) Transfer(ctx context.Context, cl *pmhttp.Client, r *rand.Rand) error {
