@@ -175,7 +175,12 @@ func RunBank(ctx context.Context, cfg BankConfig) (BankResult, error) {
 				}
 			})
 		}
+		// Kill at a random moment, but not before a read has checked the
+		// total under way (an export can take a while on a busy cluster).
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		for wait := time.Now().Add(10 * time.Second); reads.Load()+exports.Load() == 0 && time.Now().Before(wait); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		srv.kill()
 		wg.Wait()
 		if violation != nil {
