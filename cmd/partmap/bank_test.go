@@ -65,7 +65,7 @@ func runBank(t *testing.T, store []string, seed uint64) {
 		t.Fatal(err)
 	}
 	if res.Transfers == 0 || res.Reads+res.Exports < int64(res.Cycles) {
-		t.Fatal("no transfer completed, or a cycle had no atomic read or export, so nothing was tested")
+		t.Fatal("no transfer completed, or fewer atomic reads and exports than cycles: too little was tested")
 	}
 }
 
