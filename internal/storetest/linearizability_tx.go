@@ -1,0 +1,189 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/model"
+)
+
+// TxLinearizabilityModel is the porcupine model of histories with
+// transactions and renames: its state is every profile of the history's
+// few emails (model.State), stepped by model.Call.Apply. A transaction
+// touches several emails, so the history is one porcupine partition; it is
+// kept short.
+var TxLinearizabilityModel = porcupine.Model{
+	Init: func() any { return model.State{} },
+	Step: func(state, in, out any) (bool, any) {
+		cur, got := state.(model.State), out.(model.Answer)
+		if got.Code == partmap.ELOCKCONFLICT {
+			return true, cur // a conflict wrote nothing
+		}
+		next, want := in.(model.Call).Apply(cur)
+		return want.Same(got), next
+	},
+	Equal:             func(a, b any) bool { return a.(model.State).Equal(b.(model.State)) },
+	DescribeOperation: func(in, out any) string { return fmt.Sprintf("%v → %v", in, out) },
+	DescribeState:     func(s any) string { return s.(model.State).String() },
+}
+
+// TxLinearizabilityOptions shape a history of transactions.
+type TxLinearizabilityOptions struct {
+	Clients        int // concurrent clients, each with its own Store
+	CallsPerClient int
+	// Emails are the profiles the calls touch; nil means four, each in a
+	// partition of its own.
+	Emails []string
+	// Setup calls run one after another before the clients start, and
+	// are part of the history.
+	Setup []model.Call
+	// Draw draws client c's next call; nil means model.RandomCall.
+	Draw func(rng *rand.Rand, c int, emails []string) model.Call
+}
+
+// Spread returns n canonical emails, built from prefix, each in a
+// partition of its own.
+func Spread(n int, prefix string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; len(out) < n; i++ {
+		e := fmt.Sprintf("%s%d@example.com", prefix, i)
+		if p := partitionOf(e); !seen[p] {
+			seen[p] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// RecordTxHistory runs concurrent clients doing single-profile operations,
+// renames and transactions over a few profiles in different partitions,
+// and returns what each call was asked and answered, with real-time call
+// and return stamps. newClient returns the Store of client i. An error
+// partmap did not classify fails the test: its outcome would be unknown.
+func RecordTxHistory(t *testing.T, newClient func(i int) partmap.Store, opts TxLinearizabilityOptions) []porcupine.Operation {
+	t.Helper()
+	emails := opts.Emails
+	if emails == nil {
+		emails = Spread(4, "txlin")
+	}
+	draw := opts.Draw
+	if draw == nil {
+		draw = func(rng *rand.Rand, _ int, emails []string) model.Call { return model.RandomCall(rng, emails) }
+	}
+	ctx := context.Background()
+	start := time.Now()
+	var mu sync.Mutex
+	var history []porcupine.Operation
+	do := func(c int, s partmap.Store, call model.Call) bool {
+		in := time.Since(start).Nanoseconds()
+		out, err := call.Do(ctx, s)
+		ret := time.Since(start).Nanoseconds()
+		if code := partmap.ErrorCode(err); code == partmap.EINTERNAL || code == partmap.EUNAVAILABLE {
+			t.Errorf("client %d: %v: %v: outcome unknown", c, call, err)
+			return false
+		}
+		mu.Lock()
+		history = append(history, porcupine.Operation{ClientId: c, Input: call, Call: in, Output: out, Return: ret})
+		mu.Unlock()
+		return true
+	}
+	if len(opts.Setup) > 0 {
+		s := newClient(0)
+		for _, call := range opts.Setup {
+			if !do(0, s, call) {
+				return nil
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for c := range opts.Clients {
+		wg.Go(func() {
+			s := newClient(c)
+			rng := rand.New(rand.NewPCG(uint64(c), 15))
+			for range opts.CallsPerClient {
+				if !do(c, s, draw(rng, c, emails)) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return history
+}
+
+// CheckTxHistory runs porcupine on a history of RecordTxHistory. When it is
+// not linearizable, the HTML visualisation is written under
+// $PARTMAP_ARTIFACTS (or the system's temporary directory) and its path is
+// logged.
+func CheckTxHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckResult {
+	t.Helper()
+	res, info := porcupine.CheckOperationsVerbose(TxLinearizabilityModel, history, time.Minute)
+	if res == porcupine.Illegal {
+		dir := os.Getenv("PARTMAP_ARTIFACTS")
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		os.MkdirAll(dir, 0o755)
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
+		if err := porcupine.VisualizePath(TxLinearizabilityModel, info, path); err != nil {
+			t.Logf("writing the visualisation: %v", err)
+		} else {
+			t.Logf("history is not linearizable; visualisation: %s", path)
+		}
+	}
+	return res
+}
+
+// TxCalls is $PARTMAP_TX_CALLS, the calls per client of the transaction
+// linearizability checks, or def for the normal run.
+func TxCalls(t *testing.T, def int) int {
+	s := os.Getenv("PARTMAP_TX_CALLS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("PARTMAP_TX_CALLS=%q is not a positive number", s)
+	}
+	return n
+}
+
+// CheckTxLinearizable records a history of newClient's stores and fails t
+// unless it is linearizable.
+func CheckTxLinearizable(t *testing.T, newClient func(i int) partmap.Store, opts TxLinearizabilityOptions) {
+	t.Helper()
+	history := RecordTxHistory(t, newClient, opts)
+	if t.Failed() {
+		return
+	}
+	answers := map[string]int{}
+	for _, op := range history {
+		kind := "single"
+		if op.Input.(model.Call).Tx {
+			kind = "tx"
+		}
+		code := op.Output.(model.Answer).Code
+		if code == "" {
+			code = "ok"
+		}
+		answers[kind+" "+string(code)]++
+	}
+	began := time.Now()
+	res := CheckTxHistory(t, history)
+	t.Logf("%d calls checked in %v: %v; answers %v", len(history), time.Since(began).Round(time.Millisecond), res, answers)
+	if res != porcupine.Ok {
+		t.Fatalf("porcupine: %v", res)
+	}
+}
