@@ -126,10 +126,12 @@ func RecordTxHistory(t *testing.T, newClient func(i int) partmap.Store, opts TxL
 // CheckTxHistory runs porcupine on a history of RecordTxHistory. When it is
 // not linearizable, the HTML visualisation is written under
 // $PARTMAP_ARTIFACTS (or the system's temporary directory) and its path is
-// logged.
+// logged. A check that runs out of time is porcupine.Unknown.
 func CheckTxHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	res, info := porcupine.CheckOperationsVerbose(TxLinearizabilityModel, history, time.Minute)
+	// One partition is searched as a whole: give a long run's time.
+	limit := max(time.Minute, time.Duration(len(history))*10*time.Millisecond)
+	res, info := porcupine.CheckOperationsVerbose(TxLinearizabilityModel, history, limit)
 	if res == porcupine.Illegal {
 		dir := os.Getenv("PARTMAP_ARTIFACTS")
 		if dir == "" {
