@@ -123,3 +123,83 @@ func TestTxLinearizabilityCheckerCatchesSplitTransactions(t *testing.T) {
 		}
 	}
 }
+
+// copyThenDelete renames by a put of the new address, then a delete of the
+// old one, a little apart: a rename that is not atomic for readers. Its
+// transactions are split as splitTransactions', renames included.
+type copyThenDelete struct{ partmap.Store }
+
+func (s copyThenDelete) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
+	rec, err := s.FindProfile(ctx, from)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	moved := rec.Profile.Clone()
+	moved[partmap.FieldEmail] = to
+	put, _, err := s.UpsertProfile(ctx, moved, partmap.Condition{IfNoneMatch: true})
+	if err != nil {
+		if partmap.ErrorCode(err) == partmap.EPRECONDITION {
+			err = &partmap.Error{Code: partmap.EEXISTS}
+		}
+		return partmap.Record{}, err
+	}
+	time.Sleep(200 * time.Microsecond)
+	if err := s.DeleteProfile(ctx, from, partmap.Condition{}); err != nil {
+		return partmap.Record{}, err
+	}
+	return put, nil
+}
+
+func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	var results []partmap.OperationResult
+	for i, op := range ops {
+		if op.Op != partmap.OpRename {
+			r, err := splitTransactions{s.Store}.Transact(ctx, []partmap.Operation{op})
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r...)
+			continue
+		}
+		rec, err := s.RenameProfile(ctx, op.Email, op.To, op.Cond)
+		if err != nil {
+			var e *partmap.Error
+			if errors.As(err, &e) {
+				tagged := *e
+				tagged.Operation = i + 1
+				return nil, &tagged
+			}
+			return nil, err
+		}
+		results = append(results, partmap.OperationResult{Op: op.Op, Email: op.To, Record: &rec})
+	}
+	return results, nil
+}
+
+// The rename race is only worth something if it catches a rename that
+// shows a profile under both addresses for a moment.
+func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for attempt := 1; ; attempt++ {
+		if _, err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Each attempt starts from the race's setup: no profiles.
+		for _, e := range storetest.Spread(4, "race") {
+			s.DeleteProfile(context.Background(), e, partmap.Condition{})
+		}
+		history := storetest.RecordRenameRace(t, func(int) partmap.Store { return copyThenDelete{s} }, 40)
+		res := storetest.CheckTxHistory(t, history)
+		if res == porcupine.Illegal {
+			t.Logf("found a profile under two addresses in history %d", attempt)
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("porcupine found %v in %d rename races of a copy-then-delete rename; it should have found a profile in two places", res, attempt)
+		}
+	}
+}

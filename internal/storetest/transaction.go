@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/model"
 )
 
 // apart returns two canonical emails, built from prefixes, that live in
@@ -213,35 +213,18 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 			TxLinearizabilityOptions{Clients: 6, CallsPerClient: TxCalls(t, 40)})
 	})
 
-	// Clients rename two profiles back and forth among four addresses in
-	// four partitions (alone, or both in one transaction), and meet
-	// not-found and exists, while readers look the addresses up. Each
-	// profile is under exactly one address at every instant: a reader
-	// that saw it under two, or under none, would make the history
-	// non-linearizable.
+	// Clients rename two profiles back and forth among four addresses
+	// while readers look the addresses up (RecordRenameRace).
 	t.Run("RenameRaceIsLinearizable", func(t *testing.T) {
 		s := started(t)
-		emails := Spread(4, "race")
-		setup := []model.Call{
-			{Ops: []model.Op{{Kind: model.Put, Email: emails[0], Put: partmap.Profile{partmap.FieldEmail: emails[0], "who": "x"}}}},
-			{Ops: []model.Op{{Kind: model.Put, Email: emails[1], Put: partmap.Profile{partmap.FieldEmail: emails[1], "who": "y"}}}},
+		history := RecordRenameRace(t, func(int) partmap.Store { return s }, TxCalls(t, 40))
+		if t.Failed() {
+			return
 		}
-		rename := func(rng *rand.Rand) model.Op {
-			i := rng.IntN(len(emails))
-			j := (i + 1 + rng.IntN(len(emails)-1)) % len(emails)
-			return model.Op{Kind: model.Rename, Email: emails[i], To: emails[j]}
+		logAnswers(t, history)
+		if res := CheckTxHistory(t, history); res != porcupine.Ok {
+			t.Fatalf("porcupine: %v", res)
 		}
-		draw := func(rng *rand.Rand, c int, emails []string) model.Call {
-			switch {
-			case c%2 == 1: // a reader
-				return model.Call{Ops: []model.Op{{Kind: model.Get, Email: emails[rng.IntN(len(emails))]}}}
-			case rng.IntN(4) == 0:
-				return model.Call{Tx: true, Ops: []model.Op{rename(rng), rename(rng)}}
-			}
-			return model.Call{Ops: []model.Op{rename(rng)}}
-		}
-		CheckTxLinearizable(t, func(int) partmap.Store { return s },
-			TxLinearizabilityOptions{Clients: 8, CallsPerClient: TxCalls(t, 40), Emails: emails, Setup: setup, Draw: draw})
 	})
 
 	t.Run("TransactionAppliesInOrder", func(t *testing.T) {
