@@ -44,3 +44,23 @@ func TestLinearizability(t *testing.T) {
 		t.Fatalf("porcupine: %v", res)
 	}
 }
+
+// Transactions, renames and single-profile calls of concurrent HTTP
+// clients over four profiles in four partitions make a linearizable
+// history; locks fail fast, so the clients meet lock conflicts (a
+// transaction's too) and retry them. PARTMAP_TX_CALLS sets the calls per
+// client (60).
+func TestTxLinearizability(t *testing.T) {
+	srv, _ := newServer(t, &pebble.Options{})
+	start(t, srv.URL)
+	clients := make([]*pmhttp.Client, 8)
+	storetest.CheckTxLinearizable(t, func(i int) partmap.Store {
+		clients[i] = newClient(t, srv.URL, nil)
+		return clients[i]
+	}, storetest.TxLinearizabilityOptions{Clients: len(clients), CallsPerClient: storetest.TxCalls(t, 60)})
+	var conflicts uint64
+	for _, c := range clients {
+		conflicts += c.LockConflicts()
+	}
+	t.Logf("the clients met and retried %d lock conflicts", conflicts)
+}

@@ -2,6 +2,8 @@ package pebble
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -63,6 +65,141 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 		}
 		if attempt == 5 {
 			t.Fatalf("porcupine found %v in %d histories of a store without locks; it should have found a lost update", res, attempt)
+		}
+	}
+}
+
+// splitTransactions commits each operation of a transaction as a
+// transaction of its own, a little apart: a store whose transactions are
+// not atomic. Its answers name the failing operation as a real one would.
+type splitTransactions struct{ partmap.Store }
+
+func (s splitTransactions) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	var results []partmap.OperationResult
+	for i, op := range ops {
+		if i > 0 {
+			time.Sleep(200 * time.Microsecond)
+		}
+		r, err := s.Store.Transact(ctx, []partmap.Operation{op})
+		if err != nil {
+			var e *partmap.Error
+			if errors.As(err, &e) {
+				tagged := *e
+				tagged.Operation = i + 1
+				return nil, &tagged
+			}
+			return nil, err
+		}
+		results = append(results, r...)
+	}
+	return results, nil
+}
+
+// The transaction check is only worth something if it fails for a store
+// whose transactions are not all or nothing.
+func TestTxLinearizabilityCheckerCatchesSplitTransactions(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	broken := splitTransactions{s}
+	// A reader must fall into the gap, or a later step must see a
+	// failed transaction's first half: likely in one history, not
+	// certain, so allow a few.
+	for attempt := 1; ; attempt++ {
+		history := storetest.RecordTxHistory(t, func(int) partmap.Store { return broken },
+			storetest.TxLinearizabilityOptions{Clients: 6, CallsPerClient: 40, Emails: storetest.Spread(4, fmt.Sprintf("split%d-", attempt))})
+		res := storetest.CheckTxHistory(t, history)
+		if res == porcupine.Illegal {
+			t.Logf("found a half-applied transaction in history %d", attempt)
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("porcupine found %v in %d histories of a store with split transactions; it should have found a half-applied one", res, attempt)
+		}
+	}
+}
+
+// copyThenDelete renames by a put of the new address, then a delete of the
+// old one, a little apart: a rename that is not atomic for readers. Its
+// transactions are split as splitTransactions', renames included.
+type copyThenDelete struct{ partmap.Store }
+
+func (s copyThenDelete) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
+	rec, err := s.FindProfile(ctx, from)
+	if err != nil {
+		return partmap.Record{}, err
+	}
+	moved := rec.Profile.Clone()
+	moved[partmap.FieldEmail] = to
+	put, _, err := s.UpsertProfile(ctx, moved, partmap.Condition{IfNoneMatch: true})
+	if err != nil {
+		if partmap.ErrorCode(err) == partmap.EPRECONDITION {
+			err = &partmap.Error{Code: partmap.EEXISTS}
+		}
+		return partmap.Record{}, err
+	}
+	time.Sleep(200 * time.Microsecond)
+	if err := s.DeleteProfile(ctx, from, partmap.Condition{}); err != nil {
+		return partmap.Record{}, err
+	}
+	return put, nil
+}
+
+func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	var results []partmap.OperationResult
+	for i, op := range ops {
+		if op.Op != partmap.OpRename {
+			r, err := splitTransactions{s.Store}.Transact(ctx, []partmap.Operation{op})
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r...)
+			continue
+		}
+		rec, err := s.RenameProfile(ctx, op.Email, op.To, op.Cond)
+		if err != nil {
+			var e *partmap.Error
+			if errors.As(err, &e) {
+				tagged := *e
+				tagged.Operation = i + 1
+				return nil, &tagged
+			}
+			return nil, err
+		}
+		results = append(results, partmap.OperationResult{Op: op.Op, Email: op.To, Record: &rec})
+	}
+	return results, nil
+}
+
+// The rename race is only worth something if it catches a rename that
+// shows a profile under both addresses for a moment.
+func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for attempt := 1; ; attempt++ {
+		if _, err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Each attempt starts from the race's setup: no profiles.
+		for _, e := range storetest.Spread(4, "race") {
+			s.DeleteProfile(context.Background(), e, partmap.Condition{})
+		}
+		history := storetest.RecordRenameRace(t, func(int) partmap.Store { return copyThenDelete{s} }, 40)
+		res := storetest.CheckTxHistory(t, history)
+		if res == porcupine.Illegal {
+			t.Logf("found a profile under two addresses in history %d", attempt)
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("porcupine found %v in %d rename races of a copy-then-delete rename; it should have found a profile in two places", res, attempt)
 		}
 	}
 }

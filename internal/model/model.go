@@ -25,6 +25,7 @@ const (
 	Patch
 	Incr
 	Delete
+	Rename // moves the profile of Email to To; see State.Apply
 )
 
 // Op is one operation on the profile of Email.
@@ -35,6 +36,7 @@ type Op struct {
 	Patch partmap.Patch   // Patch
 	Field string          // Incr
 	By    int64           // Incr
+	To    string          // Rename
 }
 
 // Result is what an operation answers.
@@ -48,7 +50,8 @@ type Result struct {
 }
 
 // Apply runs op on the current profile (nil when absent) and returns the
-// next profile and the answer. It never changes cur.
+// next profile and the answer. It never changes cur. A rename touches two
+// profiles: State.Apply steps it.
 func (op Op) Apply(cur partmap.Profile) (partmap.Profile, Result) {
 	if cur == nil && op.Kind != Put {
 		return nil, Result{Code: partmap.ENOTFOUND}
@@ -141,6 +144,8 @@ func (op Op) String() string {
 			}
 		}
 		return who + " patch {" + strings.Join(parts, " ") + "}"
+	case Rename:
+		return who + " rename to " + strings.Split(op.To, "@")[0]
 	}
 	return fmt.Sprintf("%s incr %s %+d", who, op.Field, op.By)
 }
@@ -177,6 +182,10 @@ func (op Op) Do(ctx context.Context, s partmap.Store) (Result, error) {
 		r.Value = inc.Value
 	case Delete:
 		err = s.DeleteProfile(ctx, op.Email, partmap.Condition{})
+	case Rename:
+		var rec partmap.Record
+		rec, err = s.RenameProfile(ctx, op.Email, op.To, partmap.Condition{})
+		r.Profile = rec.Profile
 	}
 	if err != nil {
 		return Result{Code: partmap.ErrorCode(err)}, err

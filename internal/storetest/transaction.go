@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/partmap/partmap"
 )
 
@@ -200,6 +202,28 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 			for err := range errs {
 				t.Fatal(err)
 			}
+		}
+	})
+
+	// Concurrent single-profile operations, renames and transactions over
+	// four profiles in four partitions make a linearizable history.
+	t.Run("TransactionsAreLinearizable", func(t *testing.T) {
+		s := started(t)
+		CheckTxLinearizable(t, func(int) partmap.Store { return s },
+			TxLinearizabilityOptions{Clients: 6, CallsPerClient: TxCalls(t, 40)})
+	})
+
+	// Clients rename two profiles back and forth among four addresses
+	// while readers look the addresses up (RecordRenameRace).
+	t.Run("RenameRaceIsLinearizable", func(t *testing.T) {
+		s := started(t)
+		history := RecordRenameRace(t, func(int) partmap.Store { return s }, TxCalls(t, 40))
+		if t.Failed() {
+			return
+		}
+		logAnswers(t, history)
+		if res := CheckTxHistory(t, history); res != porcupine.Ok {
+			t.Fatalf("porcupine: %v", res)
 		}
 	})
 
