@@ -7,10 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/redis"
 )
 
@@ -38,21 +36,7 @@ func counter(t *testing.T, s *redis.Store, name string) float64 {
 // caller that asked: each client reads back what it alone wrote.
 func TestConcurrentCommandsShareRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	stats := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-	defer stats.Close()
-	s, err := redis.Open(ctx, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, stats, _ := startedOwnServer(t)
 	// The script loaded first, so that every commit is one EVALSHA.
 	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
@@ -115,21 +99,7 @@ func TestConcurrentCommandsShareRoundTrips(t *testing.T) {
 // then sent as EVAL, and each applies once.
 func TestCommitAfterScriptFlush(t *testing.T) {
 	ctx := context.Background()
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-	defer admin.Close()
-	s, err := redis.Open(ctx, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, admin, _ := startedOwnServer(t)
 	const email = "counter@example.com"
 	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
 		t.Fatal(err)

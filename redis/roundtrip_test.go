@@ -118,27 +118,37 @@ func (m *monitor) count() int {
 	}
 }
 
+// startedOwnServer starts a redis-server for one test alone, so that
+// nothing else counts in its statistics, and a started store on it; it
+// returns the store, a client of the server's own for INFO or MONITOR,
+// and the server, all closed when the test ends.
+func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.Server) {
+	t.Helper()
+	srv, err := redistest.StartServer(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
+	t.Cleanup(func() { admin.Close() })
+	s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, admin, srv
+}
+
 // A single-profile write costs two round trips to Redis (the read and the
 // commit script), a read one: Redis's MONITOR counts what the store sends,
 // and INFO commandstats confirms one commit script and one MGET each. The
 // store has a redis-server of its own, so that nothing else counts.
 func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	stats := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-	defer stats.Close()
-	s, err := redis.Open(ctx, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, stats, srv := startedOwnServer(t)
 	// Once first, so that the commit script is loaded (EVALSHA's NOSCRIPT
 	// and the EVAL after it happen once per server).
 	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
@@ -336,21 +346,7 @@ func TestCheckedWriteRespectsHeldLock(t *testing.T) {
 // counts them on a redis-server of the store's own.
 func TestBatchLookupMGETsPerPartition(t *testing.T) {
 	ctx := context.Background()
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	stats := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-	defer stats.Close()
-	s, err := redis.Open(ctx, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, stats, _ := startedOwnServer(t)
 	crowd, _ := storetest.Colliding(6, partmap.DefaultPartitions, "mget")
 	var profiles []partmap.Profile
 	for _, e := range crowd[:4] {
