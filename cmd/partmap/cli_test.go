@@ -106,10 +106,11 @@ func TestServerEnvDefault(t *testing.T) {
 	}
 }
 
-func TestFieldCommands(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
-	must := func(stdin string, args ...string) (string, string) {
+// mustRun returns a runner of partmap commands against the server flag
+// srv, which fails the test on a non-zero exit and returns stdout and
+// stderr.
+func mustRun(t *testing.T, srv string) func(stdin string, args ...string) (string, string) {
+	return func(stdin string, args ...string) (string, string) {
 		t.Helper()
 		code, out, errOut := run(t, stdin, append(args, srv)...)
 		if code != 0 {
@@ -117,6 +118,12 @@ func TestFieldCommands(t *testing.T) {
 		}
 		return out, errOut
 	}
+}
+
+func TestFieldCommands(t *testing.T) {
+	url, _ := serveInProcess(t)
+	srv := "--server=" + url
+	must := mustRun(t, srv)
 	must("", "start")
 	must("", "put", "ada@example.com", "--name", "Ada", "--field", "visits=0")
 	must("", "put", "bob@example.com", "--name", "Bob\tthe\nbuilder")

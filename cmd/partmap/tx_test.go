@@ -10,14 +10,7 @@ import (
 func TestRenameAndTxCommands(t *testing.T) {
 	url, _ := serveInProcess(t)
 	srv := "--server=" + url
-	must := func(stdin string, args ...string) (string, string) {
-		t.Helper()
-		code, out, errOut := run(t, stdin, append(args, srv)...)
-		if code != 0 {
-			t.Fatalf("partmap %q: exit %d: %s", args, code, errOut)
-		}
-		return out, errOut
-	}
+	must := mustRun(t, srv)
 	must("", "start")
 	must("", "put", "ada@example.com", "--name", "Ada")
 	out, errOut := must("", "rename", "Ada@Example.com", "ADA.L@example.com")
