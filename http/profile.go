@@ -102,7 +102,7 @@ func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request, q url.
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		w.Header().Set("Location", BasePath+"/customer-profile?emailAddress="+url.QueryEscape(rec.Profile.Email()))
+		w.Header().Set("Location", profileLocation(rec.Profile.Email()))
 	}
 	return writeJSON(w, status, rec.Profile)
 }
