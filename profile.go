@@ -239,8 +239,9 @@ func badETag(s string) error {
 
 // Record is a stored profile and its version.
 type Record struct {
-	Profile Profile
-	Version Version
+	Profile   Profile
+	Version   Version
+	Deadlines Deadlines // when the profile and its fields expire; see Live
 }
 
 // Condition makes a write conditional, like HTTP's If-Match and

@@ -69,6 +69,20 @@ type Store interface {
 	// emailAddress is EKEYFIELD.
 	IncrementField(ctx context.Context, email, field string, by int64, cond Condition) (Increment, error)
 
+	// Deadlines reads when email's profile and the named fields expire, as
+	// TTL, HTTL and their siblings do (expiry.go). A missing profile is
+	// ENOTFOUND; fields may be empty, and must not repeat (EINVALID).
+	// Setting and removing deadlines, and the rest of Redis's hash
+	// commands, are operations (Apply, Transact).
+	Deadlines(ctx context.Context, email string, fields []string) (TTLs, error)
+
+	// Apply runs one operation of any kind on its profile, with the
+	// semantics Transact gives it, locking only that profile's partition
+	// (a rename's two). It is the Go call of the operations that have no
+	// method of their own: expire, persist, incrementFloat, setIfAbsent,
+	// getDelete, getExpire and setFields. Its errors name no operation.
+	Apply(ctx context.Context, op Operation) (OperationResult, error)
+
 	// DeleteProfile removes email's profile. A missing one is ENOTFOUND. A
 	// partition whose last profile is deleted stops existing.
 	DeleteProfile(ctx context.Context, email string, cond Condition) error

@@ -13,6 +13,17 @@ const (
 	OpIncrement OpKind = "increment" // add to an integer field, as IncrementField
 	OpDelete    OpKind = "delete"    // remove a profile, as DeleteProfile
 	OpRename    OpKind = "rename"    // move a profile to another email, as RenameProfile
+
+	// Expiry and the rest of Redis's hash commands (expiry.go). Each is
+	// also its own HTTP route; the Go API runs them as one-operation
+	// transactions (Do).
+	OpExpire         OpKind = "expire"         // set deadlines: HPEXPIREAT on Fields, or EXPIRE on the profile
+	OpPersist        OpKind = "persist"        // remove deadlines: HPERSIST on Fields, or PERSIST on the profile
+	OpIncrementFloat OpKind = "incrementFloat" // add a decimal to a field, as HINCRBYFLOAT
+	OpSetIfAbsent    OpKind = "setIfAbsent"    // set a field the profile lacks, as HSETNX
+	OpGetDelete      OpKind = "getDelete"      // read fields and delete them, as HGETDEL
+	OpGetExpire      OpKind = "getExpire"      // read fields and set or remove their deadlines, as HGETEX
+	OpSetFields      OpKind = "setFields"      // set fields with deadlines and conditions, as HSETEX
 )
 
 // Operation is one step of a transaction. Which fields count depends on
@@ -24,9 +35,26 @@ type Operation struct {
 	Email   string
 	Profile Profile // put: the whole new profile
 	Patch   Patch   // patch
-	Field   string  // increment: the field
+	Field   string  // increment, incrementFloat, setIfAbsent: the field
 	By      int64   // increment: the amount
 	To      string  // rename: the new email
+
+	// Fields are the fields an expire, persist, getDelete or getExpire
+	// acts on, without repeats; an expire or persist without fields acts
+	// on the profile's own deadline.
+	Fields []string
+	// Value is setIfAbsent's value; ByFloat incrementFloat's amount, a
+	// decimal as Redis parses it.
+	Value, ByFloat string
+	// When is an expire's deadline, and ExpireCond its NX, XX, GT or LT.
+	When       When
+	ExpireCond ExpireCondition
+	// Set is setFields' values (a Patch without deletions), FieldSet its
+	// FNX or FXX, and Expiry what setFields and getExpire do to the
+	// touched fields' deadlines.
+	Set      Patch
+	FieldSet FieldSetCondition
+	Expiry   FieldExpiry
 	// Cond must hold for the profile, as this transaction's earlier
 	// operations left it, or nothing of the transaction is written.
 	Cond Condition
@@ -44,4 +72,15 @@ type OperationResult struct {
 	// FieldsAdded and FieldsDeleted count a patch's changes.
 	FieldsAdded, FieldsDeleted int
 	Value                      int64 // increment: the field's new value
+
+	// Codes are an expire's or persist's replies, one per field (or one
+	// for the profile), Redis's: see ExpiryNoField and its siblings.
+	Codes []int
+	// Values are what getDelete and getExpire read, one per field, nil
+	// for a missing one.
+	Values []*string
+	// FloatValue is incrementFloat's new value, as stored.
+	FloatValue string
+	// Set says that setIfAbsent or setFields wrote their fields.
+	Set bool
 }

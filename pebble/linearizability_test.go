@@ -38,7 +38,7 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 	defer s.Close()
 	var urls []string
 	for range 2 {
-		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db}}, directory.Options{})
+		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db}}, directory.Options{SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,6 +89,11 @@ type Options struct {
 	// partmap.DefaultIndexes and an empty slice none. An existing directory
 	// keeps its own, and refuses a non-nil Indexes that differs.
 	Indexes []string
+	// Clock is the time deadlines are measured against; nil means
+	// time.Now. SweepInterval is how often expired data is reclaimed: 0
+	// means directory.DefaultSweepInterval, a negative one never (tests).
+	Clock         func() time.Time
+	SweepInterval time.Duration
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -126,7 +131,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
-	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes}
+	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
+		Clock: o.Clock, SweepInterval: o.SweepInterval}
 	fresh, err := checkDataDirectory(o.FS, path)
 	if err != nil {
 		return nil, err

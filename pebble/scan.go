@@ -137,3 +137,42 @@ func (b *backend) hasEntries(pre []byte, p partmap.Partition, where []engine.Ind
 	}
 	return true, nil
 }
+
+// Due walks the partitions with one iterator, seeking in each to its
+// first expiry entry: entries sort by deadline there, so a partition with
+// nothing due costs one seek.
+func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]engine.Due, error) {
+	pre := genPrefix(gen)
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: kind(pre, prefixIndex, 0), UpperBound: kind(pre, prefixIndex+1, 0)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	bound := engine.ExpiryBound(before)
+	var out []engine.Due
+	for p := first; p < end && len(out) < limit; p++ {
+		prefix := indexPrefix(pre, p, engine.ExpiryField, "")
+		prefix = prefix[:len(prefix)-1]           // without the empty value's length
+		prefix = binary.AppendUvarint(prefix, 17) // every expiry value's length
+		upper := append(bytes.Clone(prefix), bound...)
+		for ok := it.SeekGE(prefix); ok && len(out) < limit; ok = it.Next() {
+			k := it.Key()
+			if bytes.Compare(k, upper) >= 0 {
+				break
+			}
+			rest := k[len(prefix):]
+			if len(rest) < 17 {
+				return nil, fmt.Errorf("pebble: malformed expiry entry %q", k)
+			}
+			at, profile, ok := engine.ParseExpiryValue(string(rest[:17]))
+			if !ok {
+				return nil, fmt.Errorf("pebble: malformed expiry entry %q", k)
+			}
+			out = append(out, engine.Due{Partition: p, Email: string(rest[17:]), Deadline: at, Profile: profile})
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

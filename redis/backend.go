@@ -611,7 +611,7 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 	for try := 0; ; try++ {
 		pipe := b.client.Pipeline()
 		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
-		cmds := make([]*goredis.StringSliceCmd, partmap.MaxIndexes)
+		cmds := make([]*goredis.StringSliceCmd, engine.IndexFields)
 		for field := range cmds {
 			cmds[field] = pipe.ZRange(ctx, b.indexKey(part, field), 0, -1)
 		}
@@ -674,7 +674,7 @@ func (b *backend) Drop(ctx context.Context, l engine.Layout) error {
 		// Not the lock key: a whole-map lock may hold it (a resize starting
 		// its copy over), and an old lock expires by itself.
 		keys := []string{b.emailsKey(part), b.countKey(part)}
-		for f := range partmap.MaxIndexes {
+		for f := range engine.IndexFields {
 			keys = append(keys, b.indexKey(part, f))
 		}
 		for _, e := range emails {

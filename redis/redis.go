@@ -61,6 +61,13 @@ type Options struct {
 	// partmap.DefaultIndexes and an empty slice none. An existing directory
 	// keeps its own, and refuses a non-nil Indexes that differs.
 	Indexes []string
+	// Clock is the time deadlines are measured against; nil means
+	// time.Now. SweepInterval is how often expired data is reclaimed: 0
+	// means directory.DefaultSweepInterval, a negative one never (tests).
+	// Every server sharing the Redis sweeps; their sweeps are writes like
+	// any other, so they never conflict in effect.
+	Clock         func() time.Time
+	SweepInterval time.Duration
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -103,7 +110,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		SplitCommits: true, CheckedWrites: true})
+		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval})
 	if err != nil {
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)

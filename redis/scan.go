@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -288,3 +290,34 @@ func (f frozen) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error)
 }
 
 func (f frozen) Close() error { return f.Release() }
+
+// Due reads each partition's expiry entries that are due, a range of its
+// expiry sorted set by value, in pipelines of a thousand partitions.
+func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]engine.Due, error) {
+	lo := "[" + string(binary.BigEndian.AppendUint32(nil, 17))
+	hi := "(" + lo[1:] + engine.ExpiryBound(before)
+	var out []engine.Due
+	for chunk := first; chunk < end && len(out) < limit; chunk += 1000 {
+		last := min(chunk+1000, end)
+		pipe := b.client.Pipeline()
+		cmds := make([]*goredis.StringSliceCmd, 0, last-chunk)
+		for p := chunk; p < last; p++ {
+			key := b.indexKey(engine.Part{Generation: gen, Partition: p}, engine.ExpiryField)
+			cmds = append(cmds, pipe.ZRangeByLex(ctx, key, &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(min(limit, 1<<30))}))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, unavailable(err)
+		}
+		for i, c := range cmds {
+			for _, m := range c.Val() {
+				e, ok := parseIndexMember(m)
+				at, profile, ok2 := engine.ParseExpiryValue(e.Value)
+				if !ok || !ok2 {
+					return nil, fmt.Errorf("redis: malformed expiry entry %q", m)
+				}
+				out = append(out, engine.Due{Partition: chunk + partmap.Partition(i), Email: e.Email, Deadline: at, Profile: profile})
+			}
+		}
+	}
+	return out[:min(len(out), limit)], nil
+}

@@ -8,6 +8,7 @@ package bucket
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -38,7 +39,7 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := directory.Open(context.Background(), &backend{db: db}, directory.Options{LockWait: lockWait, Indexes: []string{}})
+	dir, err := directory.Open(context.Background(), &backend{db: db}, directory.Options{LockWait: lockWait, Indexes: []string{}, SweepInterval: -1})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -263,6 +264,31 @@ func (b *backend) Counts(_ context.Context, gen int, first, end partmap.Partitio
 // IndexEntries finds none: the baseline keeps no secondary index.
 func (b *backend) IndexEntries(context.Context, engine.Part) ([]engine.IndexEntry, error) {
 	return nil, nil
+}
+
+// Due reads every bucket in range, as the original design would: it keeps
+// no expiry entries either. Its directory runs no sweeper (Open), so this
+// serves only the counts of expired profiles not yet deleted.
+func (b *backend) Due(_ context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]engine.Due, error) {
+	var out []engine.Due
+	for p := first; p < end && len(out) < limit; p++ {
+		bk, err := load(b.db, engine.Part{Generation: gen, Partition: p})
+		if err != nil {
+			return nil, err
+		}
+		var found []engine.Due
+		for email, rec := range bk {
+			for _, e := range engine.Entries(nil, email, &rec) {
+				at, profile, _ := engine.ParseExpiryValue(e.Value)
+				if at < before {
+					found = append(found, engine.Due{Partition: p, Email: email, Deadline: at, Profile: profile})
+				}
+			}
+		}
+		slices.SortFunc(found, func(a, b engine.Due) int { return cmp.Compare(a.Deadline, b.Deadline) })
+		out = append(out, found...)
+	}
+	return out[:min(len(out), limit)], nil
 }
 
 // Mark does nothing: one process owns the database.

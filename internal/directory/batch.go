@@ -84,9 +84,11 @@ func (d *Directory) readBatch(ctx context.Context, sv *serving, emails []string)
 		if err != nil {
 			return err
 		}
+		now := d.now()
 		for k, e := range g.emails {
+			rec := live(recs[k], now)
 			for _, i := range g.at[e] {
-				out[i] = recs[k] // each group writes only its own positions
+				out[i] = rec // each group writes only its own positions
 			}
 		}
 		return nil

@@ -9,6 +9,7 @@
 package directory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,6 +56,13 @@ type Options struct {
 	// (engine.Options.CheckedWrites): a single-partition write then takes
 	// no lock in the store.
 	CheckedWrites bool
+	// Clock is the time deadlines are measured against; nil means
+	// time.Now. Tests move it.
+	Clock func() time.Time
+	// SweepInterval is how often the sweeper reclaims what has expired;
+	// 0 means DefaultSweepInterval, and a negative one runs no sweeper
+	// (a test calls Sweep itself).
+	SweepInterval time.Duration
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
@@ -75,6 +83,8 @@ type Directory struct {
 	bulkSize int    // partitions per bulk invocation
 	cursors  []byte // the metadata's cursor key, which never changes
 	metrics  *storeMetrics
+	clock    func() time.Time
+	sweeper  *sweeper
 	resizer  resizer
 	wholeMap wholeMap // held by an operator, for bulk maintenance
 
@@ -141,6 +151,11 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		bulkSize: bulkPartitions,
 		cursors:  meta.CursorKey,
 		metrics:  newStoreMetrics(),
+		clock:    opts.Clock,
+		sweeper:  newSweeperMetrics(),
+	}
+	if d.clock == nil {
+		d.clock = time.Now
 	}
 	if d.split {
 		d.bulkSize = 1
@@ -155,6 +170,9 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	}
 	if err := d.restoreWholeMap(ctx); err != nil {
 		return nil, fmt.Errorf("holding the whole-map lock the metadata records: %w", err)
+	}
+	if opts.SweepInterval >= 0 {
+		d.startSweeper(cmp.Or(opts.SweepInterval, DefaultSweepInterval))
 	}
 	return d, nil
 }
@@ -222,6 +240,7 @@ func (d *Directory) FindProfile(ctx context.Context, email string) (partmap.Reco
 	err = d.read(func(sv *serving) error {
 		var err error
 		rec, err = d.engine.Read(ctx, sv.part(email), email)
+		rec = live(rec, d.now())
 		if err == nil && rec == nil {
 			err = notFound(email)
 		}
@@ -268,7 +287,7 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 	}
 	var rec partmap.Record
 	var created bool
-	err = d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record) error {
+	err = d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record, _ int64) error {
 		var prev partmap.Version
 		if cur != nil {
 			prev = cur.Version
@@ -292,7 +311,7 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 // engine.Invoke). Only the last run's writes commit, so whatever fn
 // reports to its caller must be set by each run, never accumulated.
 func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Condition,
-	fn func(st staged, cur *partmap.Record) error) error {
+	fn func(st staged, cur *partmap.Record, now int64) error) error {
 	for {
 		sv := d.acquire()
 		st := sv.staged(email)
@@ -302,19 +321,16 @@ func (d *Directory) guarded(ctx context.Context, email string, cond partmap.Cond
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}
-			rec, exists, err := tx.Get(st.p, email)
+			st.tx = tx
+			now := d.now()
+			cur, err := st.get(now)
 			if err != nil {
 				return err
-			}
-			var cur *partmap.Record
-			if exists {
-				cur = &rec
 			}
 			if err := cond.Check(cur); err != nil {
 				return err
 			}
-			st.tx = tx
-			return fn(st, cur)
+			return fn(st, cur, now)
 		})
 		sv.release()
 		if err != engine.ErrStale {

@@ -47,48 +47,12 @@ func checkFieldList(fields []string) error {
 	return nil
 }
 
-// update runs fn on the current record of email under its partition lock.
-// fn returns the new profile, or nil to leave the record as it is; the
-// record is then written with a new version. Like guarded's, fn may run
-// more than once, and must answer from its last run alone.
-func (d *Directory) update(ctx context.Context, email string, cond partmap.Condition,
-	fn func(email string, cur partmap.Profile) (partmap.Profile, error)) (partmap.Record, error) {
-	email, err := d.locate(ctx, email)
-	if err != nil {
-		return partmap.Record{}, err
-	}
-	var rec partmap.Record
-	err = d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record) error {
-		if cur == nil {
-			return notFound(email)
-		}
-		next, err := fn(email, cur.Profile)
-		if err != nil || next == nil {
-			rec = *cur
-			return err
-		}
-		if err := d.limits.CheckProfile(next); err != nil {
-			return err
-		}
-		rec = partmap.Record{Profile: next, Version: nextVersion(cur.Version)}
-		return st.Put(rec)
-	})
-	return rec, err
-}
-
 func (d *Directory) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
-	if err := d.checkPatch(patch); err != nil {
+	res, err := d.Apply(ctx, partmap.Operation{Op: partmap.OpPatch, Email: email, Patch: patch, Cond: cond})
+	if err != nil {
 		return partmap.PatchResult{}, err
 	}
-	var res partmap.PatchResult
-	rec, err := d.update(ctx, email, cond, func(email string, cur partmap.Profile) (partmap.Profile, error) {
-		// The counts are this run's: a write may run again (see guarded).
-		next, added, deleted, err := patched(email, cur, patch)
-		res = partmap.PatchResult{FieldsAdded: added, FieldsDeleted: deleted}
-		return next, err
-	})
-	res.Record = rec
-	return res, err
+	return partmap.PatchResult{Record: *res.Record, FieldsAdded: res.FieldsAdded, FieldsDeleted: res.FieldsDeleted}, nil
 }
 
 // checkPatch checks a patch's names and values against the limits.
@@ -157,18 +121,11 @@ func checkKeyField(email string, patch partmap.Patch) error {
 }
 
 func (d *Directory) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
-	if err := d.checkCounter(field); err != nil {
-		return partmap.Increment{}, err
-	}
-	var value int64
-	rec, err := d.update(ctx, email, cond, func(_ string, cur partmap.Profile) (next partmap.Profile, err error) {
-		next, value, err = incremented(cur, field, by)
-		return next, err
-	})
+	res, err := d.Apply(ctx, partmap.Operation{Op: partmap.OpIncrement, Email: email, Field: field, By: by, Cond: cond})
 	if err != nil {
 		return partmap.Increment{}, err
 	}
-	return partmap.Increment{Email: rec.Profile.Email(), Field: field, Value: value, Version: rec.Version}, nil
+	return partmap.Increment{Email: res.Email, Field: field, Value: res.Value, Version: res.Record.Version}, nil
 }
 
 // checkCounter checks that field can be incremented.
@@ -197,7 +154,7 @@ func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partma
 	if err != nil {
 		return err
 	}
-	return d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record) error {
+	return d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record, _ int64) error {
 		if cur == nil {
 			return notFound(email)
 		}

@@ -21,17 +21,6 @@ func matches(fields []string, p partmap.Profile, where []engine.IndexMatch) bool
 	return true
 }
 
-// entriesOf are the index entries a stored profile should have.
-func entriesOf(fields []string, email string, p partmap.Profile) []engine.IndexEntry {
-	var out []engine.IndexEntry
-	for i, f := range fields {
-		if v, ok := p[f]; ok {
-			out = append(out, engine.IndexEntry{Field: i, Value: v, Email: email})
-		}
-	}
-	return out
-}
-
 // indexMatches turns search conditions into positions in the index list,
 // refusing fields that are not indexed and fields named twice.
 func (d *Directory) indexMatches(where []partmap.Match) ([]engine.IndexMatch, error) {
@@ -131,7 +120,7 @@ func (d *Directory) checkPartition(ctx context.Context, sv *serving, p partmap.P
 		want := map[engine.IndexEntry]bool{}
 		for _, it := range items {
 			check.Profiles++
-			for _, e := range entriesOf(d.indexes, it.Email, it.Record.Profile) {
+			for _, e := range engine.Entries(d.indexes, it.Email, &it.Record) {
 				want[e] = true
 			}
 		}
@@ -163,8 +152,11 @@ func (d *Directory) checkPartition(ctx context.Context, sv *serving, p partmap.P
 
 func (d *Directory) drift(e engine.IndexEntry, missing bool) partmap.IndexDrift {
 	field := fmt.Sprintf("#%d", e.Field) // an entry for a field the directory does not index
-	if e.Field >= 0 && e.Field < len(d.indexes) {
+	switch {
+	case e.Field >= 0 && e.Field < len(d.indexes):
 		field = d.indexes[e.Field]
+	case e.Field == engine.ExpiryField:
+		field = "(expiry)"
 	}
 	return partmap.IndexDrift{Email: e.Email, Field: field, Value: e.Value, Missing: missing}
 }

@@ -74,19 +74,18 @@ func (d *Directory) ListProfiles(ctx context.Context, opts partmap.ListOptions) 
 // conditions again, since a profile may change between its index entries
 // and its record being read, and the page is refilled after those left out.
 func (d *Directory) find(ctx context.Context, q engine.Query) ([]engine.Item, error) {
-	if len(q.Where) == 0 {
-		return d.backend.Scan(ctx, q)
-	}
 	var out []engine.Item
 	want := q.Limit
+	now := d.now()
 	for {
 		items, err := d.backend.Scan(ctx, q)
 		if err != nil {
 			return nil, err
 		}
 		for _, it := range items {
-			if matches(d.indexes, it.Record.Profile, q.Where) {
-				out = append(out, it)
+			rec := live(&it.Record, now) // expired fields and profiles are gone
+			if rec != nil && matches(d.indexes, rec.Profile, q.Where) {
+				out = append(out, engine.Item{Position: it.Position, Record: *rec})
 			}
 		}
 		if len(items) < q.Limit || len(out) == want {
@@ -105,8 +104,23 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 	err := d.read(func(sv *serving) error {
 		var err error
 		n = sv.cur.Partitions
-		counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n))
-		return err
+		now := d.now()
+		if counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
+			return err
+		}
+		// Expired profiles are gone at once, swept or not.
+		due, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		kept := counts[:0]
+		for _, c := range counts {
+			if c.Profiles -= due[c.Partition]; c.Profiles > 0 {
+				kept = append(kept, c)
+			}
+		}
+		counts = kept
+		return nil
 	})
 	if err != nil {
 		return partmap.PartitionStats{}, err
@@ -177,6 +191,7 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 	if err != nil {
 		return err
 	}
+	now := d.now()
 	defer func() {
 		// A snapshot that did not stay frozen fails the export.
 		if cerr := snap.Close(); err == nil {
@@ -193,8 +208,12 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 			return err
 		}
 		for _, it := range items {
-			it.Record.Version = 0
-			if err := fn(it.Record); err != nil {
+			rec := live(&it.Record, now)
+			if rec == nil {
+				continue // expired before the snapshot's instant
+			}
+			rec.Version = 0
+			if err := fn(*rec); err != nil {
 				return err
 			}
 		}

@@ -241,6 +241,7 @@ func (r *resizer) setErr(err error) {
 // removal of an old generation (a later open finishes it). A whole-map lock
 // an operator holds stays held, in the store, until released or over.
 func (d *Directory) Close() {
+	d.stopSweeper()
 	r := &d.resizer
 	r.mu.Lock()
 	r.closed = true

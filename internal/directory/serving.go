@@ -143,14 +143,14 @@ func (st staged) parts() []engine.Part {
 	return []engine.Part{st.p}
 }
 
-// get returns the profile's record as the invocation sees it, nil when
-// there is none.
-func (st staged) get() (*partmap.Record, error) {
+// get returns the profile's record as the invocation sees it at now, nil
+// when there is none or it has expired.
+func (st staged) get(now int64) (*partmap.Record, error) {
 	rec, ok, err := st.tx.Get(st.p, st.email)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return &rec, nil
+	return live(&rec, now), nil
 }
 
 func (st staged) Put(rec partmap.Record) error {

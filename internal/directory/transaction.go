@@ -95,7 +95,7 @@ func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
 		// longer, address; checked again on the record at apply time.
 		return op, d.limits.CheckField(partmap.FieldEmail, op.To)
 	}
-	return op, partmap.Errorf(partmap.EINVALID, "unknown operation %q: it is put, patch, increment, delete or rename", op.Op)
+	return d.planExpiry(op)
 }
 
 // transact runs a planned transaction in one invocation that locks the
@@ -133,8 +133,9 @@ func (d *Directory) transact(ctx context.Context, plan []partmap.Operation) (res
 			}
 			// Answers are this run's alone: the handler may run again.
 			results, failed = make([]partmap.OperationResult, len(plan)), -1
+			now := d.now()
 			for i, op := range plan {
-				if err := d.apply(tx, byEmail, op, &results[i]); err != nil {
+				if err := d.apply(tx, byEmail, op, &results[i], now); err != nil {
 					failed = i
 					return err
 				}
@@ -156,56 +157,30 @@ func (d *Directory) transact(ctx context.Context, plan []partmap.Operation) (res
 
 // apply applies one operation inside a transaction's invocation, with the
 // semantics of its single-profile call.
-func (d *Directory) apply(tx *engine.Tx, byEmail map[string]staged, op partmap.Operation, res *partmap.OperationResult) error {
+func (d *Directory) apply(tx *engine.Tx, byEmail map[string]staged, op partmap.Operation, res *partmap.OperationResult, now int64) error {
 	st := byEmail[op.Email]
 	st.tx = tx
-	cur, err := st.get()
+	cur, err := st.get(now)
 	if err != nil {
 		return err
 	}
 	if err := op.Cond.Check(cur); err != nil {
 		return err
 	}
-	*res = partmap.OperationResult{Op: op.Op, Email: op.Email}
-	if cur == nil && op.Op != partmap.OpPut {
-		return notFound(op.Email)
-	}
-	var next partmap.Profile
-	switch op.Op {
-	case partmap.OpPut:
-		next, res.Created = op.Profile, cur == nil
-	case partmap.OpPatch:
-		next, res.FieldsAdded, res.FieldsDeleted, err = patched(op.Email, cur.Profile, op.Patch)
-		if err == nil && next == nil {
-			res.Record = cur // nothing changes: the version stays
-			return nil
+	if op.Op == partmap.OpRename {
+		*res = partmap.OperationResult{Op: op.Op, Email: op.Email}
+		if cur == nil {
+			return notFound(op.Email)
 		}
-	case partmap.OpIncrement:
-		next, res.Value, err = incremented(cur.Profile, op.Field, op.By)
-	case partmap.OpDelete:
-		return st.Delete()
-	case partmap.OpRename:
-		return d.rename(tx, st, byEmail[op.To], cur, res)
+		return d.rename(tx, st, byEmail[op.To], cur, res, now)
 	}
-	if err != nil {
-		return err
-	}
-	if err := d.limits.CheckProfile(next); err != nil {
-		return err
-	}
-	var prev partmap.Version
-	if cur != nil {
-		prev = cur.Version
-	}
-	rec := partmap.Record{Profile: next, Version: nextVersion(prev)}
-	res.Record = &rec
-	return st.Put(rec)
+	return d.applyTo(st, cur, op, res, now)
 }
 
 // rename moves cur from src to dst, which must be free.
-func (d *Directory) rename(tx *engine.Tx, src, dst staged, cur *partmap.Record, res *partmap.OperationResult) error {
+func (d *Directory) rename(tx *engine.Tx, src, dst staged, cur *partmap.Record, res *partmap.OperationResult, now int64) error {
 	dst.tx = tx
-	taken, err := dst.get()
+	taken, err := dst.get(now)
 	if err != nil {
 		return err
 	}
@@ -218,7 +193,8 @@ func (d *Directory) rename(tx *engine.Tx, src, dst staged, cur *partmap.Record, 
 	if err := d.limits.CheckProfile(next); err != nil {
 		return err
 	}
-	rec := partmap.Record{Profile: next, Version: nextVersion(cur.Version)}
+	// The deadlines move with the profile, as RENAME keeps a key's.
+	rec := partmap.Record{Profile: next, Version: nextVersion(cur.Version), Deadlines: cur.Deadlines}
 	if err := src.Delete(); err != nil {
 		return err
 	}

@@ -84,6 +84,13 @@ type Backend interface {
 	// field, for checking.
 	IndexEntries(ctx context.Context, part Part) ([]IndexEntry, error)
 
+	// Due returns up to limit expiry entries (ExpiryField) of generation
+	// gen's partitions from first up to (not including) end whose deadline
+	// is before before (Unix ms), in partition order, then deadline order,
+	// each from one view of its partition at least. The sweeper and the
+	// counts of profiles it has not reclaimed yet read them.
+	Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]Due, error)
+
 	// Snapshot freezes layout l for an export: its scans see the
 	// generation as it was at one instant, whatever is written meanwhile.
 	Snapshot(ctx context.Context, l Layout) (Snapshot, error)
@@ -228,6 +235,87 @@ type IndexEntry struct {
 	Field int
 	Value string
 	Email string
+}
+
+// ExpiryField is the field position of expiry entries, which the engine
+// keeps beside those of the indexed fields, in the same partitions and the
+// same commits: a record with a deadline has one for its own (ExpiryValue
+// with profile true) and one for its soonest field's. Their values sort as
+// their deadlines do, so that a backend finds what is due by a range read
+// of one field's entries (Backend.Due), and never reads a record to do so.
+const ExpiryField = partmap.MaxIndexes
+
+// IndexFields is how many fields index entries can have: every possible
+// indexed field, and ExpiryField.
+const IndexFields = ExpiryField + 1
+
+// ExpiryValue is an expiry entry's value: the deadline as 16 decimal
+// digits (so that byte order is time order), then 'p' for the profile's
+// own deadline or 'f' for its soonest field's.
+func ExpiryValue(deadline int64, profile bool) string {
+	b := make([]byte, 17)
+	for i := 15; i >= 0; i-- {
+		b[i] = byte('0' + deadline%10)
+		deadline /= 10
+	}
+	b[16] = 'f'
+	if profile {
+		b[16] = 'p'
+	}
+	return string(b)
+}
+
+// ExpiryBound is the least expiry value of deadline: every entry due
+// before it sorts below it.
+func ExpiryBound(deadline int64) string { return ExpiryValue(deadline, false)[:16] }
+
+// ParseExpiryValue reads what ExpiryValue wrote.
+func ParseExpiryValue(v string) (deadline int64, profile bool, ok bool) {
+	if len(v) != 17 || (v[16] != 'p' && v[16] != 'f') {
+		return 0, false, false
+	}
+	for _, c := range []byte(v[:16]) {
+		if c < '0' || c > '9' {
+			return 0, false, false
+		}
+		deadline = deadline*10 + int64(c-'0')
+	}
+	return deadline, v[16] == 'p', true
+}
+
+// expiryEntries are the expiry entries of rec, the profile of email.
+func expiryEntries(email string, rec *partmap.Record) []IndexEntry {
+	if rec == nil || rec.Deadlines.IsZero() {
+		return nil
+	}
+	var out []IndexEntry
+	if at := rec.Deadlines.Profile; at != 0 {
+		out = append(out, IndexEntry{Field: ExpiryField, Value: ExpiryValue(at, true), Email: email})
+	}
+	if at := rec.Deadlines.Earliest(); at != 0 {
+		out = append(out, IndexEntry{Field: ExpiryField, Value: ExpiryValue(at, false), Email: email})
+	}
+	return out
+}
+
+// Entries are every index entry of rec, the profile of email: those of
+// the indexed fields it holds, and its expiry entries.
+func Entries(indexes []string, email string, rec *partmap.Record) []IndexEntry {
+	var out []IndexEntry
+	for i, f := range indexes {
+		if v, ok := rec.Profile[f]; ok {
+			out = append(out, IndexEntry{Field: i, Value: v, Email: email})
+		}
+	}
+	return append(out, expiryEntries(email, rec)...)
+}
+
+// Due is one expiry entry that Backend.Due found.
+type Due struct {
+	Partition partmap.Partition
+	Email     string
+	Deadline  int64
+	Profile   bool // the profile's own deadline, not a field's
 }
 
 // IndexMatch is one search condition, with its field as a position in the

@@ -302,8 +302,28 @@ func (e *Engine) finish(tx *Tx) []Write {
 }
 
 // indexChanges returns the index entries a write takes out and puts in:
-// only those of indexed fields whose value it changes.
+// only those of indexed fields whose value it changes, and the expiry
+// entries whose deadline it changes.
 func indexChanges(fields []string, email string, prev, next *partmap.Record) (remove, add []IndexEntry) {
+	remove, add = fieldChanges(fields, email, prev, next)
+	if (prev == nil || prev.Deadlines.IsZero()) && (next == nil || next.Deadlines.IsZero()) {
+		return remove, add
+	}
+	before, after := expiryEntries(email, prev), expiryEntries(email, next)
+	for _, e := range before {
+		if !slices.Contains(after, e) {
+			remove = append(remove, e)
+		}
+	}
+	for _, e := range after {
+		if !slices.Contains(before, e) {
+			add = append(add, e)
+		}
+	}
+	return remove, add
+}
+
+func fieldChanges(fields []string, email string, prev, next *partmap.Record) (remove, add []IndexEntry) {
 	for i, f := range fields {
 		var before, after string
 		var had, has bool

@@ -14,7 +14,11 @@ import (
 var ErrCorrupt = errors.New("corrupt record")
 
 // Encode writes the version, then the fields in byte order of their
-// names, each as a length-prefixed name and value.
+// names, each as a length-prefixed name and value. A record with deadlines
+// ends with them: 'D', the profile's (uvarint, 0 for none), their count,
+// and each field's name and deadline in byte order of names. A record
+// without any ends after its fields, as records did before expiry, so
+// that old directories read as they are.
 func Encode(rec partmap.Record) []byte {
 	names := make([]string, 0, len(rec.Profile))
 	size := 8 + binary.MaxVarintLen64
@@ -29,6 +33,27 @@ func Encode(rec partmap.Record) []byte {
 	for _, name := range names {
 		b = appendString(b, name)
 		b = appendString(b, rec.Profile[name])
+	}
+	if !rec.Deadlines.IsZero() {
+		b = appendDeadlines(b, rec.Deadlines)
+	}
+	return b
+}
+
+const deadlinesTag = 'D'
+
+func appendDeadlines(b []byte, d partmap.Deadlines) []byte {
+	b = append(b, deadlinesTag)
+	b = binary.AppendUvarint(b, uint64(d.Profile))
+	b = binary.AppendUvarint(b, uint64(len(d.Fields)))
+	names := make([]string, 0, len(d.Fields))
+	for name := range d.Fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		b = appendString(b, name)
+		b = binary.AppendUvarint(b, uint64(d.Fields[name]))
 	}
 	return b
 }
@@ -63,31 +88,78 @@ func Decode(b []byte) (partmap.Record, error) {
 		rec.Profile[name] = value
 	}
 	if len(text) != 0 {
-		return partmap.Record{}, ErrCorrupt
+		var err error
+		if rec.Deadlines, err = decodeDeadlines(text); err != nil {
+			return partmap.Record{}, err
+		}
 	}
 	return rec, nil
 }
 
+func decodeDeadlines(text string) (partmap.Deadlines, error) {
+	var d partmap.Deadlines
+	if text[0] != deadlinesTag {
+		return d, ErrCorrupt
+	}
+	text = text[1:]
+	var n uint64
+	var ok bool
+	if d.Profile, text, ok = readDeadline(text); !ok {
+		return d, ErrCorrupt
+	}
+	if n, text, ok = readUvarint(text); !ok || n > uint64(len(text)) {
+		return d, ErrCorrupt
+	}
+	if n > 0 {
+		d.Fields = make(map[string]int64, n)
+	}
+	for range n {
+		var name string
+		var at int64
+		if name, text, ok = readString(text); !ok {
+			return d, ErrCorrupt
+		}
+		if at, text, ok = readDeadline(text); !ok || at == 0 {
+			return d, ErrCorrupt
+		}
+		d.Fields[name] = at
+	}
+	if len(text) != 0 {
+		return d, ErrCorrupt
+	}
+	return d, nil
+}
+
+func readDeadline(s string) (int64, string, bool) {
+	n, rest, ok := readUvarint(s)
+	return int64(n), rest, ok && n <= partmap.MaxDeadline
+}
+
 // readString reads a length-prefixed string from the front of s.
 func readString(s string) (string, string, bool) {
+	n, rest, ok := readUvarint(s)
+	if !ok || n > uint64(len(rest)) {
+		return "", "", false
+	}
+	return rest[:n], rest[n:], true
+}
+
+// readUvarint reads a uvarint from the front of s, without converting s
+// to bytes.
+func readUvarint(s string) (uint64, string, bool) {
 	var n uint64
-	var w int
-	for shift := 0; ; shift += 7 {
+	for shift, w := 0, 0; ; shift += 7 {
 		if w >= len(s) {
-			return "", "", false
+			return 0, "", false
 		}
 		c := s[w]
 		w++
 		if shift == 63 && c > 1 { // past 64 bits, as binary.Uvarint refuses
-			return "", "", false
+			return 0, "", false
 		}
 		n |= uint64(c&0x7f) << shift
 		if c < 0x80 {
-			break
+			return n, s[w:], true
 		}
 	}
-	if n > uint64(len(s)-w) {
-		return "", "", false
-	}
-	return s[w : w+int(n)], s[w+int(n):], true
 }

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -13,10 +14,16 @@ func TestCodec(t *testing.T) {
 	for _, rec := range []partmap.Record{
 		{Profile: partmap.Profile{}, Version: 1},
 		{Profile: partmap.Profile{"emailAddress": "a@b", "": "", "name.first": "A中🙂", "z": "\x00\n"}, Version: 1<<64 - 1},
+		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1"}, Version: 7, Deadlines: partmap.Deadlines{Profile: partmap.MaxDeadline}},
+		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1", "y": ""}, Version: 7,
+			Deadlines: partmap.Deadlines{Fields: map[string]int64{"x": 1, "y": 1764547200000}}},
 	} {
 		got, err := Decode(Encode(rec))
 		if err != nil || got.Version != rec.Version || len(got.Profile) != len(rec.Profile) {
 			t.Fatalf("round trip of %v: %v, %v", rec, got, err)
+		}
+		if !reflect.DeepEqual(got.Deadlines, rec.Deadlines) {
+			t.Fatalf("deadlines: got %+v, want %+v", got.Deadlines, rec.Deadlines)
 		}
 		for k, v := range rec.Profile {
 			if got.Profile[k] != v {
@@ -24,7 +31,11 @@ func TestCodec(t *testing.T) {
 			}
 		}
 		b := Encode(rec)
+		fieldsEnd := len(Encode(partmap.Record{Profile: rec.Profile, Version: rec.Version}))
 		for cut := range len(b) {
+			if cut == fieldsEnd {
+				continue // a record without deadlines ends there
+			}
 			if _, err := Decode(b[:cut]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("truncated at %d of %d: got %v, want ErrCorrupt", cut, len(b), err)
 			}

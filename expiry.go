@@ -1,0 +1,258 @@
+package partmap
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Deadlines say when a profile and its fields expire, in Unix milliseconds,
+// the unit Redis keeps them in. From its deadline on, an expired field or
+// profile is gone: no read shows it, and the sweeper reclaims it.
+type Deadlines struct {
+	Profile int64            // 0: the profile itself never expires
+	Fields  map[string]int64 // a field not named never expires
+}
+
+// IsZero reports that nothing expires.
+func (d Deadlines) IsZero() bool { return d.Profile == 0 && len(d.Fields) == 0 }
+
+// Clone returns a copy that shares nothing with d.
+func (d Deadlines) Clone() Deadlines {
+	c := Deadlines{Profile: d.Profile}
+	if len(d.Fields) > 0 {
+		c.Fields = make(map[string]int64, len(d.Fields))
+		for k, v := range d.Fields {
+			c.Fields[k] = v
+		}
+	}
+	return c
+}
+
+// Earliest returns the soonest deadline of the profile's fields, 0 when
+// none expires.
+func (d Deadlines) Earliest() int64 {
+	var min int64
+	for _, at := range d.Fields {
+		if min == 0 || at < min {
+			min = at
+		}
+	}
+	return min
+}
+
+// MaxDeadline is the latest deadline partmap keeps, Redis's bound on a
+// field's expiry time: 2^48-1 ms after the epoch, in the year 10889.
+const MaxDeadline = 1<<48 - 1
+
+// Live returns the record as it is at now (Unix ms): without the fields
+// whose deadline has passed, and with ok false when the profile's own
+// deadline has passed. A deadline passes at its instant: a field due at now
+// is gone at now.
+//
+// A record that lost fields gets a new version, derived from its own and
+// from each deadline that passed, in order. The sweeper writes exactly that
+// version when it reclaims the fields, so an ETag is the same whether a
+// reader meets the expired fields still stored or already swept, and
+// changes when what a reader sees changes.
+func (r Record) Live(now int64) (Record, bool) {
+	d := r.Deadlines
+	if d.Profile != 0 && d.Profile <= now {
+		return Record{}, false
+	}
+	if len(d.Fields) == 0 {
+		return r, true
+	}
+	var passed []int64
+	for _, at := range d.Fields {
+		if at <= now {
+			passed = append(passed, at)
+		}
+	}
+	if len(passed) == 0 {
+		return r, true
+	}
+	slices.Sort(passed)
+	passed = slices.Compact(passed)
+	live := Record{Profile: r.Profile.Clone(), Version: r.Version, Deadlines: d.Clone()}
+	for name, at := range d.Fields {
+		if at <= now {
+			delete(live.Profile, name)
+			delete(live.Deadlines.Fields, name)
+		}
+	}
+	if len(live.Deadlines.Fields) == 0 {
+		live.Deadlines.Fields = nil
+	}
+	for _, at := range passed {
+		live.Version = expiredVersion(live.Version, at)
+	}
+	return live, true
+}
+
+// expiredVersion is the version a record at v has once the fields due at
+// deadline are gone: a mix of the two (splitmix64's finaliser), never 0.
+func expiredVersion(v Version, deadline int64) Version {
+	x := uint64(v) ^ uint64(deadline)*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	if x == 0 {
+		x = 1
+	}
+	return Version(x)
+}
+
+// ExpireCondition makes setting a deadline conditional, as the NX, XX, GT
+// and LT options of Redis's HEXPIRE and EXPIRE do. A field or profile
+// without a deadline counts as one infinitely far off: GT never sets one
+// on it, LT always does.
+type ExpireCondition string
+
+const (
+	ExpireAlways   ExpireCondition = ""
+	ExpireIfNone   ExpireCondition = "NX" // only where there is no deadline
+	ExpireIfSet    ExpireCondition = "XX" // only where there is one
+	ExpireIfLater  ExpireCondition = "GT" // only when the new one is later
+	ExpireIfSooner ExpireCondition = "LT" // only when the new one is sooner
+)
+
+// ParseExpireCondition reads NX, XX, GT or LT, in any case, or "".
+func ParseExpireCondition(s string) (ExpireCondition, error) {
+	switch c := ExpireCondition(upperASCII(s)); c {
+	case ExpireAlways, ExpireIfNone, ExpireIfSet, ExpireIfLater, ExpireIfSooner:
+		return c, nil
+	}
+	return "", &Error{Code: EINVALID, Field: "condition", Message: fmt.Sprintf("condition %q is not NX, XX, GT or LT", s)}
+}
+
+// Allows reports whether the condition lets a deadline at next replace
+// current (0: none).
+func (c ExpireCondition) Allows(current, next int64) bool {
+	switch c {
+	case ExpireIfNone:
+		return current == 0
+	case ExpireIfSet:
+		return current != 0
+	case ExpireIfLater:
+		return current != 0 && next > current
+	case ExpireIfSooner:
+		return current == 0 || next < current
+	}
+	return true
+}
+
+func upperASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// When is a deadline as a caller gives it: an absolute time, or a time to
+// live counted from the store's clock, so that a client's clock does not
+// matter. Both are in milliseconds; a caller that counts in seconds
+// multiplies (Seconds, At).
+type When struct {
+	Millis   int64 // Unix milliseconds, or with Relative, milliseconds from now
+	Relative bool
+}
+
+// In is a deadline d from the store's now.
+func In(d time.Duration) When { return When{Millis: d.Milliseconds(), Relative: true} }
+
+// At is a deadline at t.
+func At(t time.Time) When { return When{Millis: t.UnixMilli()} }
+
+// WhenFromParam reads a time as HEXPIRE and its siblings take it: n
+// seconds or milliseconds, relative or absolute, never negative, and
+// within MaxDeadline once resolved. param names the parameter in errors.
+func WhenFromParam(param string, n int64, seconds, relative bool) (When, error) {
+	if n < 0 {
+		return When{}, &Error{Code: EINVALID, Field: param, Message: fmt.Sprintf("%s is %d; a time must not be negative", param, n)}
+	}
+	if seconds {
+		if n > MaxDeadline/1000 {
+			return When{}, tooLate(param, n)
+		}
+		n *= 1000
+	}
+	if n > MaxDeadline {
+		return When{}, tooLate(param, n)
+	}
+	return When{Millis: n, Relative: relative}, nil
+}
+
+func tooLate(param string, n int64) error {
+	return &Error{Code: EINVALID, Field: param, Message: fmt.Sprintf("%s %d is past the latest deadline partmap keeps (%d ms after the epoch)", param, n, int64(MaxDeadline))}
+}
+
+// Resolve turns w into Unix milliseconds at now, refusing a deadline past
+// MaxDeadline.
+func (w When) Resolve(now int64) (int64, error) {
+	at := w.Millis
+	if w.Relative {
+		if w.Millis > math.MaxInt64-now {
+			return 0, tooLate("time", w.Millis)
+		}
+		at += now
+	}
+	if w.Millis < 0 || at > MaxDeadline {
+		return 0, tooLate("time", w.Millis)
+	}
+	return at, nil
+}
+
+// Replies of the expiry calls, Redis's codes.
+const (
+	ExpiryNoField = -2 // no such field (HEXPIRE, HTTL, HPERSIST): or, for TTL, no such profile
+	ExpiryNone    = -1 // the field or profile has no deadline (HTTL, HPERSIST)
+	ExpiryNotMet  = 0  // the NX, XX, GT or LT condition did not hold
+	ExpirySet     = 1  // the deadline is set (HPERSIST: removed)
+	ExpiryDeleted = 2  // the deadline was now or past: the field is deleted
+)
+
+// TTLs answers Store.Deadlines: the profile's deadline and, for each
+// field asked, one in Unix ms, or ExpiryNone or ExpiryNoField; and the
+// store's clock when it read them, so that a caller can turn them into
+// times to live as TTL and HTTL do.
+type TTLs struct {
+	Profile   int64 // the profile's deadline, or ExpiryNone
+	Deadlines []int64
+	Now       int64
+	Version   Version
+}
+
+// TTL turns a deadline of t into milliseconds to live, as PTTL and HPTTL
+// answer: the codes pass through, and a deadline is never less than 0.
+func (t TTLs) TTL(deadline int64) int64 {
+	if deadline < 0 {
+		return deadline
+	}
+	return max(deadline-t.Now, 0)
+}
+
+// FieldSetCondition makes HSETEX conditional on the fields it sets.
+type FieldSetCondition string
+
+const (
+	SetFieldsAlways   FieldSetCondition = ""
+	SetIfNoFieldExist FieldSetCondition = "FNX" // only if none of the fields exists
+	SetIfAllExist     FieldSetCondition = "FXX" // only if all of them exist
+)
+
+// FieldExpiry is what HGETEX and HSETEX do to the deadlines of the fields
+// they touch: set one (When), remove them (Persist, HGETEX), keep them
+// (KeepTTL, HSETEX), or, when all are zero, the command's default: HGETEX
+// leaves them, HSETEX clears them as any write of a value does.
+type FieldExpiry struct {
+	When    *When
+	Persist bool
+	KeepTTL bool
+}

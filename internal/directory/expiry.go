@@ -1,0 +1,474 @@
+package directory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/partmap/partmap"
+)
+
+// now is the directory's clock in Unix milliseconds, the unit of deadlines.
+func (d *Directory) now() int64 { return d.clock().UnixMilli() }
+
+// live is rec as a reader sees it at now (partmap.Record.Live): nil when
+// there is no record or its profile has expired.
+func live(rec *partmap.Record, now int64) *partmap.Record {
+	if rec == nil || rec.Deadlines.IsZero() {
+		return rec
+	}
+	l, ok := rec.Live(now)
+	if !ok {
+		return nil
+	}
+	return &l
+}
+
+func (d *Directory) Deadlines(ctx context.Context, email string, fields []string) (partmap.TTLs, error) {
+	if len(fields) > 0 {
+		if err := checkFieldList(fields); err != nil {
+			return partmap.TTLs{}, err
+		}
+	}
+	rec, err := d.FindProfile(ctx, email)
+	if err != nil {
+		return partmap.TTLs{}, err
+	}
+	out := partmap.TTLs{Profile: partmap.ExpiryNone, Deadlines: make([]int64, len(fields)), Now: d.now(), Version: rec.Version}
+	if at := rec.Deadlines.Profile; at != 0 {
+		out.Profile = at
+	}
+	for i, f := range fields {
+		_, has := rec.Profile[f]
+		at := rec.Deadlines.Fields[f]
+		switch {
+		case !has:
+			out.Deadlines[i] = partmap.ExpiryNoField
+		case at == 0:
+			out.Deadlines[i] = partmap.ExpiryNone
+		default:
+			out.Deadlines[i] = at
+		}
+	}
+	return out, nil
+}
+
+// Apply runs one operation. Those of one profile take only its partition,
+// through guarded, as any single-profile write does; a rename takes both
+// of its partitions, as a transaction.
+func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	op, err := d.planOne(op)
+	if err != nil {
+		return partmap.OperationResult{}, err
+	}
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.OperationResult{}, err
+	}
+	if op.Op == partmap.OpRename {
+		results, _, err := d.transact(ctx, []partmap.Operation{op})
+		if err != nil {
+			return partmap.OperationResult{}, err
+		}
+		return results[0], nil
+	}
+	var res partmap.OperationResult
+	err = d.guarded(ctx, op.Email, op.Cond, func(st staged, cur *partmap.Record, now int64) error {
+		return d.applyTo(st, cur, op, &res, now)
+	})
+	return res, err
+}
+
+// applyTo applies op to cur, the live record of st's profile (nil: none),
+// at now, with the semantics of its Redis command.
+func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation, res *partmap.OperationResult, now int64) error {
+	*res = partmap.OperationResult{Op: op.Op, Email: op.Email}
+	switch op.Op {
+	case partmap.OpPut:
+		res.Created = cur == nil
+		return d.write(st, cur, partmap.Record{Profile: op.Profile}, res)
+	case partmap.OpSetIfAbsent, partmap.OpSetFields:
+		return d.setFields(st, cur, op, res, now)
+	}
+	if cur == nil {
+		return notFound(op.Email)
+	}
+	next := partmap.Record{Profile: cur.Profile, Deadlines: cur.Deadlines.Clone()}
+	changed := true
+	var err error
+	switch op.Op {
+	case partmap.OpDelete:
+		return st.Delete()
+	case partmap.OpPatch:
+		next.Profile, res.FieldsAdded, res.FieldsDeleted, err = patched(op.Email, cur.Profile, op.Patch)
+		for name := range op.Patch {
+			delete(next.Deadlines.Fields, name) // a value written, or deleted, loses its deadline, as with HSET and HDEL
+		}
+		changed = next.Profile != nil
+		for name, v := range op.Patch {
+			if _, expires := cur.Deadlines.Fields[name]; expires && v != nil && !changed {
+				// Rewriting a value as it is still clears its deadline, as HSET does.
+				next.Profile, changed = cur.Profile, true
+			}
+		}
+	case partmap.OpIncrement:
+		next.Profile, res.Value, err = incremented(cur.Profile, op.Field, op.By)
+	case partmap.OpIncrementFloat:
+		stored, present := cur.Profile[op.Field]
+		if res.FloatValue, err = partmap.AddFloat(op.Field, stored, present, op.ByFloat); err == nil {
+			next.Profile = cur.Profile.Clone()
+			next.Profile[op.Field] = res.FloatValue
+		}
+	case partmap.OpExpire:
+		changed, err = expire(&next, op, res, now)
+	case partmap.OpPersist:
+		changed = persist(&next, op, res)
+	case partmap.OpGetDelete:
+		changed = getDelete(&next, op, res)
+	case partmap.OpGetExpire:
+		changed, err = getExpire(&next, op, res, now)
+	default:
+		return fmt.Errorf("directory: no apply for operation %q", op.Op)
+	}
+	if err != nil {
+		return err
+	}
+	if !changed {
+		res.Record = cur // nothing changes: the version stays
+		return nil
+	}
+	if next.Deadlines.Profile != 0 && next.Deadlines.Profile <= now {
+		return st.Delete() // EXPIRE with a time now or past deletes the profile
+	}
+	return d.write(st, cur, next, res)
+}
+
+// write stores next, with a new version, as op's result.
+func (d *Directory) write(st staged, cur *partmap.Record, next partmap.Record, res *partmap.OperationResult) error {
+	if err := d.limits.CheckProfile(next.Profile); err != nil {
+		return err
+	}
+	if len(next.Deadlines.Fields) == 0 {
+		next.Deadlines.Fields = nil
+	}
+	var prev partmap.Version
+	if cur != nil {
+		prev = cur.Version
+	}
+	next.Version = nextVersion(prev)
+	res.Record = &next
+	return st.Put(next)
+}
+
+// own makes next's profile its own before it changes.
+func own(next *partmap.Record, cur partmap.Profile) {
+	next.Profile = cur.Clone()
+}
+
+// expire sets a deadline on the profile, as PEXPIREAT, or on fields, as
+// HPEXPIREAT: one code each.
+func expire(next *partmap.Record, op partmap.Operation, res *partmap.OperationResult, now int64) (bool, error) {
+	at, err := op.When.Resolve(now)
+	if err != nil {
+		return false, err
+	}
+	if len(op.Fields) == 0 {
+		if !op.ExpireCond.Allows(next.Deadlines.Profile, at) {
+			res.Codes = []int{partmap.ExpiryNotMet}
+			return false, nil
+		}
+		next.Deadlines.Profile = at
+		res.Codes = []int{partmap.ExpirySet}
+		if at <= now {
+			res.Codes[0] = partmap.ExpiryDeleted
+		}
+		return true, nil
+	}
+	cur := next.Profile
+	own(next, cur)
+	changed := false
+	res.Codes = make([]int, len(op.Fields))
+	for i, f := range op.Fields {
+		if _, has := cur[f]; !has {
+			res.Codes[i] = partmap.ExpiryNoField
+			continue
+		}
+		if !op.ExpireCond.Allows(next.Deadlines.Fields[f], at) {
+			res.Codes[i] = partmap.ExpiryNotMet
+			continue
+		}
+		changed = true
+		if at <= now {
+			delete(next.Profile, f)
+			delete(next.Deadlines.Fields, f)
+			res.Codes[i] = partmap.ExpiryDeleted
+			continue
+		}
+		setDeadline(&next.Deadlines, f, at)
+		res.Codes[i] = partmap.ExpirySet
+	}
+	return changed, nil
+}
+
+func setDeadline(d *partmap.Deadlines, field string, at int64) {
+	if d.Fields == nil {
+		d.Fields = map[string]int64{}
+	}
+	d.Fields[field] = at
+}
+
+// persist removes the profile's deadline, as PERSIST, or the fields', as
+// HPERSIST.
+func persist(next *partmap.Record, op partmap.Operation, res *partmap.OperationResult) bool {
+	if len(op.Fields) == 0 {
+		if next.Deadlines.Profile == 0 {
+			res.Codes = []int{partmap.ExpiryNone}
+			return false
+		}
+		next.Deadlines.Profile = 0
+		res.Codes = []int{partmap.ExpirySet}
+		return true
+	}
+	changed := false
+	res.Codes = make([]int, len(op.Fields))
+	for i, f := range op.Fields {
+		_, has := next.Profile[f]
+		_, expires := next.Deadlines.Fields[f]
+		switch {
+		case !has:
+			res.Codes[i] = partmap.ExpiryNoField
+		case !expires:
+			res.Codes[i] = partmap.ExpiryNone
+		default:
+			delete(next.Deadlines.Fields, f)
+			res.Codes[i] = partmap.ExpirySet
+			changed = true
+		}
+	}
+	return changed
+}
+
+// values reads fields of p, nil for a missing one.
+func values(p partmap.Profile, fields []string) []*string {
+	out := make([]*string, len(fields))
+	for i, f := range fields {
+		if v, ok := p[f]; ok {
+			out[i] = &v
+		}
+	}
+	return out
+}
+
+// getDelete reads fields and deletes those present, as HGETDEL.
+func getDelete(next *partmap.Record, op partmap.Operation, res *partmap.OperationResult) bool {
+	res.Values = values(next.Profile, op.Fields)
+	cur := next.Profile
+	own(next, cur)
+	changed := false
+	for i, f := range op.Fields {
+		if res.Values[i] != nil {
+			delete(next.Profile, f)
+			delete(next.Deadlines.Fields, f)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// getExpire reads fields and sets or removes the deadlines of those
+// present, as HGETEX; a deadline now or past deletes them.
+func getExpire(next *partmap.Record, op partmap.Operation, res *partmap.OperationResult, now int64) (bool, error) {
+	res.Values = values(next.Profile, op.Fields)
+	if op.Expiry.When == nil && !op.Expiry.Persist {
+		return false, nil
+	}
+	var at int64
+	if op.Expiry.When != nil {
+		var err error
+		if at, err = op.Expiry.When.Resolve(now); err != nil {
+			return false, err
+		}
+	}
+	cur := next.Profile
+	own(next, cur)
+	changed := false
+	for i, f := range op.Fields {
+		if res.Values[i] == nil {
+			continue
+		}
+		_, expires := next.Deadlines.Fields[f]
+		switch {
+		case op.Expiry.Persist:
+			if expires {
+				delete(next.Deadlines.Fields, f)
+				changed = true
+			}
+		case at <= now:
+			delete(next.Profile, f)
+			delete(next.Deadlines.Fields, f)
+			changed = true
+		default:
+			setDeadline(&next.Deadlines, f, at)
+			changed = true
+		}
+	}
+	return changed, nil
+}
+
+// setFields sets one field if the profile lacks it, as HSETNX, or several
+// with conditions and deadlines, as HSETEX; either creates a missing
+// profile, as Redis creates a missing key.
+func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operation, res *partmap.OperationResult, now int64) error {
+	base := partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: op.Email}}
+	if cur != nil {
+		base = *cur
+	}
+	set := op.Set
+	if op.Op == partmap.OpSetIfAbsent {
+		v := op.Value
+		set = partmap.Patch{op.Field: &v}
+	}
+	some, all := false, true
+	for f := range set {
+		_, has := base.Profile[f]
+		some = some || has
+		all = all && has && cur != nil
+	}
+	switch {
+	case op.Op == partmap.OpSetIfAbsent && some,
+		op.FieldSet == partmap.SetIfNoFieldExist && some,
+		op.FieldSet == partmap.SetIfAllExist && !all:
+		if cur != nil {
+			res.Record = cur
+		}
+		return nil
+	}
+	res.Set, res.Created = true, cur == nil
+	next := partmap.Record{Profile: base.Profile.Clone(), Deadlines: base.Deadlines.Clone()}
+	var at int64
+	if w := op.Expiry.When; w != nil {
+		var err error
+		if at, err = w.Resolve(now); err != nil {
+			return err
+		}
+	}
+	for f := range set {
+		next.Profile[f] = *set[f]
+		switch {
+		case f == partmap.FieldEmail || op.Expiry.KeepTTL:
+		case op.Expiry.When != nil && at <= now:
+			delete(next.Profile, f) // set and gone at once, as HSETEX with a past time
+			delete(next.Deadlines.Fields, f)
+		case op.Expiry.When != nil:
+			setDeadline(&next.Deadlines, f, at)
+		default:
+			delete(next.Deadlines.Fields, f)
+		}
+	}
+	return d.write(st, cur, next, res)
+}
+
+// planExpiry checks the operations of expiry.go before anything is locked.
+func (d *Directory) planExpiry(op partmap.Operation) (partmap.Operation, error) {
+	keyField := func(what string) error {
+		return &partmap.Error{Code: partmap.EKEYFIELD, Field: partmap.FieldEmail,
+			Message: "emailAddress is the profile's key and cannot " + what}
+	}
+	fields := func(required bool) error {
+		if len(op.Fields) == 0 && !required {
+			return nil
+		}
+		return checkFieldList(op.Fields)
+	}
+	names := func(field string) bool {
+		for _, f := range op.Fields {
+			if f == field {
+				return true
+			}
+		}
+		return false
+	}
+	when := func(w partmap.When) error {
+		if w.Millis < 0 || w.Millis > partmap.MaxDeadline {
+			return &partmap.Error{Code: partmap.EINVALID, Field: "time",
+				Message: fmt.Sprintf("a time of %d ms is outside 0 to %d", w.Millis, int64(partmap.MaxDeadline))}
+		}
+		return nil
+	}
+	switch op.Op {
+	case partmap.OpExpire:
+		if err := fields(false); err != nil {
+			return op, err
+		}
+		if names(partmap.FieldEmail) {
+			return op, keyField("expire; expire the profile instead")
+		}
+		if _, err := partmap.ParseExpireCondition(string(op.ExpireCond)); err != nil {
+			return op, err
+		}
+		return op, when(op.When)
+	case partmap.OpPersist:
+		return op, fields(false)
+	case partmap.OpIncrementFloat:
+		if err := d.checkCounter(op.Field); err != nil {
+			return op, err
+		}
+		return op, partmap.ParseFloatIncrement(op.ByFloat)
+	case partmap.OpSetIfAbsent:
+		if op.Field == "" {
+			return op, &partmap.Error{Code: partmap.EINVALID, Field: "field", Message: "name the field to set"}
+		}
+		return op, d.limits.CheckField(op.Field, op.Value)
+	case partmap.OpGetDelete:
+		if err := fields(true); err != nil {
+			return op, err
+		}
+		if names(partmap.FieldEmail) {
+			return op, keyField("be deleted; delete the profile instead")
+		}
+		return op, nil
+	case partmap.OpGetExpire:
+		if err := fields(true); err != nil {
+			return op, err
+		}
+		if op.Expiry.KeepTTL || (op.Expiry.Persist && op.Expiry.When != nil) {
+			return op, partmap.Errorf(partmap.EINVALID, "getExpire takes a time or persist, not both, and never keepTTL")
+		}
+		if op.Expiry.When != nil {
+			if names(partmap.FieldEmail) {
+				return op, keyField("expire")
+			}
+			return op, when(*op.Expiry.When)
+		}
+		return op, nil
+	case partmap.OpSetFields:
+		if len(op.Set) == 0 {
+			return op, partmap.Errorf(partmap.EINVALID, "name at least one field to set")
+		}
+		for name, v := range op.Set {
+			if v == nil {
+				return op, &partmap.Error{Code: partmap.EINVALID, Field: name, Message: fmt.Sprintf("setFields sets values; field %q has none (delete fields with getDelete or a patch)", name)}
+			}
+		}
+		if err := d.checkPatch(op.Set); err != nil {
+			return op, err
+		}
+		if err := checkKeyField(op.Email, op.Set); err != nil {
+			return op, err
+		}
+		switch op.FieldSet {
+		case partmap.SetFieldsAlways, partmap.SetIfNoFieldExist, partmap.SetIfAllExist:
+		default:
+			return op, &partmap.Error{Code: partmap.EINVALID, Field: "condition", Message: fmt.Sprintf("condition %q is not FNX or FXX", op.FieldSet)}
+		}
+		if op.Expiry.Persist || (op.Expiry.KeepTTL && op.Expiry.When != nil) {
+			return op, partmap.Errorf(partmap.EINVALID, "setFields takes a time or keepTTL, not both, and never persist")
+		}
+		if op.Expiry.When != nil {
+			if _, ok := op.Set[partmap.FieldEmail]; ok {
+				return op, keyField("expire")
+			}
+			return op, when(*op.Expiry.When)
+		}
+		return op, nil
+	}
+	return op, partmap.Errorf(partmap.EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
+}

@@ -1,0 +1,274 @@
+package directory
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// DefaultSweepInterval is how often the sweeper looks for what has
+// expired, unless told otherwise: a pass over every partition's expiry
+// entries, which costs a seek per partition on Pebble and a pipelined
+// range read per partition on Redis.
+const DefaultSweepInterval = 500 * time.Millisecond
+
+// sweepBatch bounds the expiry entries one step of a pass reads; a pass
+// that fills it goes on at once.
+const sweepBatch = 10000
+
+// SweepStats is what one Sweep reclaimed.
+type SweepStats struct {
+	Profiles int // expired profiles deleted
+	Records  int // records rewritten without their expired fields
+}
+
+// sweeper runs Sweep every interval until the directory closes.
+type sweeper struct {
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	profiles prometheus.Counter
+	fields   prometheus.Counter
+	passes   prometheus.Counter
+	cpu      prometheus.Counter
+	lag      prometheus.Gauge
+}
+
+func newSweeperMetrics() *sweeper {
+	return &sweeper{
+		profiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_profiles_reclaimed_total",
+			Help: "Expired profiles the sweeper deleted."}),
+		fields: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_records_reclaimed_total",
+			Help: "Records the sweeper rewrote without their expired fields."}),
+		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_sweeps_total",
+			Help: "Passes of the sweeper over the expiry entries."}),
+		cpu: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_sweeper_cpu_seconds_total",
+			Help: "CPU time of the sweeper's own thread (user and system)."}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_expiry_oldest_due_seconds",
+			Help: "How long the oldest deadline the last pass met had been due: how far the sweeper is behind."}),
+	}
+}
+
+func (s *sweeper) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.profiles, s.fields, s.passes, s.cpu, s.lag}
+}
+
+// startSweeper runs passes every interval in a goroutine of its own, on
+// one OS thread, so that its CPU can be read from the thread's usage.
+func (d *Directory) startSweeper(interval time.Duration) {
+	s := d.sweeper
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-s.stop
+			cancel()
+		}()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+			if !d.started.Load() {
+				if d.checkStarted(ctx) != nil {
+					continue
+				}
+			}
+			before := threadCPU()
+			_, err := d.Sweep(ctx)
+			s.cpu.Add((threadCPU() - before).Seconds())
+			if err != nil && ctx.Err() == nil {
+				slog.Warn("expiry sweep failed; next pass retries", "err", err)
+			}
+		}
+	}()
+}
+
+// stopSweeper ends the sweeper, and waits for its pass to end.
+func (d *Directory) stopSweeper() {
+	s := d.sweeper
+	if s.stop == nil {
+		return
+	}
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// Sweep reclaims everything due by now: it deletes expired profiles, with
+// all a delete does, and rewrites records without their expired fields,
+// with the version a reader already sees (partmap.Record.Live). Each
+// partition's reclaimed records commit in one invocation under its lock,
+// re-read there, so a write that got in first wins; none waits for its
+// fsync: what a crash undoes is still expired, and swept again.
+func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
+	var total SweepStats
+	s := d.sweeper
+	s.passes.Inc()
+	for {
+		now := d.now()
+		sv := d.acquire()
+		layouts := []engine.Layout{sv.cur}
+		if sv.next != nil {
+			layouts = append(layouts, *sv.next)
+		}
+		sv.release()
+		var due []string
+		full := false
+		oldest := now
+		for _, l := range layouts {
+			entries, err := d.backend.Due(ctx, l.Generation, 0, partmap.Partition(l.Partitions), now+1, sweepBatch)
+			if err != nil {
+				return total, err
+			}
+			full = full || len(entries) == sweepBatch
+			for _, e := range entries {
+				due = append(due, e.Email)
+				oldest = min(oldest, e.Deadline)
+			}
+		}
+		s.lag.Set(float64(now-oldest) / 1000)
+		slices.Sort(due)
+		due = slices.Compact(due)
+		stats, err := d.reclaim(ctx, due, now)
+		total.Profiles += stats.Profiles
+		total.Records += stats.Records
+		s.profiles.Add(float64(stats.Profiles))
+		s.fields.Add(float64(stats.Records))
+		if err != nil || !full || stats == (SweepStats{}) {
+			return total, err
+		}
+	}
+}
+
+// reclaim sweeps emails at now, one invocation per partition.
+func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (SweepStats, error) {
+	var total SweepStats
+	var durables []func() error
+	defer func() {
+		for _, durable := range durables {
+			durable() // only to release the commits: the sweep need not wait
+		}
+	}()
+	for len(emails) > 0 {
+		sv := d.acquire()
+		groups := map[partmap.Partition][]string{}
+		for _, e := range emails {
+			p := sv.part(e).Partition
+			groups[p] = append(groups[p], e)
+		}
+		var stale []string
+		for _, p := range sortedPartitions(groups) {
+			group := groups[p]
+			var stats SweepStats
+			durable, err := d.reclaimGroup(ctx, sv, group, now, &stats)
+			if err == engine.ErrStale {
+				stale = append(stale, group...)
+				continue
+			}
+			if err != nil {
+				sv.release()
+				return total, d.explainConflict(err)
+			}
+			durables = append(durables, durable)
+			total.Profiles += stats.Profiles
+			total.Records += stats.Records
+		}
+		sv.release()
+		if len(stale) > 0 {
+			if err := d.reload(sv); err != nil {
+				return total, err
+			}
+		}
+		emails = stale
+	}
+	return total, nil
+}
+
+func sortedPartitions(groups map[partmap.Partition][]string) []partmap.Partition {
+	out := make([]partmap.Partition, 0, len(groups))
+	for p := range groups {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reclaimGroup sweeps the emails of one partition of sv in one invocation.
+func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []string, now int64, stats *SweepStats) (func() error, error) {
+	sts := make([]staged, len(emails))
+	var parts []engine.Part
+	for i, e := range emails {
+		sts[i] = sv.staged(e)
+		parts = append(parts, sts[i].parts()...)
+	}
+	slices.SortFunc(parts, engine.Part.Compare)
+	parts = slices.Compact(parts)
+	inv := sv.invocation(parts...)
+	if len(parts) == 1 {
+		inv.Records = emails
+	}
+	return d.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
+		if d.serving.Load() != sv {
+			return engine.ErrStale
+		}
+		*stats = SweepStats{} // this run's alone: the handler may run again
+		if err := tx.Prefetch(sts[0].p, emails); err != nil {
+			return err
+		}
+		for _, st := range sts {
+			st.tx = tx
+			rec, ok, err := tx.Get(st.p, st.email)
+			if err != nil || !ok {
+				return err
+			}
+			l, alive := rec.Live(now)
+			switch {
+			case !alive:
+				stats.Profiles++
+				if err := st.Delete(); err != nil {
+					return err
+				}
+			case l.Version != rec.Version:
+				stats.Records++
+				if err := st.Put(l); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// dueProfiles counts, per partition of gen, the profiles whose deadline
+// has passed but which the sweeper has not deleted yet: their partition's
+// stored count still holds them.
+func (d *Directory) dueProfiles(ctx context.Context, gen int, partitions int, now int64) (map[partmap.Partition]int64, error) {
+	due, err := d.backend.Due(ctx, gen, 0, partmap.Partition(partitions), now+1, int(^uint(0)>>1))
+	if err != nil {
+		return nil, err
+	}
+	var out map[partmap.Partition]int64
+	for _, e := range due {
+		if e.Profile {
+			if out == nil {
+				out = map[partmap.Partition]int64{}
+			}
+			out[e.Partition]++
+		}
+	}
+	return out, nil
+}
