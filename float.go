@@ -81,14 +81,37 @@ func AddFloat(field, stored string, present bool, by string) (string, error) {
 
 // formatLongDouble is Redis's ld2string in LD_STR_HUMAN mode: "%.17Lf",
 // then trailing zeros and a trailing point removed, and "-0" made "0".
-// glibc's printf and big.Float both round the exact binary value half to
-// even.
+// Like glibc's printf it rounds the exact binary value half to even. It
+// works on integers, not big.Float.Text, whose decimal conversion of a
+// tiny value shifts digit by digit through 16445 bits.
 func formatLongDouble(x *big.Float) string {
-	s := x.Text('f', 17)
-	s = strings.TrimRight(s, "0")
-	s = strings.TrimSuffix(s, ".")
-	if s == "-0" {
+	if x.Sign() == 0 {
 		return "0"
+	}
+	// |x| = mant·2^shift, exactly: x has 64 bits of mantissa.
+	e := x.MantExp(nil)
+	mant, _ := new(big.Float).SetMantExp(new(big.Float).Abs(x), x87Prec-e).Int(nil)
+	shift := e - x87Prec
+	n := mant.Mul(mant, new(big.Int).Exp(big.NewInt(10), big.NewInt(17), nil))
+	if shift >= 0 {
+		n.Lsh(n, uint(shift))
+	} else {
+		k := uint(-shift)
+		rem := new(big.Int).Sub(n, new(big.Int).Lsh(new(big.Int).Rsh(n, k), k))
+		n.Rsh(n, k)
+		switch c := rem.Cmp(new(big.Int).Lsh(big.NewInt(1), k-1)); {
+		case c > 0, c == 0 && n.Bit(0) == 1:
+			n.Add(n, big.NewInt(1))
+		}
+	}
+	digits := n.String()
+	if len(digits) < 18 {
+		digits = strings.Repeat("0", 18-len(digits)) + digits
+	}
+	s := digits[:len(digits)-17] + "." + digits[len(digits)-17:]
+	s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	if x.Sign() < 0 && s != "0" {
+		s = "-" + s
 	}
 	return s
 }
@@ -257,35 +280,39 @@ func roundLongDouble(m *big.Int, exp int64, base int64) (*big.Float, bool) {
 			return nil, false
 		}
 	}
-	r := new(big.Rat).SetInt(m)
+	// The value is num/den, exactly.
+	num, den := new(big.Int).Set(m), big.NewInt(1)
 	if exp != 0 {
 		p := new(big.Int).Exp(big.NewInt(base), big.NewInt(abs64(exp)), nil)
 		if exp > 0 {
-			r.Mul(r, new(big.Rat).SetInt(p))
+			num.Mul(num, p)
 		} else {
-			r.Quo(r, new(big.Rat).SetInt(p))
+			den = p
 		}
 	}
-	minNormal := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Lsh(big.NewInt(1), -(x87MinExp-1)))
-	if r.Cmp(minNormal) < 0 {
-		// Subnormal: round to a multiple of 2^-16445, ties to even.
-		num := new(big.Int).Lsh(r.Num(), -x87Quantum)
-		q, rem := new(big.Int).QuoRem(num, r.Denom(), new(big.Int))
-		switch c := new(big.Int).Lsh(rem, 1).Cmp(r.Denom()); {
-		case c > 0, c == 0 && q.Bit(0) == 1:
-			q.Add(q, big.NewInt(1))
-		}
-		if q.Sign() == 0 {
-			return nil, false // underflow to zero
-		}
-		x := new(big.Float).SetPrec(x87Prec).SetInt(q)
-		return x.SetMantExp(x, x87Quantum), true
-	}
-	x := new(big.Float).SetPrec(x87Prec).SetMode(big.ToNearestEven).SetRat(r)
-	if x.MantExp(nil) > x87MaxExp {
+	// Float's Quo of exact operands is correctly rounded, and its exponent
+	// is unbounded.
+	x := new(big.Float).SetPrec(x87Prec).SetMode(big.ToNearestEven).Quo(
+		new(big.Float).SetInt(num), new(big.Float).SetInt(den))
+	switch e := x.MantExp(nil); {
+	case e > x87MaxExp:
 		return nil, false // overflow to infinity
+	case e >= x87MinExp:
+		// Normal. A value just under 2^-16382 that rounds up to it lands
+		// here too, rightly: the subnormals' quantum is that binade's.
+		return x, true
 	}
-	return x, true
+	// Subnormal: round to a multiple of 2^-16445, ties to even.
+	q, rem := new(big.Int).QuoRem(num.Lsh(num, -x87Quantum), den, new(big.Int))
+	switch c := rem.Lsh(rem, 1).Cmp(den); {
+	case c > 0, c == 0 && q.Bit(0) == 1:
+		q.Add(q, big.NewInt(1))
+	}
+	if q.Sign() == 0 {
+		return nil, false // underflow to zero
+	}
+	x.SetInt(q) // under 2^64: exact
+	return x.SetMantExp(x, x87Quantum), true
 }
 
 func abs64(n int64) int64 {
