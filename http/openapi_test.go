@@ -342,6 +342,13 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 // Then this list changes nothing, and can be emptied.
 var notYetRouted = []string{}
 
+// notYetGiven are codes that no route gives yet: not-a-float comes from
+// partmap.AddFloat, whose float increment has no route so far. The code is
+// in partmap.Codes and the document already, so a route that adds it is
+// ready to answer; then TestOpenAPIMatchesServer wants an exchange for it
+// and this list should be emptied.
+var notYetGiven = []partmap.Code{partmap.ENOTFLOAT}
+
 // faultStore is a real Pebble store whose reads can be made to fail, for the
 // 500 and 503 replies that a healthy store never gives, and whose checks can
 // be made to report drift, which a healthy store never has.
@@ -1231,7 +1238,11 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	checkTokens(t, cov)
 
 	for code := range partmap.Codes {
-		if !cov.codes[code] {
+		switch {
+		case cov.codes[code]:
+		case slices.Contains(notYetGiven, code):
+			t.Logf("no route gives %s yet", code)
+		default:
 			t.Errorf("no exchange gave %s; add one", code)
 		}
 	}
