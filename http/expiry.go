@@ -369,6 +369,21 @@ func (s *Server) handleSetFields(w http.ResponseWriter, r *http.Request, q url.V
 		Expiry: partmap.FieldExpiry{When: when, KeepTTL: keep}})
 }
 
+// incrementFloat serves the increment route with float=true: by is a
+// decimal, added as HINCRBYFLOAT adds it. A bad by is refused before the
+// store is asked, with an error that names it.
+func (s *Server) incrementFloat(w http.ResponseWriter, r *http.Request, op partmap.Operation) error {
+	if err := partmap.ParseFloatIncrement(op.ByFloat); err != nil {
+		return &partmap.Error{Code: partmap.ErrorCode(err), Field: "by", Message: "by: " + partmap.ErrorMessage(err)}
+	}
+	res, err := s.store.Apply(r.Context(), op)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", res.Record.Version.ETag())
+	return writeJSON(w, http.StatusOK, incrementReply{res.Email, op.Field, res.FloatValue})
+}
+
 // ttlReply is the body of GET customer-profile/ttl: the server's clock,
 // and the deadlines of the profile and of the fields asked, in that
 // order.
@@ -606,25 +621,6 @@ func (c *Client) incrementFloat(ctx context.Context, op partmap.Operation) (part
 		return partmap.OperationResult{}, err
 	}
 	return partmap.OperationResult{Op: op.Op, Email: out.Email, FloatValue: out.Value, Record: &partmap.Record{Version: v}}, nil
-}
-
-// incrementFloat serves the increment route with float=true: by is a
-// decimal, added as HINCRBYFLOAT adds it. A bad by is refused before the
-// store is asked, with an error that names it.
-func (s *Server) incrementFloat(w http.ResponseWriter, r *http.Request, email, field, by string) error {
-	if err := partmap.ParseFloatIncrement(by); err != nil {
-		return &partmap.Error{Code: partmap.ErrorCode(err), Field: "by", Message: "by: " + partmap.ErrorMessage(err)}
-	}
-	cond, err := condition(r)
-	if err != nil {
-		return err
-	}
-	res, err := s.store.Apply(r.Context(), partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: by, Cond: cond})
-	if err != nil {
-		return err
-	}
-	w.Header().Set("ETag", res.Record.Version.ETag())
-	return writeJSON(w, http.StatusOK, incrementReply{res.Email, field, res.FloatValue})
 }
 
 // expiryMembers reads the members of the operations of expiry.go into

@@ -238,7 +238,7 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 		return err
 	}
 	if float {
-		return s.incrementFloat(w, r, email, field, cmp.Or(v, "1"))
+		return s.incrementFloat(w, r, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: cmp.Or(v, "1"), Cond: cond})
 	}
 	by := int64(1)
 	if v != "" {
