@@ -65,7 +65,7 @@ var Codes = map[Code]CodeInfo{
 	EEXISTS:        {409, "Profile already exists"},
 	ENOTINTEGER:    {409, "Field is not an integer"},
 	ENOTFLOAT:      {409, "Field is not a float"},
-	EOVERFLOW:      {409, "Integer overflow"},
+	EOVERFLOW:      {409, "Overflow"},
 	EUNAUTHORIZED:  {401, "Unauthorized"},
 	EFORBIDDEN:     {403, "Forbidden"},
 	EUNAVAILABLE:   {503, "Service unavailable"},
