@@ -129,6 +129,15 @@ func (s *Store) Close() error {
 // Collectors returns the store's Prometheus metrics: partition-lock waits,
 // commit latencies, and how many commands each round trip to Redis
 // carried.
+// Sweep runs one pass of the expiry sweeper now, as the one that runs
+// every SweepInterval does, and returns how many expired profiles it
+// deleted and how many records it rewrote without their expired fields.
+// Tests that run no sweeper (a negative SweepInterval) call it.
+func (s *Store) Sweep(ctx context.Context) (profiles, records int, err error) {
+	st, err := s.dir.Sweep(ctx)
+	return st.Profiles, st.Records, err
+}
+
 func (s *Store) Collectors() []prometheus.Collector {
 	return append(s.dir.Collectors(), s.batch.collectors()...)
 }
