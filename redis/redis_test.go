@@ -370,3 +370,23 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestExpiryModel(t *testing.T) {
+	storetest.RunExpiryModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		opts := redis.DefaultOptions()
+		opts.Clock, opts.SweepInterval = clock, -1
+		s := open(t, &opts)
+		// A few partitions keep the run quick, as on Pebble.
+		ctx := context.Background()
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for st, err := s.Resize(ctx, 16); st.Running || err != nil; st, err = s.ResizeStatus(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return s, func(ctx context.Context) error { _, _, err := s.Sweep(ctx); return err }
+	})
+}
