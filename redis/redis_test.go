@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashEnv) != "" { // a committer that a crash test kills
 		os.Exit(crashChild())
 	}
+	if v := os.Getenv(expiryChildEnv); v != "" { // a writer that TestExpiryCrash kills
+		os.Exit(expiryChild(v))
+	}
 	dir, err := os.MkdirTemp("", "partmap-redis-")
 	if err != nil {
 		panic(err)

@@ -368,6 +368,8 @@ func verifyExpiry(ctx context.Context, cfg ExpiryConfig, state *model.ExpiryStat
 			return nil
 		})
 		switch {
+		case partmap.ErrorCode(err) == partmap.ELOCKCONFLICT && time.Now().Before(deadline):
+			// A lock of the killed child's, on a shared store, until its TTL.
 		case err != nil:
 			return err
 		case drift != "":
