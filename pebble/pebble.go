@@ -195,8 +195,6 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Collectors returns the store's Prometheus metrics: partition-lock waits,
-// commit latencies, and Pebble's own figures (metrics.go).
 // Sweep runs one pass of the expiry sweeper now, as the one that runs
 // every SweepInterval does, and returns how many expired profiles it
 // deleted and how many records it rewrote without their expired fields.
@@ -206,6 +204,8 @@ func (s *Store) Sweep(ctx context.Context) (profiles, records int, err error) {
 	return st.Profiles, st.Records, err
 }
 
+// Collectors returns the store's Prometheus metrics: partition-lock waits,
+// commit latencies, and Pebble's own figures (metrics.go).
 func (s *Store) Collectors() []prometheus.Collector {
 	return append(s.dir.Collectors(), dbCollector{s.db, s.backend})
 }

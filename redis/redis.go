@@ -126,9 +126,6 @@ func (s *Store) Close() error {
 	return s.client.Close()
 }
 
-// Collectors returns the store's Prometheus metrics: partition-lock waits,
-// commit latencies, and how many commands each round trip to Redis
-// carried.
 // Sweep runs one pass of the expiry sweeper now, as the one that runs
 // every SweepInterval does, and returns how many expired profiles it
 // deleted and how many records it rewrote without their expired fields.
@@ -138,6 +135,9 @@ func (s *Store) Sweep(ctx context.Context) (profiles, records int, err error) {
 	return st.Profiles, st.Records, err
 }
 
+// Collectors returns the store's Prometheus metrics: partition-lock waits,
+// commit latencies, and how many commands each round trip to Redis
+// carried.
 func (s *Store) Collectors() []prometheus.Collector {
 	return append(s.dir.Collectors(), s.batch.collectors()...)
 }
