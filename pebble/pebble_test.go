@@ -87,3 +87,12 @@ func TestWholeMapLockSurvivesRestart(t *testing.T) {
 		t.Fatalf("a write after the release: %v", err)
 	}
 }
+
+func TestExpiryModel(t *testing.T) {
+	storetest.RunExpiryModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		opts := pebble.DefaultOptions()
+		opts.Clock, opts.SweepInterval, opts.Partitions = clock, -1, 16
+		s, _ := MustOpen(t, &opts)
+		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+	})
+}

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashEnv) != "" { // a committer that a crash test kills
 		os.Exit(crashChild())
 	}
+	if v := os.Getenv(expiryChildEnv); v != "" { // a writer that TestExpiryCrash kills
+		os.Exit(expiryChild(v))
+	}
 	dir, err := os.MkdirTemp("", "partmap-redis-")
 	if err != nil {
 		panic(err)
@@ -369,4 +372,24 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 	if err := b.UnlockWholeMap(ctx, again.Lease); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestExpiryModel(t *testing.T) {
+	storetest.RunExpiryModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		opts := redis.DefaultOptions()
+		opts.Clock, opts.SweepInterval = clock, -1
+		s := open(t, &opts)
+		// A few partitions keep the run quick, as on Pebble.
+		ctx := context.Background()
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for st, err := s.Resize(ctx, 16); st.Running || err != nil; st, err = s.ResizeStatus(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+	})
 }

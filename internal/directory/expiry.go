@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/partmap/partmap"
 )
@@ -130,6 +131,9 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 	}
 	if err != nil {
 		return err
+	}
+	if changed && op.Op != partmap.OpIncrement && op.Op != partmap.OpIncrementFloat && sameRecord(*cur, next) {
+		changed = false // a deadline set to the one it had, say: HINCRBY alone always writes
 	}
 	if !changed {
 		res.Record = cur // nothing changes: the version stays
@@ -366,7 +370,25 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 			delete(next.Deadlines.Fields, f)
 		}
 	}
+	if cur != nil && sameRecord(*cur, next) {
+		res.Record = cur // it changes nothing: the version stays
+		return nil
+	}
 	return d.write(st, cur, next, res)
+}
+
+// sameRecord reports whether next holds what cur does, deadlines included.
+func sameRecord(cur, next partmap.Record) bool {
+	if cur.Deadlines.Profile != next.Deadlines.Profile || !maps.Equal(cur.Deadlines.Fields, next.Deadlines.Fields) ||
+		len(cur.Profile) != len(next.Profile) {
+		return false
+	}
+	for k, v := range cur.Profile {
+		if w, ok := next.Profile[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // planExpiry checks the operations of expiry.go before anything is locked.
