@@ -63,6 +63,7 @@ func TestIndexesArePersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	if stats, err := b.ListPartitions(ctx); err != nil || !slices.Equal(stats.Indexes, []string{"city"}) {
 		t.Fatalf("indexes %v, %v", stats.Indexes, err)
 	}

@@ -77,6 +77,7 @@ func (d *Directory) startSweeper(interval time.Duration) {
 		}()
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		var warned time.Time // when a failure was last logged
 		for {
 			select {
 			case <-s.stop:
@@ -91,8 +92,16 @@ func (d *Directory) startSweeper(interval time.Duration) {
 			before := threadCPU()
 			_, err := d.Sweep(ctx)
 			s.cpu.Add((threadCPU() - before).Seconds())
-			if err != nil && ctx.Err() == nil {
-				slog.Warn("expiry sweep failed; next pass retries", "err", err)
+			switch {
+			case ctx.Err() != nil:
+			case err != nil && time.Since(warned) >= time.Minute:
+				// Once a minute while it fails (the store is down, say),
+				// not at every pass.
+				slog.Warn("expiry sweep failed; the sweeper keeps trying", "err", err)
+				warned = time.Now()
+			case err == nil && !warned.IsZero():
+				slog.Info("expiry sweep works again")
+				warned = time.Time{}
 			}
 		}
 	}()
