@@ -168,7 +168,7 @@ func TestFieldCommands(t *testing.T) {
 		msg   string
 	}{
 		{"ErrIncrNotInteger", "", []string{"incr", "ada@example.com", "city"}, 1, "not-an-integer"},
-		{"ErrIncrBadBy", "", []string{"incr", "ada@example.com", "visits", "--by", "1.5"}, 2, "invalid value"},
+		{"ErrIncrBadBy", "", []string{"incr", "ada@example.com", "visits", "--by", "1.5"}, 2, "--by must be a signed 64-bit integer"},
 		{"ErrPatchEmail", "", []string{"patch", "ada@example.com", "--delete", "emailAddress"}, 1, "key-field"},
 		{"ErrPatchBoth", "", []string{"patch", "ada@example.com", "--set", "a=1", "--delete", "a"}, 2, "both set and deleted"},
 		{"ErrPatchMissing", "", []string{"patch", "nobody@example.com", "--set", "a=1"}, 1, "not-found"},
