@@ -3,6 +3,7 @@ package pebble_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +87,29 @@ func TestWholeMapLockSurvivesRestart(t *testing.T) {
 	if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
 		t.Fatalf("a write after the release: %v", err)
 	}
+}
+
+func TestExpiry(t *testing.T) {
+	options := func(clock func() time.Time) *pebble.Options {
+		o := pebble.DefaultOptions()
+		o.Clock, o.SweepInterval = clock, -1 // the suite sweeps when it says
+		return &o
+	}
+	sweeper := func(s *pebble.Store) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+	}
+	var dirs sync.Map // *pebble.Store → its data directory
+	storetest.RunExpiry(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		s, dir := MustOpen(t, options(clock))
+		dirs.Store(s, dir)
+		return s, sweeper(s)
+	}, func(t *testing.T, old partmap.Store, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		dir, _ := dirs.Load(old)
+		if err := old.(*pebble.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		s := MustReopen(t, dir.(string), options(clock))
+		dirs.Store(s, dir)
+		return s, sweeper(s)
+	})
 }

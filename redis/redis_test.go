@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -369,4 +370,36 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 	if err := b.UnlockWholeMap(ctx, again.Lease); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func sweeper(s *redis.Store) func(context.Context) error {
+	return func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+}
+
+func clocked(clock func() time.Time) *redis.Options {
+	o := redis.DefaultOptions()
+	o.Clock, o.SweepInterval = clock, -1 // the suite sweeps when it says
+	return &o
+}
+
+func TestExpiry(t *testing.T) {
+	var dbs sync.Map // *redis.Store → its database
+	storetest.RunExpiry(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		s := open(t, clocked(clock))
+		dbs.Store(s, int(server.nextDB.Load()%databases))
+		return s, sweeper(s)
+	}, func(t *testing.T, old partmap.Store, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		db, _ := dbs.Load(old)
+		if err := old.(*redis.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db.(int)})
+		s, err := redis.Open(context.Background(), c, clocked(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		dbs.Store(s, db)
+		return s, sweeper(s)
+	})
 }
