@@ -132,6 +132,21 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e, "b": "2"})
 		wantDeadlines(t, s, e, -1, []string{"a", "b", "c"}, -2, year2101, -2)
 
+		// emailAddress is the key: it never expires, and has no deadline
+		// to remove.
+		for _, fields := range [][]string{{partmap.FieldEmail}, {"b", partmap.FieldEmail}} {
+			_, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, Fields: fields, When: at(year2100)})
+			if partmap.ErrorCode(err) != partmap.EKEYFIELD {
+				t.Fatalf("HEXPIRE %q: got %v, want key-field", fields, err)
+			}
+		}
+		wantCodes(t, "HPERSIST emailAddress", apply(t, s, partmap.Operation{Op: partmap.OpPersist, Email: e, Fields: []string{partmap.FieldEmail}}).Codes, -1)
+		wantDeadlines(t, s, e, -1, []string{"b", partmap.FieldEmail}, year2101, -1)
+
+		// The latest deadline kept is Redis's, 2^48-1 ms.
+		wantCodes(t, "at the latest deadline", expireFields(t, s, e, at(partmap.MaxDeadline), partmap.ExpireAlways, "b"), 1)
+		wantDeadlines(t, s, e, -1, []string{"b"}, partmap.MaxDeadline)
+
 		// Relative times count from the store's clock.
 		before := time.Now().UnixMilli()
 		wantCodes(t, "relative", expireFields(t, s, e, partmap.In(time.Hour), partmap.ExpireAlways, "b"), 1)

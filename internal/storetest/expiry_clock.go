@@ -217,12 +217,12 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 
 	t.Run("WritesStartFromTheLiveProfile", func(t *testing.T) {
 		s, sweep, clock := start(t)
-		emails, p := Colliding(4, partmap.DefaultPartitions, "rew")
-		e, f, g, h := emails[0], emails[1], emails[2], emails[3]
+		emails, p := Colliding(5, partmap.DefaultPartitions, "rew")
+		e, f, g, h, k := emails[0], emails[1], emails[2], emails[3], emails[4]
 		for _, x := range emails {
 			putProfile(t, s, partmap.Profile{partmap.FieldEmail: x, partmap.FieldCustomerTier: "gold", "a": "1", "b": "2"})
 		}
-		for _, x := range []string{e, g, h} {
+		for _, x := range []string{e, g, h, k} {
 			apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: x, When: at(t0 + 1000)})
 		}
 		expireFields(t, s, f, at(t0+1000), "", "a")
@@ -265,9 +265,18 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		}
 		wantDeadlines(t, s, f, -1, []string{"a", "b"}, -1, -1)
 
+		// A bulk upsert creates an expired profile anew too, and says so.
+		results, err := s.UpsertProfiles(ctx, []partmap.Profile{{partmap.FieldEmail: k, "c": "3"}})
+		if err != nil || len(results) != 1 || results[0].Err != nil {
+			t.Fatalf("bulk upsert: %+v, %v", results, err)
+		}
+		if !results[0].Created {
+			t.Errorf("a bulk upsert of an expired, unswept profile answered created=false; UpsertProfile answers true")
+		}
+
 		check := func() {
 			t.Helper()
-			wantPartitions(t, s, map[string]int64{p.String(): 4})
+			wantPartitions(t, s, map[string]int64{p.String(): 5})
 			found := emailsOf(listWhere(t, s, 10, []partmap.Match{{Field: partmap.FieldCustomerTier, Value: "gold"}}, false))
 			if !slices.Equal(found, []string{f}) {
 				t.Fatalf("search for gold: %q, want %q", found, f)
@@ -287,6 +296,36 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		clock.set(t0 + 1_000_000)
 		mustSweep(t, sweep)
 		check()
+	})
+
+	// A condition holds against the version a reader sees: the one a
+	// field's expiry gave, swept or not.
+	t.Run("ConditionsSeeTheLiveVersion", func(t *testing.T) {
+		s, sweep, clock := start(t)
+		const e = "ifmatch@example.com"
+		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"})
+		expireFields(t, s, e, at(t0+1000), "", "a")
+		v0 := mustFind(t, s, e).Version
+		clock.set(t0 + 1000)
+		v1 := mustFind(t, s, e).Version
+		if _, err := s.PatchProfile(ctx, e, partmap.Patch{"b": ptr("3")}, partmap.IfMatch(v0)); !errors.Is(err, partmap.ErrPrecondition) {
+			t.Fatalf("If-Match of the version before the field expired: %v, want precondition failed", err)
+		}
+		if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 9000), Cond: partmap.IfMatch(v1)}); err != nil {
+			t.Fatalf("If-Match of the live version: %v", err)
+		}
+		expireFields(t, s, e, at(t0+2000), "", "b")
+		v2 := mustFind(t, s, e).Version
+		clock.set(t0 + 2000)
+		v3 := mustFind(t, s, e).Version
+		mustSweep(t, sweep)
+		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.IfMatch(v2)); !errors.Is(err, partmap.ErrPrecondition) {
+			t.Fatalf("If-Match of the version before the field expired, after a sweep: %v, want precondition failed", err)
+		}
+		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "c": "3"}, partmap.IfMatch(v3)); err != nil {
+			t.Fatalf("If-Match of the live version after a sweep: %v", err)
+		}
+		wantDeadlines(t, s, e, -1, []string{"a", "b", "c"}, -2, -2, -1)
 	})
 
 	t.Run("SurvivesReopen", func(t *testing.T) {
