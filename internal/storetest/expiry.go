@@ -196,6 +196,25 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		mustBeGone(t, s, e)
 	})
 
+	// EXPIREAT key 0 deletes the key, as any time in the past does; 0 is
+	// no "no deadline" here.
+	t.Run("ExpireProfileAtTheEpoch", func(t *testing.T) {
+		s := started(t)
+		const e, f = "epoch@example.com", "epoch-ttl@example.com"
+		for _, x := range []string{e, f} {
+			putProfile(t, s, abc(x))
+		}
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: f, When: at(year2100)})
+		for _, x := range []string{e, f} {
+			res := apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: x, When: partmap.When{Millis: 0}})
+			wantCodes(t, "EXPIREAT 0", res.Codes, 2)
+			if rec, err := s.FindProfile(ctx, x); !errors.Is(err, partmap.ErrNotFound) {
+				d, _ := s.Deadlines(ctx, x, nil)
+				t.Errorf("%s after EXPIREAT 0 answered 2: %v, %v; its deadline is now %d", x, rec.Profile, err, d.Profile)
+			}
+		}
+	})
+
 	t.Run("Persist", func(t *testing.T) {
 		s := started(t)
 		const e = "hpersist@example.com"
