@@ -571,6 +571,13 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 			t.Fatalf("put: created %v, %v", created, err)
 		}
 		wantDeadlines(t, s, to, -1, fields, -1, -1, -1, -1)
+		// So does a bulk upsert, which puts each profile.
+		expireFields(t, s, to, at(year2100), partmap.ExpireAlways, "a")
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: to, When: at(year2101)})
+		if results, err := s.UpsertProfiles(ctx, []partmap.Profile{{partmap.FieldEmail: to, "a": "1"}}); err != nil || results[0].Err != nil || results[0].Created {
+			t.Fatalf("bulk upsert: %+v, %v", results, err)
+		}
+		wantDeadlines(t, s, to, -1, []string{"a"}, -1)
 		wantPartitions(t, s, map[string]int64{partitionOf(to): 1})
 	})
 
