@@ -20,11 +20,21 @@ type ClockOpener func(t *testing.T, clock func() time.Time) (store partmap.Store
 // opens its data again, as a restarted server would.
 type ClockReopener func(t *testing.T, old partmap.Store, clock func() time.Time) (store partmap.Store, sweep func(context.Context) error)
 
-// testClock is a clock that moves only when a test moves it.
-type testClock struct{ ms atomic.Int64 }
+// testClock is a clock that moves only when a test moves it, or, ticking,
+// by a millisecond each time it is read.
+type testClock struct {
+	ms   atomic.Int64
+	tick atomic.Bool
+}
 
-func (c *testClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
-func (c *testClock) set(ms int64)   { c.ms.Store(ms) }
+func (c *testClock) now() time.Time {
+	if c.tick.Load() {
+		return time.UnixMilli(c.ms.Add(1) - 1)
+	}
+	return time.UnixMilli(c.ms.Load())
+}
+
+func (c *testClock) set(ms int64) { c.ms.Store(ms) }
 
 // t0 is when the clock suite starts, a round and unremarkable instant.
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -326,6 +336,32 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 			t.Fatalf("If-Match of the live version after a sweep: %v", err)
 		}
 		wantDeadlines(t, s, e, -1, []string{"a", "b", "c"}, -2, -2, -1)
+	})
+
+	// Deadlines answers as of one instant, the Now it reports: a field it
+	// reports with a deadline has not reached it, whatever the clock does
+	// during the call.
+	t.Run("DeadlinesAtOneInstant", func(t *testing.T) {
+		s, _, clock := start(t)
+		const e = "instant@example.com"
+		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1"})
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 10_000)})
+		for k := int64(1); k <= 5; k++ {
+			clock.set(t0)
+			expireFields(t, s, e, at(t0+k), "", "a")
+			clock.tick.Store(true)
+			d, err := s.Deadlines(ctx, e, []string{"a"})
+			clock.tick.Store(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if at := d.Deadlines[0]; at >= 0 && at <= d.Now {
+				t.Fatalf("deadline %d of a field reported present, at or before the reported now %d", at, d.Now)
+			}
+			if d.Profile <= d.Now {
+				t.Fatalf("profile deadline %d, now %d", d.Profile, d.Now)
+			}
+		}
 	})
 
 	t.Run("SurvivesReopen", func(t *testing.T) {
