@@ -344,7 +344,7 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 			lo   int64 // the deadline, or with a relative time, its offset from now
 		}{
 			{"EX", partmap.When{Millis: 3600 * 1000, Relative: true}, 3_600_000},
-			{"PX", partmap.When{Millis: 1500, Relative: true}, 1500},
+			{"PX", partmap.When{Millis: 7_200_500, Relative: true}, 7_200_500}, // long enough for a slow machine
 			{"EXAT", at(year2100), year2100},
 			{"PXAT", at(year2101 + 7), year2101 + 7},
 		} {
