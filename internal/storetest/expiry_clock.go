@@ -523,6 +523,20 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		if _, err := s.Resize(ctx, partmap.DefaultPartitions); err != nil {
 			t.Fatal(err)
 		}
+		// Sweeps while the records move: what is due is due in both
+		// layouts.
+		for {
+			st, err := s.ResizeStatus(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := retry(func() error { return sweep(ctx) }); err != nil {
+				t.Fatalf("sweep during a resize: %v", err)
+			}
+			if !st.Running {
+				break
+			}
+		}
 		WaitResized(t, s)
 		noD := func(when string) {
 			t.Helper()
