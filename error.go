@@ -28,7 +28,8 @@ const (
 	EPRECONDITION  Code = "precondition-failed"    // If-Match / If-None-Match did not hold
 	EEXISTS        Code = "exists"                 // the target of a rename already exists
 	ENOTINTEGER    Code = "not-an-integer"         // increment of a value that is not an int64
-	EOVERFLOW      Code = "overflow"               // increment result outside int64
+	ENOTFLOAT      Code = "not-a-float"            // float increment of a value Redis would not read as a float
+	EOVERFLOW      Code = "overflow"               // increment result outside int64, or an infinite float
 	EKEYFIELD      Code = "key-field"              // the email field cannot be changed or deleted
 	EUNAUTHORIZED  Code = "unauthorized"           // no valid bearer token
 	EFORBIDDEN     Code = "forbidden"              // the token's scope is too small
@@ -63,6 +64,7 @@ var Codes = map[Code]CodeInfo{
 	EPRECONDITION:  {412, "Precondition failed"},
 	EEXISTS:        {409, "Profile already exists"},
 	ENOTINTEGER:    {409, "Field is not an integer"},
+	ENOTFLOAT:      {409, "Field is not a float"},
 	EOVERFLOW:      {409, "Integer overflow"},
 	EUNAUTHORIZED:  {401, "Unauthorized"},
 	EFORBIDDEN:     {403, "Forbidden"},

@@ -79,6 +79,7 @@ var publicCodes = []partmap.Code{
 	partmap.ELOCKCONFLICT,
 	partmap.EPRECONDITION,
 	partmap.ENOTINTEGER,
+	partmap.ENOTFLOAT,
 	partmap.EOVERFLOW,
 	partmap.EKEYFIELD,
 	partmap.EUNAVAILABLE,
@@ -140,6 +141,7 @@ func TestCodes(t *testing.T) {
 		{partmap.ENOTSTARTED, 409},
 		{partmap.ELOCKCONFLICT, 409},
 		{partmap.EPRECONDITION, 412},
+		{partmap.ENOTFLOAT, 409},
 		{partmap.ETOOLARGE, 413},
 		{partmap.EINTERNAL, 500},
 	}

@@ -812,3 +812,36 @@ func jsString(s string) string {
 }
 
 func q(sel string) string { return "document.querySelector(" + jsString(sel) + ")" }
+
+// The console shows when a profile and its fields expire, counting down,
+// and reads the profile again when a countdown runs out: the field is gone.
+func TestConsoleShowsDeadlines(t *testing.T) {
+	exe := chromiumPath(t)
+	srv, _ := newServer(t, nil)
+	api := srv.URL + base
+	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	const email = "hedy@example.com"
+	profile := `{"emailAddress":"hedy@example.com","fullName":"Hedy Lamarr","visits":"3","code":"1234"}`
+	if r := send(t, "PUT", api+"/customer-profile", strings.NewReader(profile)); r.status != 201 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	for _, query := range []string{"&fields=visits&seconds=300", "&seconds=7200", "&fields=code&seconds=3"} {
+		if r := send(t, "POST", api+"/customer-profile/expire?emailAddress="+email+query, nil); r.status != 200 {
+			t.Fatalf("expire %s: %d %s", query, r.status, r.body)
+		}
+	}
+
+	p := openPage(t, exe, 60*time.Second)
+	p.do("load the console", chromedp.Navigate(srv.URL+"/"))
+	p.until("the heatmap is drawn", q("#heatmap")+".dataset.loaded")
+	p.do("find the profile", chromedp.SendKeys(chromedp.CSS("#find-email"), email),
+		chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
+	p.until("the field's countdown shows", `(document.querySelector('#view-fields dd[data-field="visits"] .ttl') || {}).textContent?.match(/^in [45]m/) != null`)
+	p.until("the profile's countdown shows", `!document.querySelector('#view-ttl').hidden && /^in (2h|1h 59m)/.test(document.querySelector('#view-ttl .ttl').textContent)`)
+	p.until("a field without a deadline has no countdown", `document.querySelector('#view-fields dd[data-field="fullName"] .ttl') === null`)
+	p.until("the field whose countdown ran out is gone", `document.querySelector('#view-fields dd[data-field="code"]') === null && `+
+		`document.querySelector('#view-fields dd[data-field="visits"]') !== null`)
+	p.checkConsole()
+}

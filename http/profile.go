@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -228,12 +229,22 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 	if err != nil {
 		return err
 	}
-	by := int64(1)
-	if v, err := oneParam(q, "by", false); err != nil {
+	float, err := boolParam(q, "float")
+	if err != nil {
 		return err
-	} else if v != "" {
+	}
+	v, err := oneParam(q, "by", false)
+	if err != nil {
+		return err
+	}
+	if float {
+		return s.incrementFloat(w, r, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: cmp.Or(v, "1"), Cond: cond})
+	}
+	by := int64(1)
+	if v != "" {
 		if by, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return partmap.Errorf(partmap.EINVALID, "by must be an integer from %d to %d, not %q", math.MinInt64, math.MaxInt64, v)
+			return &partmap.Error{Code: partmap.EINVALID, Field: "by",
+				Message: fmt.Sprintf("by must be an integer from %d to %d, not %q; add float=true to add a decimal", math.MinInt64, math.MaxInt64, v)}
 		}
 	}
 	inc, err := s.store.IncrementField(r.Context(), email, field, by, cond)

@@ -59,27 +59,53 @@ type txRequest struct {
 // txOp is one operation on the wire. Each kind takes only its members:
 // put a profile; patch an emailAddress with a merge patch; increment an
 // emailAddress's field by an integer; delete an emailAddress; rename an
-// emailAddress to another. ifMatch and ifNoneMatch are the headers'
-// values: entity tags or "*", and "*".
+// emailAddress to another; and the operations of expiry.go, with the
+// names of their routes' parameters, and set for the routes' body.
+// ifMatch and ifNoneMatch are the headers' values: entity tags or "*",
+// and "*".
 type txOp struct {
-	Op          partmap.OpKind  `json:"op"`
-	Email       string          `json:"emailAddress,omitempty"`
-	Profile     json.RawMessage `json:"profile,omitempty"`
-	Patch       json.RawMessage `json:"patch,omitempty"`
-	Field       string          `json:"field,omitempty"`
-	By          json.RawMessage `json:"by,omitempty"` // a JSON integer, or a decimal string past 2^53
-	To          string          `json:"to,omitempty"`
-	IfMatch     *string         `json:"ifMatch,omitempty"`
-	IfNoneMatch *string         `json:"ifNoneMatch,omitempty"`
+	Op        partmap.OpKind  `json:"op"`
+	Email     string          `json:"emailAddress,omitempty"`
+	Profile   json.RawMessage `json:"profile,omitempty"`
+	Patch     json.RawMessage `json:"patch,omitempty"`
+	Field     string          `json:"field,omitempty"`
+	By        json.RawMessage `json:"by,omitempty"` // a JSON integer, or a decimal string past 2^53; incrementFloat: a number or a string
+	To        string          `json:"to,omitempty"`
+	Fields    *[]string       `json:"fields,omitempty"`
+	Set       json.RawMessage `json:"set,omitempty"` // a JSON object of strings
+	Condition string          `json:"condition,omitempty"`
+	Persist   *bool           `json:"persist,omitempty"`
+	KeepTTL   *bool           `json:"keepTTL,omitempty"`
+	// The time, in one of the four ways (timeParams): a JSON integer.
+	Seconds        json.RawMessage `json:"seconds,omitempty"`
+	Milliseconds   json.RawMessage `json:"milliseconds,omitempty"`
+	At             json.RawMessage `json:"at,omitempty"`
+	AtMilliseconds json.RawMessage `json:"atMilliseconds,omitempty"`
+	IfMatch        *string         `json:"ifMatch,omitempty"`
+	IfNoneMatch    *string         `json:"ifNoneMatch,omitempty"`
 }
 
-// members says which members each kind takes.
+// members says which members each kind takes; a ? marks one it may go
+// without. time stands for one of seconds, milliseconds, at and
+// atMilliseconds.
 var members = map[partmap.OpKind]string{
-	partmap.OpPut:       "profile",
-	partmap.OpPatch:     "emailAddress patch",
-	partmap.OpIncrement: "emailAddress field by",
-	partmap.OpDelete:    "emailAddress",
-	partmap.OpRename:    "emailAddress to",
+	partmap.OpPut:            "profile",
+	partmap.OpPatch:          "emailAddress patch",
+	partmap.OpIncrement:      "emailAddress field by",
+	partmap.OpDelete:         "emailAddress",
+	partmap.OpRename:         "emailAddress to",
+	partmap.OpExpire:         "emailAddress fields? time condition?",
+	partmap.OpPersist:        "emailAddress fields?",
+	partmap.OpIncrementFloat: "emailAddress field by",
+	partmap.OpSetIfAbsent:    "emailAddress set",
+	partmap.OpGetDelete:      "emailAddress fields",
+	partmap.OpGetExpire:      "emailAddress fields time? persist?",
+	partmap.OpSetFields:      "emailAddress set condition? time? keepTTL?",
+}
+
+// times are the time members of w, by name.
+func (w txOp) times() map[string]json.RawMessage {
+	return map[string]json.RawMessage{"seconds": w.Seconds, "milliseconds": w.Milliseconds, "at": w.At, "atMilliseconds": w.AtMilliseconds}
 }
 
 // parseTxOps reads a transaction's operations, strictly: an unknown
@@ -126,21 +152,42 @@ func ParseTransactionOp(line []byte) (partmap.Operation, error) {
 func (w txOp) operation() (partmap.Operation, error) {
 	want, known := members[w.Op]
 	if !known {
-		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "unknown op %q: it is put, patch, increment, delete or rename", w.Op)
+		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID,
+			"unknown op %q: it is put, patch, increment, delete, rename, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", w.Op)
 	}
 	present := map[string]bool{"emailAddress": w.Email != "", "profile": w.Profile != nil, "patch": w.Patch != nil,
-		"field": w.Field != "", "by": w.By != nil, "to": w.To != ""}
+		"field": w.Field != "", "by": w.By != nil, "to": w.To != "", "fields": w.Fields != nil, "set": w.Set != nil,
+		"condition": w.Condition != "", "persist": w.Persist != nil, "keepTTL": w.KeepTTL != nil}
+	timed := false
+	for name, v := range w.times() {
+		present[name] = v != nil
+		timed = timed || v != nil
+	}
 	for name, has := range present {
-		takes := strings.Contains(" "+want+" ", " "+name+" ")
+		member := name
+		if _, isTime := w.times()[name]; isTime {
+			member = "time" // any one of them; whenOf refuses two
+			if !has {
+				continue
+			}
+		}
+		required := strings.Contains(" "+want+" ", " "+member+" ")
+		takes := required || strings.Contains(" "+want+" ", " "+member+"? ")
 		switch {
 		case has && !takes && !(w.Op == partmap.OpPut && name == "emailAddress"):
 			return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s takes no %q", w.Op, name)
-		case !has && takes:
+		case !has && required:
 			return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s needs %q", w.Op, name)
 		}
 	}
+	if !timed && strings.Contains(" "+want+" ", " time ") {
+		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s needs a time: one of %s", w.Op, timeNames)
+	}
 	op := partmap.Operation{Op: w.Op, Email: w.Email, Field: w.Field, To: w.To}
-	var err error
+	err := w.expiryMembers(&op)
+	if err != nil {
+		return op, err
+	}
 	if w.Profile != nil {
 		if op.Profile, err = partmap.ParseProfileJSON(w.Profile); err != nil {
 			return op, err
@@ -151,7 +198,7 @@ func (w txOp) operation() (partmap.Operation, error) {
 			return op, err
 		}
 	}
-	if w.By != nil {
+	if w.By != nil && w.Op == partmap.OpIncrement {
 		text := string(w.By)
 		if unq, err := strconv.Unquote(text); err == nil {
 			text = unq
@@ -173,7 +220,10 @@ func (w txOp) operation() (partmap.Operation, error) {
 
 func wireOp(op partmap.Operation) (txOp, error) {
 	w := txOp{Op: op.Op, Email: op.Email, Field: op.Field, To: op.To}
-	var err error
+	err := w.setExpiryMembers(op)
+	if err != nil {
+		return w, err
+	}
 	if op.Profile != nil {
 		if w.Profile, err = json.Marshal(op.Profile); err != nil {
 			return w, err
@@ -216,6 +266,10 @@ type txResult struct {
 	FieldsDeleted *int            `json:"fieldsDeleted,omitempty"`
 	Field         string          `json:"field,omitempty"`
 	Value         string          `json:"value,omitempty"`
+	// The members of the routes of expiry.go.
+	Results []codeResult        `json:"results,omitempty"` // expire, persist
+	Values  *partmap.Projection `json:"values,omitempty"`  // getDelete, getExpire
+	Set     *bool               `json:"set,omitempty"`     // setIfAbsent, setFields
 }
 
 func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
@@ -236,6 +290,20 @@ func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
 		w.Field, w.Value = op.Field, strconv.FormatInt(res.Value, 10)
 	case partmap.OpDelete:
 		w.Status = http.StatusNoContent
+	case partmap.OpExpire, partmap.OpPersist:
+		w.Results = codeResults(op, res.Codes)
+	case partmap.OpIncrementFloat:
+		w.Field, w.Value = op.Field, res.FloatValue
+	case partmap.OpGetDelete, partmap.OpGetExpire:
+		w.Values = valuesOf(op, res)
+	case partmap.OpSetIfAbsent, partmap.OpSetFields:
+		if op.Op == partmap.OpSetIfAbsent {
+			w.Field = op.Field
+		}
+		w.Set = &res.Set
+		if res.Created {
+			w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
+		}
 	}
 	return w
 }
@@ -282,7 +350,17 @@ func (c *Client) Transact(ctx context.Context, ops []partmap.Operation) ([]partm
 	}
 	out := make([]partmap.OperationResult, len(ops))
 	for i, w := range reply.Results {
-		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op == partmap.OpPut}
+		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op != partmap.OpRename}
+		for _, r := range w.Results {
+			res.Codes = append(res.Codes, r.Code)
+		}
+		res.Values = valuesIn(ops[i], w.Values)
+		if w.Set != nil {
+			res.Set = *w.Set
+		}
+		if w.Op == partmap.OpIncrementFloat {
+			res.FloatValue = w.Value
+		}
 		if w.FieldsAdded != nil {
 			res.FieldsAdded = *w.FieldsAdded
 		}

@@ -134,6 +134,10 @@ func (s *Store) Close() error {
 	return s.client.Close()
 }
 
+// Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
+// tests and benchmarks that run without the background one.
+func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
+
 // Collectors returns the store's Prometheus metrics: partition-lock waits,
 // commit latencies, and how many commands each round trip to Redis
 // carried.

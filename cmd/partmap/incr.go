@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+
+	"github.com/partmap/partmap"
 )
 
 func runIncr(ctx context.Context, e *env, args []string) error {
 	cf := newClientCommand(e, "incr", "EMAIL FIELD")
-	by := cf.fs.Int64("by", 1, "add this signed 64-bit `amount`")
+	by := cf.fs.String("by", "1", "add this `amount`: a signed 64-bit integer, or with --float a decimal")
+	float := cf.fs.Bool("float", false, "add a decimal, as Redis's HINCRBYFLOAT (the field must hold a number)")
 	var cond conditionFlags
 	cond.register(cf.fs)
 	rest, cl, err := cf.parse(args, 2, 2)
@@ -18,7 +22,19 @@ func runIncr(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	inc, err := cl.IncrementField(ctx, rest[0], rest[1], *by, c)
+	if *float {
+		res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: rest[0], Field: rest[1], ByFloat: *by, Cond: c})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, res.FloatValue)
+		return nil
+	}
+	n, err := strconv.ParseInt(*by, 10, 64)
+	if err != nil {
+		return usagef("--by must be a signed 64-bit integer, not %q (add --float for a decimal)", *by)
+	}
+	inc, err := cl.IncrementField(ctx, rest[0], rest[1], n, c)
 	if err != nil {
 		return err
 	}

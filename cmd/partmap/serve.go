@@ -17,18 +17,19 @@ import (
 )
 
 type serveConfig struct {
-	addr        string
-	data        string
-	dataSet     bool // --data was given
-	store       string
-	replicaAcks int
-	lockWait    time.Duration
-	commitDelay time.Duration
-	siblings    int
-	indexes     string // --index: "" keeps the directory's (or the default), "none" or a comma list
-	namespace   string // --redis-namespace
-	logFormat   string
-	logLevel    string
+	addr          string
+	data          string
+	dataSet       bool // --data was given
+	store         string
+	replicaAcks   int
+	lockWait      time.Duration
+	commitDelay   time.Duration
+	siblings      int
+	sweepInterval time.Duration
+	indexes       string // --index: "" keeps the directory's (or the default), "none" or a comma list
+	namespace     string // --redis-namespace
+	logFormat     string
+	logLevel      string
 
 	authFile        string
 	insecure        bool
@@ -61,6 +62,9 @@ func (c serveConfig) Validate() error {
 	if c.siblings < 0 {
 		return usagef("--commit-siblings must not be negative")
 	}
+	if c.sweepInterval < time.Millisecond || c.sweepInterval > time.Hour {
+		return usagef("--sweep-interval must be between 1ms and 1h, not %v", c.sweepInterval)
+	}
 	if err := partmap.CheckIndexes(c.indexList()); err != nil {
 		return usagef("--index: %s", partmap.ErrorMessage(err))
 	}
@@ -89,7 +93,8 @@ func (c serveConfig) Validate() error {
 
 // storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
-	return &pebble.Options{LockWait: c.lockWait, CommitDelay: c.commitDelay, CommitSiblings: c.siblings, Indexes: c.indexList()}
+	return &pebble.Options{LockWait: c.lockWait, CommitDelay: c.commitDelay, CommitSiblings: c.siblings, Indexes: c.indexList(),
+		SweepInterval: c.sweepInterval}
 }
 
 // indexList reads --index: nil leaves the choice to the directory.
@@ -115,6 +120,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
+	fs.DurationVar(&c.sweepInterval, "sweep-interval", directory.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")

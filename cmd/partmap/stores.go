@@ -48,7 +48,8 @@ var storeOpeners = map[string]func(ctx context.Context, rest string, c serveConf
 }
 
 func openRedis(ctx context.Context, client goredis.UniversalClient, c serveConfig) (store, error) {
-	s, err := redis.Open(ctx, client, &redis.Options{LockWait: c.lockWait, MinReplicasAck: c.replicaAcks, Indexes: c.indexList(), Namespace: c.namespace})
+	s, err := redis.Open(ctx, client, &redis.Options{LockWait: c.lockWait, MinReplicasAck: c.replicaAcks, Indexes: c.indexList(), Namespace: c.namespace,
+		SweepInterval: c.sweepInterval})
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -39,7 +39,8 @@ function token() {
 async function api(method, path, { query = {}, body, headers = {} } = {}) {
   const url = new URL(API + path, document.baseURI);
   for (const [k, v] of Object.entries(query)) {
-    if (v !== undefined && v !== null) url.searchParams.set(k, v);
+    if (Array.isArray(v)) v.forEach((each) => url.searchParams.append(k, each));
+    else if (v !== undefined && v !== null) url.searchParams.set(k, v);
   }
   const h = new Headers(headers);
   if (token()) h.set('Authorization', 'Bearer ' + token());
@@ -352,6 +353,7 @@ function setMode(mode) {
   $('editor').hidden = mode !== 'edit' && mode !== 'create';
   $('delete-confirm').hidden = true;
   $('rename-form').hidden = true;
+  if (mode !== 'view') clearInterval(deadlines.timer);
   if (mode === 'none') {
     current.profile = null;
     current.etag = '';
@@ -396,6 +398,80 @@ function showProfile(profile, etag) {
   }
   showPartitions();
   setMode('view');
+  loadDeadlines(email, Object.keys(profile).filter((n) => n !== 'emailAddress'));
+}
+
+// ---- Deadlines ------------------------------------------------------------
+
+// The deadlines shown count down against the server's clock: skew is the
+// server's now minus this browser's, from the reply that gave them.
+const deadlines = { skew: 0, timer: 0, email: '', refetched: false };
+
+// loadDeadlines asks when the profile and its fields expire, and puts a
+// countdown beside each that does.
+async function loadDeadlines(email, names) {
+  let r;
+  try {
+    r = await api('GET', '/customer-profile/ttl', { query: { emailAddress: email, field: names } });
+  } catch (err) {
+    if (err.code !== 'not-found') report(err, 'Reading deadlines failed');
+    return;
+  }
+  if (!current.profile || current.profile.emailAddress !== email) return; // another profile since
+  deadlines.skew = r.data.now - Date.now();
+  deadlines.email = email;
+  deadlines.refetched = false;
+  const p = $('view-ttl');
+  p.replaceChildren();
+  p.hidden = r.data.profile.deadline === undefined;
+  if (!p.hidden) p.append('Profile expires ', countdown(r.data.profile.deadline));
+  for (const f of r.data.fields) {
+    if (f.deadline === undefined) continue;
+    const dd = $('view-fields').querySelector(`dd[data-field="${CSS.escape(f.field)}"]`);
+    if (dd) dd.append(' ', countdown(f.deadline));
+  }
+  tick();
+  clearInterval(deadlines.timer);
+  deadlines.timer = setInterval(tick, 1000);
+}
+
+function countdown(deadline) {
+  const span = document.createElement('span');
+  span.className = 'ttl';
+  span.dataset.deadline = deadline;
+  span.title = 'expires at ' + new Date(deadline).toISOString();
+  return span;
+}
+
+// tick redraws every countdown; once one has run out, what it counted
+// down to is gone, so the profile is read again, once.
+function tick() {
+  const now = Date.now() + deadlines.skew;
+  let due = false;
+  for (const span of document.querySelectorAll('#profile-view .ttl')) {
+    const left = Number(span.dataset.deadline) - now;
+    span.textContent = left > 0 ? 'in ' + duration(left) : 'now';
+    due = due || left <= 0;
+  }
+  if (due && !deadlines.refetched && current.profile && current.profile.emailAddress === deadlines.email) {
+    deadlines.refetched = true;
+    findProfile(deadlines.email);
+  }
+}
+
+// duration says how long ms is, in its two largest units.
+function duration(ms) {
+  const s = Math.ceil(ms / 1000);
+  const units = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];
+  const parts = [];
+  let rest = s;
+  for (const [name, size] of units) {
+    const n = Math.floor(rest / size);
+    if (n > 0 || (parts.length === 0 && size === 1)) parts.push(n + name);
+    rest -= n * size;
+    if (parts.length === 2) break;
+  }
+  return parts.join(' ');
 }
 
 // addFieldRow adds a row for a field that is not documented. A row made

@@ -351,9 +351,12 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 		}
 	}
 	for f := range set {
+		if f == partmap.FieldEmail {
+			continue // restated, as planExpiry made sure
+		}
 		next.Profile[f] = *set[f]
 		switch {
-		case f == partmap.FieldEmail || op.Expiry.KeepTTL:
+		case op.Expiry.KeepTTL:
 		case op.Expiry.When != nil && at <= now:
 			delete(next.Profile, f) // set and gone at once, as HSETEX with a past time
 			delete(next.Deadlines.Fields, f)

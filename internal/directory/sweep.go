@@ -118,40 +118,52 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 	var total SweepStats
 	s := d.sweeper
 	s.passes.Inc()
-	for {
-		now := d.now()
-		sv := d.acquire()
-		layouts := []engine.Layout{sv.cur}
-		if sv.next != nil {
-			layouts = append(layouts, *sv.next)
-		}
-		sv.release()
-		var due []string
-		full := false
-		oldest := now
-		for _, l := range layouts {
-			entries, err := d.backend.Due(ctx, l.Generation, 0, partmap.Partition(l.Partitions), now+1, sweepBatch)
+	now := d.now()
+	sv := d.acquire()
+	layouts := []engine.Layout{sv.cur}
+	if sv.next != nil {
+		layouts = append(layouts, *sv.next)
+	}
+	sv.release()
+	oldest := now
+	defer func() { s.lag.Set(float64(now-oldest) / 1000) }()
+	for _, l := range layouts {
+		// A step resumes at the partition where the last one stopped, not
+		// at the first: what it reclaimed there left tombstones that a
+		// seek would have to step over again.
+		for from := partmap.Partition(0); ; {
+			due, err := d.backend.Due(ctx, l.Generation, from, partmap.Partition(l.Partitions), now+1, sweepBatch)
 			if err != nil {
 				return total, err
 			}
-			full = full || len(entries) == sweepBatch
-			for _, e := range entries {
-				due = append(due, e.Email)
+			emails := make([]string, 0, len(due))
+			for _, e := range due {
+				emails = append(emails, e.Email)
 				oldest = min(oldest, e.Deadline)
 			}
-		}
-		s.lag.Set(float64(now-oldest) / 1000)
-		slices.Sort(due)
-		due = slices.Compact(due)
-		stats, err := d.reclaim(ctx, due, now)
-		total.Profiles += stats.Profiles
-		total.Records += stats.Records
-		s.profiles.Add(float64(stats.Profiles))
-		s.fields.Add(float64(stats.Records))
-		if err != nil || !full || stats == (SweepStats{}) {
-			return total, err
+			slices.Sort(emails)
+			emails = slices.Compact(emails)
+			stats, err := d.reclaim(ctx, emails, now)
+			total.Profiles += stats.Profiles
+			total.Records += stats.Records
+			s.profiles.Add(float64(stats.Profiles))
+			s.fields.Add(float64(stats.Records))
+			if err != nil {
+				return total, err
+			}
+			if len(due) < sweepBatch {
+				break
+			}
+			// Full: the last partition may have more. Move on only when
+			// this step reclaimed something, or a stuck entry would spin.
+			if stats == (SweepStats{}) {
+				from = due[len(due)-1].Partition + 1
+			} else {
+				from = due[len(due)-1].Partition
+			}
 		}
 	}
+	return total, nil
 }
 
 // reclaim sweeps emails at now, one invocation per partition.
