@@ -184,13 +184,6 @@ func Open(path string, opts *Options) (*Store, error) {
 	return &Store{Store: dir, dir: dir, db: db, backend: b, lock: lock}, nil
 }
 
-// Sweep runs one pass of the expiry sweeper now, as the background
-// sweeper does every SweepInterval: it deletes the expired profiles and
-// rewrites records without their expired fields. Reads already leave out
-// what has expired, so a sweep changes what is stored, never what is
-// read; a store opened with a negative SweepInterval sweeps only here.
-func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
-
 // Close releases the data directory. Every acknowledged write is already
 // durable, so Close has nothing to save; a resize in progress stops, to
 // resume at the next Open. Calling Close again does nothing.

@@ -118,14 +118,6 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	return &Store{Store: dir, dir: dir, client: client, batch: b.batch}, nil
 }
 
-// Sweep runs one pass of the expiry sweeper now, as the background
-// sweeper does every SweepInterval: it deletes the expired profiles and
-// rewrites records without their expired fields. Reads already leave out
-// what has expired, so a sweep changes what is stored, never what is
-// read; a store opened with a negative SweepInterval sweeps only here.
-// Several stores on one Redis may sweep at once.
-func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
-
 // Close stops a resize in progress, to resume at the next Open, and closes
 // the client.
 func (s *Store) Close() error {
