@@ -3,6 +3,8 @@ package pebble_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +97,82 @@ func TestExpiryModel(t *testing.T) {
 		s, _ := MustOpen(t, &opts)
 		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
 	})
+}
+
+func TestExpiry(t *testing.T) {
+	options := func(clock func() time.Time) *pebble.Options {
+		o := pebble.DefaultOptions()
+		o.Clock, o.SweepInterval = clock, -1 // the suite sweeps when it says
+		return &o
+	}
+	sweeper := func(s *pebble.Store) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+	}
+	var dirs sync.Map // *pebble.Store → its data directory
+	storetest.RunExpiry(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		s, dir := MustOpen(t, options(clock))
+		dirs.Store(s, dir)
+		return s, sweeper(s)
+	}, func(t *testing.T, old partmap.Store, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		dir, _ := dirs.Load(old)
+		if err := old.(*pebble.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		s := MustReopen(t, dir.(string), options(clock))
+		dirs.Store(s, dir)
+		return s, sweeper(s)
+	})
+}
+
+// The background sweeper reclaims what expires without being asked.
+func TestSweeperRunsByItself(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	var now atomic.Int64
+	now.Store(start)
+	o := pebble.DefaultOptions()
+	o.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
+	o.SweepInterval = 5 * time.Millisecond
+	s, _ := MustOpen(t, &o)
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const e, f = "sweep-profile@example.com", "sweep-field@example.com"
+	for _, email := range []string{e, f} {
+		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, partmap.FieldCustomerTier: "gold"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, op := range []partmap.Operation{
+		{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: start + 1000}},
+		{Op: partmap.OpExpire, Email: f, Fields: []string{partmap.FieldCustomerTier}, When: partmap.When{Millis: start + 1000}},
+	} {
+		if _, err := s.Apply(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pe, pf := partmap.PartitionOf(e, partmap.DefaultPartitions), partmap.PartitionOf(f, partmap.DefaultPartitions)
+	check := func(p partmap.Partition) partmap.PartitionCheck {
+		c, err := s.CheckPartition(ctx, p)
+		if err != nil || !c.OK() {
+			t.Fatalf("check of %s: %+v, %v", p, c, err)
+		}
+		return c
+	}
+	time.Sleep(50 * time.Millisecond) // passes that find nothing due
+	if c := check(pe); c.Profiles != 1 {
+		t.Fatalf("swept before the deadline: %+v", c)
+	}
+	if c := check(pf); c.IndexEntries != 2 { // customerTier, and its expiry
+		t.Fatalf("swept before the deadline: %+v", c)
+	}
+	now.Store(start + 1000)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if check(pe).Profiles == 0 && check(pf).IndexEntries == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not swept after 10 s: %+v, %+v", check(pe), check(pf))
+		}
+	}
 }

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,4 +76,27 @@ func TestReplicaAcknowledgements(t *testing.T) {
 
 func TestClusterResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store { return openCluster(t, &redis.Options{}) })
+}
+
+func TestClusterExpiry(t *testing.T) {
+	var namespaces sync.Map // *redis.Store → its namespace
+	storetest.RunExpiry(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		s := openCluster(t, clocked(clock))
+		namespaces.Store(s, fmt.Sprintf("t%d", cluster.ns.Load()))
+		return s, sweeper(s)
+	}, func(t *testing.T, old partmap.Store, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		ns, _ := namespaces.Load(old)
+		if err := old.(*redis.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		o := clocked(clock)
+		o.Namespace = ns.(string)
+		s, err := redis.Open(context.Background(), goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		namespaces.Store(s, ns)
+		return s, sweeper(s)
+	})
 }

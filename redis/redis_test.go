@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -392,4 +393,113 @@ func TestExpiryModel(t *testing.T) {
 		}
 		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
 	})
+}
+
+func sweeper(s *redis.Store) func(context.Context) error {
+	return func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+}
+
+func clocked(clock func() time.Time) *redis.Options {
+	o := redis.DefaultOptions()
+	o.Clock, o.SweepInterval = clock, -1 // the suite sweeps when it says
+	return &o
+}
+
+func TestExpiry(t *testing.T) {
+	var dbs sync.Map // *redis.Store → its database
+	storetest.RunExpiry(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		s := open(t, clocked(clock))
+		dbs.Store(s, int(server.nextDB.Load()%databases))
+		return s, sweeper(s)
+	}, func(t *testing.T, old partmap.Store, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		db, _ := dbs.Load(old)
+		if err := old.(*redis.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db.(int)})
+		s, err := redis.Open(context.Background(), c, clocked(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		dbs.Store(s, db)
+		return s, sweeper(s)
+	})
+}
+
+// Two servers on one Redis may sweep at once: each expired profile is
+// deleted, and counted, once, and nothing drifts.
+func TestTwoSweepers(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	var now atomic.Int64
+	now.Store(start)
+	a, b := openShared(t, clocked(func() time.Time { return time.UnixMilli(now.Load()) }))
+	for _, s := range []*redis.Store{a, b} {
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 60
+	emails := storetest.Spread(n, "two")
+	for i, e := range emails {
+		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		op := partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: start + 1000}}
+		if i%2 == 1 {
+			op.Fields = []string{"a"}
+		}
+		if _, err := b.Apply(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now.Store(start + 1000)
+	var wg sync.WaitGroup
+	stats := make(chan [2]int, 8)
+	for i := range 8 {
+		s := []*redis.Store{a, b}[i%2]
+		wg.Go(func() {
+			// A pass that meets the other server's lock fails, as any
+			// write may; what it reclaimed before counts, and the next
+			// pass goes on.
+			var got [2]int
+			for {
+				st, err := s.Sweep(ctx)
+				got[0], got[1] = got[0]+st.Profiles, got[1]+st.Records
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, partmap.ErrLockConflict) {
+					t.Error(err)
+					break
+				}
+			}
+			stats <- got
+		})
+	}
+	wg.Wait()
+	close(stats)
+	var profiles, records int
+	for st := range stats {
+		profiles += st[0]
+		records += st[1]
+	}
+	if profiles != n/2 || records != n/2 {
+		t.Fatalf("the sweeps reclaimed %d profiles and %d records, want %d and %d", profiles, records, n/2, n/2)
+	}
+	for i, e := range emails {
+		rec, err := b.FindProfile(ctx, e)
+		switch {
+		case i%2 == 0 && !errors.Is(err, partmap.ErrNotFound):
+			t.Fatalf("%s: %v, want not-found", e, err)
+		case i%2 == 1 && (err != nil || len(rec.Profile) != 2):
+			t.Fatalf("%s: %v, %v", e, rec.Profile, err)
+		}
+	}
+	stats2, err := a.ListPartitions(ctx)
+	if err != nil || stats2.TotalProfiles != n/2 {
+		t.Fatalf("partitions: %d profiles, %v; want %d", stats2.TotalProfiles, err, n/2)
+	}
+	storetest.CheckAll(t, a)
 }

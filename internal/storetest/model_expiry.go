@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +20,6 @@ import (
 // reads each partition's expiry entries.
 type ExpiryOpener func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error)
 
-// testClock is a clock that moves only when the test moves it.
-type testClock struct{ ms atomic.Int64 }
-
-func (c *testClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
 
 // RunExpiryModel checks random sequences of writes, expiry operations,
 // clock moves and sweeper passes against the sequential model
@@ -35,7 +30,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 	ctx := context.Background()
 	clock := &testClock{}
 	clock.ms.Store(1_900_000_000_000) // in 2030
-	s, sweep := open(t, clock.Now)
+	s, sweep := open(t, clock.now)
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchInput(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
+	runExpiryReplies(t, started)
 
 	t.Run("Start", func(t *testing.T) {
 		s := open(t)
