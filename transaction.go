@@ -1,5 +1,11 @@
 package partmap
 
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
+
 // MaxTransactionOps bounds one transaction (Store.Transact): it locks the
 // partitions of every profile it names for as long as it runs.
 const MaxTransactionOps = 100
@@ -83,4 +89,45 @@ type OperationResult struct {
 	FloatValue string
 	// Set says that setIfAbsent or setFields wrote their fields.
 	Set bool
+}
+
+// members are the Operation fields each kind takes, beside Op and Cond.
+var members = map[OpKind][]string{
+	OpPut:            {"Email", "Profile"},
+	OpPatch:          {"Email", "Patch"},
+	OpIncrement:      {"Email", "Field", "By"},
+	OpDelete:         {"Email"},
+	OpRename:         {"Email", "To"},
+	OpExpire:         {"Email", "Fields", "When", "ExpireCond"},
+	OpPersist:        {"Email", "Fields"},
+	OpIncrementFloat: {"Email", "Field", "ByFloat"},
+	OpSetIfAbsent:    {"Email", "Field", "Value"},
+	OpGetDelete:      {"Email", "Fields"},
+	OpGetExpire:      {"Email", "Fields", "Expiry"},
+	OpSetFields:      {"Email", "Set", "FieldSet", "Expiry"},
+}
+
+// CheckMembers refuses an operation that sets a member its kind does not
+// take (EINVALID, naming it), so that a caller's mistake is never quietly
+// dropped: a keepTTL on a getExpire, say. An unknown kind is EINVALID too.
+func (op Operation) CheckMembers() error {
+	take, ok := members[op.Op]
+	if !ok {
+		return Errorf(EINVALID, "unknown operation %q", op.Op)
+	}
+	v := reflect.ValueOf(op)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		if name == "Op" || name == "Cond" || slices.Contains(take, name) || v.Field(i).IsZero() {
+			continue
+		}
+		return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("a %s operation takes no %s", op.Op, name)}
+	}
+	switch {
+	case op.Op == OpGetExpire && op.Expiry.KeepTTL:
+		return &Error{Code: EINVALID, Field: "keepTTL", Message: "getExpire takes a time or persist, never keepTTL"}
+	case op.Op == OpSetFields && op.Expiry.Persist:
+		return &Error{Code: EINVALID, Field: "persist", Message: "setFields takes a time or keepTTL, never persist"}
+	}
+	return nil
 }

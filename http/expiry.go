@@ -484,6 +484,11 @@ func (c *Client) Deadlines(ctx context.Context, email string, fields []string) (
 // below. The increment route sends no profile, so an increment's Record
 // carries its version only.
 func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	// Refused here as the server would: a member a route cannot carry
+	// must not be dropped on the way.
+	if err := op.CheckMembers(); err != nil {
+		return partmap.OperationResult{}, err
+	}
 	res := partmap.OperationResult{Op: op.Op, Email: op.Email}
 	switch op.Op {
 	case partmap.OpPut:

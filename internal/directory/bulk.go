@@ -103,8 +103,9 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}
+			now := d.now()
 			for _, p := range chunk {
-				if err := upsertGroup(tx, sv, p, groups[p], canonical, results); err != nil {
+				if err := upsertGroup(tx, sv, p, groups[p], canonical, results, now); err != nil {
 					return err
 				}
 			}
@@ -152,7 +153,7 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 }
 
 // upsertGroup upserts the profiles idx of partition p, in order.
-func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, results []partmap.BulkResult) error {
+func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, results []partmap.BulkResult, now int64) error {
 	part := engine.Part{Generation: sv.cur.Generation, Partition: p}
 	emails := make([]string, len(idx))
 	for k, i := range idx {
@@ -166,6 +167,8 @@ func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, can
 		if err != nil {
 			return err
 		}
+		// An expired profile is no profile: the upsert creates one.
+		exists = exists && live(&cur, now) != nil
 		rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
 		st := sv.staged(emails[k])
 		st.tx = tx

@@ -30,11 +30,26 @@ func (d *Directory) Deadlines(ctx context.Context, email string, fields []string
 			return partmap.TTLs{}, err
 		}
 	}
-	rec, err := d.FindProfile(ctx, email)
+	email, err := d.locate(ctx, email)
 	if err != nil {
 		return partmap.TTLs{}, err
 	}
-	out := partmap.TTLs{Profile: partmap.ExpiryNone, Deadlines: make([]int64, len(fields)), Now: d.now(), Version: rec.Version}
+	// One instant for the record and the clock reported with it, so that
+	// no deadline shown is already past.
+	var rec *partmap.Record
+	var now int64
+	err = d.read(func(sv *serving) error {
+		stored, err := d.engine.Read(ctx, sv.part(email), email)
+		now = d.now()
+		if rec = live(stored, now); err == nil && rec == nil {
+			err = notFound(email)
+		}
+		return err
+	})
+	if err != nil {
+		return partmap.TTLs{}, err
+	}
+	out := partmap.TTLs{Profile: partmap.ExpiryNone, Deadlines: make([]int64, len(fields)), Now: now, Version: rec.Version}
 	if at := rec.Deadlines.Profile; at != 0 {
 		out.Profile = at
 	}
@@ -120,6 +135,9 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 		}
 	case partmap.OpExpire:
 		changed, err = expire(&next, op, res, now)
+		if err == nil && len(op.Fields) == 0 && res.Codes[0] == partmap.ExpiryDeleted {
+			return st.Delete() // a time now or past, even the epoch's 0, which is no deadline
+		}
 	case partmap.OpPersist:
 		changed = persist(&next, op, res)
 	case partmap.OpGetDelete:

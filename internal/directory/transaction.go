@@ -55,6 +55,9 @@ func (d *Directory) plan(ops []partmap.Operation) ([]partmap.Operation, error) {
 }
 
 func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
+	if err := op.CheckMembers(); err != nil {
+		return op, err
+	}
 	var err error
 	if op.Op == partmap.OpPut {
 		if op.Profile, err = d.prepare(op.Profile); err != nil {
