@@ -20,7 +20,6 @@ import (
 // reads each partition's expiry entries.
 type ExpiryOpener func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error)
 
-
 // RunExpiryModel checks random sequences of writes, expiry operations,
 // clock moves and sweeper passes against the sequential model
 // (internal/model, ExpiryState): every reply, every read's profile and
