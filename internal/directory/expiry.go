@@ -392,6 +392,12 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 		res.Record = cur // it changes nothing: the version stays
 		return nil
 	}
+	if cur == nil && op.Expiry.When != nil && at <= now {
+		// Every field set is gone at once: as Redis leaves no key behind,
+		// no profile of the email alone is made.
+		res.Created = false
+		return nil
+	}
 	return d.write(st, cur, next, res)
 }
 

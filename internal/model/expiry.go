@@ -350,6 +350,9 @@ func (s ExpiryState) setFields(email string, cur Entry, exists bool, op partmap.
 		}
 	}
 	r := ExpiryResult{Set: true, Created: !exists}
+	if !exists && op.Expiry.When != nil && resolve(*op.Expiry.When, now) <= now {
+		return s, ExpiryResult{Set: true} // every field gone at once: no profile of the email alone
+	}
 	if !exists {
 		return s.with(email, next, ExpiryResult{Set: true, Created: true, Writes: true})
 	}

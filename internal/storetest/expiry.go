@@ -440,6 +440,16 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e, "a": "x", "c": "3"})
 		wantDeadlines(t, s, e, -1, []string{"b", "d"}, -2, -2)
+		// On a missing profile too; and as Redis leaves no key, no profile
+		// of the email alone is made.
+		const ghost = "ghost-setex@example.com"
+		res := apply(t, s, partmap.Operation{Op: partmap.OpSetFields, Email: ghost, Set: partmap.Patch{"a": ptr("1")}, Expiry: partmap.FieldExpiry{When: &past}})
+		if !res.Set || res.Created || res.Record != nil {
+			t.Fatalf("HSETEX with a past time on a missing profile: %+v", res)
+		}
+		if _, err := s.FindProfile(ctx, ghost); !errors.Is(err, partmap.ErrNotFound) {
+			t.Fatalf("HSETEX with a past time made a profile: %v", err)
+		}
 
 		// emailAddress may be written with its own value, but never expire.
 		setex(partmap.Patch{partmap.FieldEmail: ptr(e)}, "", partmap.FieldExpiry{})
