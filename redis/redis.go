@@ -65,7 +65,7 @@ type Options struct {
 	// time.Now. SweepInterval is how often expired data is reclaimed: 0
 	// means directory.DefaultSweepInterval, a negative one never (tests).
 	// Every server sharing the Redis sweeps; their sweeps are writes like
-	// any other, so they never conflict in effect.
+	// any other, so two of them reclaim each profile once.
 	Clock         func() time.Time
 	SweepInterval time.Duration
 }
