@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,6 +51,10 @@ func expiryChild(v string) int {
 // the Redis server keeps what it was sent.
 func TestExpiryCrash(t *testing.T) {
 	ctx := context.Background()
+	cycles := 6
+	if n, err := strconv.Atoi(os.Getenv("PARTMAP_CRASH_CYCLES")); err == nil && n > 0 {
+		cycles = n // a long run
+	}
 	db := int(server.nextDB.Add(1) % databases)
 	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
 	if err := c.FlushDB(ctx).Err(); err != nil {
@@ -71,7 +76,7 @@ func TestExpiryCrash(t *testing.T) {
 	}
 	first.Close()
 	res, err := crashtest.RunExpiry(ctx, crashtest.ExpiryConfig{
-		Cycles: 6, Seed: 2, Logf: t.Logf,
+		Cycles: cycles, Seed: 2, Logf: t.Logf,
 		Child: func(cycle int, seed uint64) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s %d", expiryChildEnv, seed, server.socket, db))
