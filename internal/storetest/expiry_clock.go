@@ -205,6 +205,15 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		if before.Profiles != 3 || after.Profiles != 2 || after.Counted != 2 || after.IndexEntries >= before.IndexEntries {
 			t.Fatalf("check of %s before the sweep %+v, after %+v", p, before, after)
 		}
+		// Nothing of e0's expired field is left stored: writing e0's live
+		// profile again (it has no other deadline) changes no entry.
+		live := mustFind(t, s, e0)
+		if _, _, err := s.UpsertProfile(ctx, live.Profile, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		if rewritten, err := s.CheckPartition(ctx, p); err != nil || rewritten.IndexEntries != after.IndexEntries {
+			t.Fatalf("the sweep left %d index entries in %s; rewriting %s's live profile leaves %d (%v)", after.IndexEntries, p, e0, rewritten.IndexEntries, err)
+		}
 		if c, err := s.CheckPartition(ctx, partmap.PartitionOf(lone, partmap.DefaultPartitions)); err != nil || c.Profiles != 0 || c.Counted != 0 || c.IndexEntries != 0 {
 			t.Fatalf("check of the lone profile's partition after the sweep: %+v, %v", c, err)
 		}
