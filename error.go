@@ -34,6 +34,7 @@ const (
 	EUNAUTHORIZED  Code = "unauthorized"           // no valid bearer token
 	EFORBIDDEN     Code = "forbidden"              // the token's scope is too small
 	EUNAVAILABLE   Code = "unavailable"            // the store cannot serve now; retry
+	EUNSUPPORTED   Code = "unsupported"            // this store cannot do it (a backup of Redis)
 	EINTERNAL      Code = "internal"               // anything else; details are never shown
 )
 
@@ -69,6 +70,7 @@ var Codes = map[Code]CodeInfo{
 	EUNAUTHORIZED:  {401, "Unauthorized"},
 	EFORBIDDEN:     {403, "Forbidden"},
 	EUNAVAILABLE:   {503, "Service unavailable"},
+	EUNSUPPORTED:   {501, "Not supported by this store"},
 	EINTERNAL:      {500, "Internal error"},
 }
 

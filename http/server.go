@@ -78,6 +78,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"DELETE", "/whole-map-lock", ScopeAdmin, []string{"lease"}, s.handleUnlockWholeMap},
 		{"POST", "/resize", ScopeAdmin, []string{"partitions"}, s.handleResize},
 		{"GET", "/resize", ScopeAdmin, nil, s.handleResizeStatus},
+		{"GET", "/backup", ScopeAdmin, nil, s.handleBackup},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {

@@ -114,6 +114,8 @@ type Store struct {
 	db            *pebble.DB
 	backend       *backend
 	lock          *pebble.Lock
+	path          string // the data directory
+	fs            vfs.FS
 	closeOnce     sync.Once
 	closeErr      error
 }
@@ -181,7 +183,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		db.Close()
 		return fail(err)
 	}
-	return &Store{Store: dir, dir: dir, db: db, backend: b, lock: lock}, nil
+	return &Store{Store: dir, dir: dir, db: db, backend: b, lock: lock, path: path, fs: o.FS}, nil
 }
 
 // Close releases the data directory. Every acknowledged write is already

@@ -77,6 +77,8 @@ var commands = map[string]command{
 	"map-lock":   {"hold every partition lock for bulk maintenance (writers get lock conflicts)", runMapLock},
 	"map-unlock": {"release a map-lock early", runMapUnlock},
 	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},
+	"backup":     {"copy a serving embedded store, consistently, into a new directory", runBackup},
+	"restore":    {"bring a backup back as a new data directory", runRestore},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
 }
