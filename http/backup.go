@@ -22,7 +22,11 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ url.Valu
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)
 	if _, err := b.Backup(r.Context(), w); err != nil {
-		s.log.Error("backup failed midway; the client gets an archive without its manifest", "err", err)
+		if r.Context().Err() != nil {
+			s.log.Info("backup abandoned: the client went away", "err", err)
+		} else {
+			s.log.Error("backup failed midway; the client gets an archive without its manifest", "err", err)
+		}
 	}
 	return nil
 }

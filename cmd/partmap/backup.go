@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -25,6 +26,10 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	rest, cl, err := cf.parse(args, 1, 1)
 	if err != nil {
 		return err
+	}
+	// Refused before the server takes a checkpoint for nothing.
+	if entries, err := os.ReadDir(rest[0]); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s is not empty: name a new directory", rest[0])
 	}
 	bar, progress := bytesBar(e, "backing up")
 	var info partmap.BackupInfo
