@@ -1,8 +1,8 @@
 package pebble
 
 import (
-	"bytes"
 	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
