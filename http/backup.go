@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/partmap/partmap"
 )
@@ -27,7 +28,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ url.Valu
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	aw := &archiveWriter{w: w}
+	aw := &archiveWriter{w: w, rc: http.NewResponseController(w)}
 	_, err := b.Backup(r.Context(), aw)
 	switch {
 	case err != nil && !aw.started:
@@ -43,10 +44,15 @@ func backupHeader(w http.ResponseWriter) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 }
 
-// archiveWriter sends the 200 and its headers with the first byte.
+// archiveWriter sends the 200 and its headers with the first byte. As an
+// export does, it bounds how long a reader may stall rather than the whole
+// reply: the server's write timeout (a minute by default) would cut any
+// backup of more than a few gigabytes short.
 type archiveWriter struct {
-	w       http.ResponseWriter
-	started bool
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	started  bool
+	deadline time.Time // as last set
 }
 
 func (a *archiveWriter) Write(p []byte) (int, error) {
@@ -54,6 +60,10 @@ func (a *archiveWriter) Write(p []byte) (int, error) {
 		a.started = true
 		backupHeader(a.w)
 		a.w.WriteHeader(http.StatusOK)
+	}
+	if now := time.Now(); a.deadline.Sub(now) < streamStall-time.Second {
+		a.deadline = now.Add(streamStall)
+		a.rc.SetWriteDeadline(a.deadline)
 	}
 	return a.w.Write(p)
 }

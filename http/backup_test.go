@@ -3,11 +3,14 @@ package http_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -76,6 +79,50 @@ func TestBackup(t *testing.T) {
 		}
 		if _, err := restored.FindProfile(ctx, "late@example.com"); partmap.ErrorCode(err) != partmap.ENOTFOUND {
 			t.Errorf("a profile written after the backup: got %v, want not-found", err)
+		}
+	})
+
+	// A backup takes as long as its reader does; the server's write
+	// timeout, which a slow reader outlasts here, must not cut it short.
+	t.Run("OutlastsWriteTimeout", func(t *testing.T) {
+		store, err := pebble.Open(t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		ctx := t.Context()
+		if _, err := store.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		value := func() string {
+			b := make([]byte, 24<<10)
+			for i := range b {
+				b[i] = byte('!' + rng.IntN(90))
+			}
+			return string(b)
+		}
+		// 32 MB, more than loopback's socket buffers hold.
+		for batch := range 10 {
+			var ps []partmap.Profile
+			for i := range 40 {
+				ps = append(ps, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("big%d.%d@example.com", batch, i), "a": value(), "b": value(), "c": value()})
+			}
+			if _, err := store.UpsertProfiles(ctx, ps); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv := httptest.NewUnstartedServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)}))
+		srv.Config.WriteTimeout = 200 * time.Millisecond
+		srv.Start()
+		defer srv.Close()
+		err = newClient(t, srv.URL, nil).Backup(ctx, func(r io.Reader) error {
+			time.Sleep(time.Second) // the server blocks meanwhile, its buffers full
+			_, err := pebble.Unpack(r, filepath.Join(t.TempDir(), "b"), nil)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("a backup read slower than the write timeout: %v", err)
 		}
 	})
 
