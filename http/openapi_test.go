@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"cmp"
 	"context"
@@ -436,6 +437,43 @@ func newDocServer(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration
 	return &docServer{srv, api, fs}
 }
 
+// plainStore has partmap.Store's methods and no other: a store that is
+// not a partmap.Backuper, as a Redis store is not.
+type plainStore struct{ partmap.Store }
+
+// newPlainDocServer serves a real Pebble store as a plainStore.
+func newPlainDocServer(t *testing.T) *docServer {
+	t.Helper()
+	store, err := pebble.Open(t.TempDir(), &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := pmhttp.NewServer(plainStore{store}, &pmhttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() {
+		srv.Close()
+		store.Close()
+	})
+	return &docServer{srv, api, nil}
+}
+
+// tarNames lists a tar archive's entries, failing on a broken archive.
+func tarNames(t *testing.T, archive []byte) []string {
+	t.Helper()
+	var names []string
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatalf("the archive after %q: %v", names, err)
+		}
+		names = append(names, hdr.Name)
+	}
+}
+
 // routed reports whether the server has a route for method and path, and
 // not only its catch-all.
 func (s *docServer) routed(method, path string) bool {
@@ -495,6 +533,7 @@ func newChecker(t *testing.T, srv *docServer, cov *docCoverage) *docChecker {
 			openapi3filter.RegisterBodyDecoder(t, openapi3filter.PlainBodyDecoder)
 		}
 		openapi3filter.RegisterBodyDecoder("application/vnd.google.protobuf", openapi3filter.FileBodyDecoder)
+		openapi3filter.RegisterBodyDecoder("application/x-tar", openapi3filter.FileBodyDecoder)
 	})
 	return &docChecker{doc: doc, router: router, srv: srv, auth: openapi3filter.NoopAuthenticationFunc,
 		client: &http.Client{Timeout: time.Minute}, cov: cov}
@@ -1222,6 +1261,16 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xHead(export), 200, "")
 	c.expect(t, xBad(xGet(export+"?limit=1")), 400, partmap.EINVALID)
 
+	// The backup: a tar archive whose last entry is its manifest.
+	backup := b + "/backup"
+	r = c.expect(t, xGet(backup), 200, "")
+	if names := tarNames(t, r.body); len(names) < 2 || names[len(names)-1] != partmap.BackupManifest {
+		t.Errorf("backup: the archive holds %q; want data files, then %s", names, partmap.BackupManifest)
+	}
+	c.expect(t, xHead(backup), 200, "")
+	c.expect(t, xBad(xGet(backup+"?full=1")), 400, partmap.EINVALID)
+	c.expect(t, xPost(backup, ""), 405, partmap.EMETHOD)
+
 	// The console: its page and files, revalidated by ETag, in ranges, and
 	// refused for names it does not have and methods it does not take.
 	indexTag := c.expect(t, xGet("/"), 200, "").header.Get("ETag")
@@ -1277,6 +1326,11 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	if srv.routed(http.MethodPost, b+"/resize") {
 		checkResize(t, newChecker(t, newDocServer(t, nil, 0), cov))
 	}
+
+	// A store that is not a partmap.Backuper, as a Redis store is not.
+	plain := newChecker(t, newPlainDocServer(t), cov)
+	plain.expect(t, xGet(b+"/backup"), 501, partmap.EUNSUPPORTED)
+	plain.expect(t, xHead(b+"/backup"), 501, "")
 
 	// A body that does not arrive within the read timeout.
 	slow := newChecker(t, newDocServer(t, nil, 300*time.Millisecond), cov)
@@ -1429,6 +1483,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"resizeMap":          {target: b + "/resize?partitions=1000"}, // the current count: refused, changes nothing
 		"getResize":          {target: b + "/resize"},
 		"headResize":         {target: b + "/resize"},
+		"backupStore":        {target: b + "/backup"},
+		"headBackup":         {target: b + "/backup"},
 		"getHealth":          {target: "/healthz"},
 		"headHealth":         {target: "/healthz"},
 		"getReadiness":       {target: "/readyz"},

@@ -198,7 +198,8 @@ func (s *Server) problem(r *http.Request, err error) problem {
 		err = &partmap.Error{Code: partmap.EUNAVAILABLE, Message: "the request was cancelled or timed out", Err: err}
 	}
 	p := problemOf(err)
-	if p.Status >= 500 {
+	// 501 is the store saying what it cannot do, not a failure.
+	if p.Status >= 500 && p.Status != http.StatusNotImplemented {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}
 	return p

@@ -28,7 +28,7 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (partmap.BackupInfo, er
 	if s.fs != vfs.Default {
 		return partmap.BackupInfo{}, partmap.Errorf(partmap.EUNSUPPORTED, "a store on an in-memory filesystem has no backup")
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(s.path), ".partmap-backup-")
+	tmp, err := os.MkdirTemp(filepath.Dir(s.path), backupPrefix(s.path))
 	if err != nil {
 		return partmap.BackupInfo{}, fmt.Errorf("backup: %w", err)
 	}
@@ -66,6 +66,18 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (partmap.BackupInfo, er
 		return info, err
 	}
 	return info, tw.Close()
+}
+
+// backupPrefix names the checkpoints of the data directory path, beside
+// it: a crash midway leaves one, which the next Open removes.
+func backupPrefix(path string) string { return ".partmap-backup-" + filepath.Base(path) + "-" }
+
+// removeStaleBackups removes the checkpoints a crash left beside path.
+func removeStaleBackups(path string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), backupPrefix(path)+"*"))
+	for _, dir := range stale {
+		os.RemoveAll(dir)
+	}
 }
 
 func archiveFile(tw *tar.Writer, path string) (int64, error) {
@@ -162,6 +174,12 @@ func Restore(ctx context.Context, dir, data string, progress func(int64)) (partm
 	if err := emptyDir(data); err != nil {
 		return info, 0, err
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			removeContents(data) // so that the next attempt can use it
+		}
+	}()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return info, 0, err
@@ -198,6 +216,7 @@ func Restore(ctx context.Context, dir, data string, progress func(int64)) (partm
 	if partmap.ErrorCode(err) == partmap.ENOTSTARTED {
 		err = nil
 	}
+	ok = err == nil
 	return info, stats.TotalProfiles, err
 }
 

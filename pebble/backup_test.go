@@ -181,3 +181,24 @@ func TestBackupRefusesDamage(t *testing.T) {
 		t.Fatal("a refused restore touched the directory")
 	}
 }
+
+// A checkpoint that a crash left beside the data directory goes at the
+// next open; another directory's is left alone.
+func TestOpenRemovesStaleBackups(t *testing.T) {
+	parent := t.TempDir()
+	data := filepath.Join(parent, "data")
+	stale := filepath.Join(parent, ".partmap-backup-data-123")
+	other := filepath.Join(parent, ".partmap-backup-database-456")
+	for _, dir := range []string{stale, other} {
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	MustReopen(t, data, nil)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale checkpoint is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another directory's checkpoint was removed: %v", err)
+	}
+}

@@ -175,6 +175,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return fail(fmt.Errorf("cannot be opened: %w", err))
 	}
+	if o.FS == vfs.Default {
+		removeStaleBackups(path) // this process holds the directory: no backup of it runs
+	}
 	// A crash in the middle of a resize, or of the removal of the
 	// generation one replaced, is finished here.
 	b.db = db
