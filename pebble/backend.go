@@ -153,10 +153,20 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			if err := batch.Delete(indexKey(pre, w.Part.Partition, e), nil); err != nil {
 				return fail(err)
 			}
+			if e.Field == engine.ExpiryField {
+				if err := batch.Delete(dueKey(pre, w.Part.Partition, e), nil); err != nil {
+					return fail(err)
+				}
+			}
 		}
 		for _, e := range w.Add {
 			if err := batch.Set(indexKey(pre, w.Part.Partition, e), nil, nil); err != nil {
 				return fail(err)
+			}
+			if e.Field == engine.ExpiryField {
+				if err := batch.Set(dueKey(pre, w.Part.Partition, e), nil, nil); err != nil {
+					return fail(err)
+				}
 			}
 		}
 		k := recordKey(pre, w.Part.Partition, w.Email)

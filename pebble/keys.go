@@ -15,6 +15,9 @@ import (
 //	G | "r" | partition (uint32 BE) | canonical email   one profile
 //	G | "x" | partition (uint32 BE) | field (1 byte) | uvarint len(value) | value | canonical email
 //	                                      one secondary-index entry, with an empty value
+//	G | "e" | expiry value (17 bytes) | partition (uint32 BE) | canonical email
+//	                                      an expiry entry again, by deadline first, so that
+//	                                      what is due is one range however many partitions
 //
 // G is the key space of the layout generation the key belongs to: nothing
 // for generation 0, "v" | generation (uint32 BE) for those resizes make, so
@@ -32,6 +35,7 @@ const (
 	prefixCount      = 'c'
 	prefixRecord     = 'r'
 	prefixIndex      = 'x'
+	prefixDue        = 'e'
 	prefixGeneration = 'v'
 )
 
@@ -95,7 +99,15 @@ func parseIndexKey(k []byte) (engine.IndexEntry, bool) {
 // generationRanges are the key ranges [start, end) holding a generation.
 func generationRanges(generation int) [][2][]byte {
 	if generation == 0 {
-		return [][2][]byte{{{prefixCount}, {prefixCount + 1}}, {{prefixRecord}, {prefixRecord + 1}}, {{prefixIndex}, {prefixIndex + 1}}}
+		return [][2][]byte{{{prefixCount}, {prefixCount + 1}}, {{prefixRecord}, {prefixRecord + 1}}, {{prefixIndex}, {prefixIndex + 1}},
+			{{prefixDue}, {prefixDue + 1}}}
 	}
 	return [][2][]byte{{genPrefix(generation), genPrefix(generation + 1)}}
+}
+
+// dueKey is expiry entry e of partition p by deadline first.
+func dueKey(pre []byte, p partmap.Partition, e engine.IndexEntry) []byte {
+	k := append(kind(pre, prefixDue, len(e.Value)+4+len(e.Email)), e.Value...)
+	k = binary.BigEndian.AppendUint32(k, uint32(p))
+	return append(k, e.Email...)
 }

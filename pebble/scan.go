@@ -138,41 +138,37 @@ func (b *backend) hasEntries(pre []byte, p partmap.Partition, where []engine.Ind
 	return true, nil
 }
 
-// Due walks the partitions with one iterator, seeking in each to its
-// first expiry entry: entries sort by deadline there, so a partition with
-// nothing due costs one seek.
-func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]engine.Due, error) {
+// Due reads the expiry entries by deadline first ("e" keys), so that its
+// cost is what is due, not the partition count: a directory of a million
+// partitions with nothing due costs one seek. Its order is soonest first.
+func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int, after *engine.Due) ([]engine.Due, error) {
 	pre := genPrefix(gen)
-	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: kind(pre, prefixIndex, 0), UpperBound: kind(pre, prefixIndex+1, 0)})
+	lower := kind(pre, prefixDue, 0)
+	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: append(bytes.Clone(lower), engine.ExpiryBound(before)...)})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	bound := engine.ExpiryBound(before)
-	var out []engine.Due
-	for p := first; p < end && len(out) < limit; p++ {
-		prefix := indexPrefix(pre, p, engine.ExpiryField, "")
-		prefix = prefix[:len(prefix)-1]           // without the empty value's length
-		prefix = binary.AppendUvarint(prefix, 17) // every expiry value's length
-		upper := append(bytes.Clone(prefix), bound...)
-		for ok := it.SeekGE(prefix); ok && len(out) < limit; ok = it.Next() {
-			k := it.Key()
-			if bytes.Compare(k, upper) >= 0 {
-				break
-			}
-			rest := k[len(prefix):]
-			if len(rest) < 17 {
-				return nil, fmt.Errorf("pebble: malformed expiry entry %q", k)
-			}
-			at, profile, ok := engine.ParseExpiryValue(string(rest[:17]))
-			if !ok {
-				return nil, fmt.Errorf("pebble: malformed expiry entry %q", k)
-			}
-			out = append(out, engine.Due{Partition: p, Email: string(rest[17:]), Deadline: at, Profile: profile})
-		}
-		if err := it.Error(); err != nil {
-			return nil, err
-		}
+	ok := it.First()
+	if after != nil {
+		e := engine.IndexEntry{Field: engine.ExpiryField, Value: engine.ExpiryValue(after.Deadline, after.Profile), Email: after.Email}
+		ok = it.SeekGE(append(dueKey(pre, after.Partition, e), 0)) // strictly after it
 	}
-	return out, nil
+	var out []engine.Due
+	for ; ok && len(out) < limit; ok = it.Next() {
+		k := it.Key()[len(lower):]
+		if len(k) < 17+4 {
+			return nil, fmt.Errorf("pebble: malformed expiry key %q", it.Key())
+		}
+		at, profile, valid := engine.ParseExpiryValue(string(k[:17]))
+		if !valid {
+			return nil, fmt.Errorf("pebble: malformed expiry key %q", it.Key())
+		}
+		p := partmap.Partition(binary.BigEndian.Uint32(k[17:21]))
+		if p < first || p >= end {
+			continue
+		}
+		out = append(out, engine.Due{Partition: p, Email: string(k[21:]), Deadline: at, Profile: profile})
+	}
+	return out, it.Error()
 }

@@ -292,10 +292,14 @@ func (f frozen) Scan(ctx context.Context, q engine.Query) ([]engine.Item, error)
 func (f frozen) Close() error { return f.Release() }
 
 // Due reads each partition's expiry entries that are due, a range of its
-// expiry sorted set by value, in pipelines of a thousand partitions.
-func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]engine.Due, error) {
+// expiry sorted set by value, in pipelines of a thousand partitions. Its
+// order is partition by partition, then soonest first.
+func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int, after *engine.Due) ([]engine.Due, error) {
 	lo := "[" + string(binary.BigEndian.AppendUint32(nil, 17))
 	hi := "(" + lo[1:] + engine.ExpiryBound(before)
+	if after != nil {
+		first = max(first, after.Partition)
+	}
 	var out []engine.Due
 	for chunk := first; chunk < end && len(out) < limit; chunk += 1000 {
 		last := min(chunk+1000, end)
@@ -303,7 +307,11 @@ func (b *backend) Due(ctx context.Context, gen int, first, end partmap.Partition
 		cmds := make([]*goredis.StringSliceCmd, 0, last-chunk)
 		for p := chunk; p < last; p++ {
 			key := b.indexKey(engine.Part{Generation: gen, Partition: p}, engine.ExpiryField)
-			cmds = append(cmds, pipe.ZRangeByLex(ctx, key, &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(min(limit, 1<<30))}))
+			from := lo
+			if after != nil && p == after.Partition {
+				from = "(" + indexMember(engine.ExpiryValue(after.Deadline, after.Profile), after.Email) // strictly after it
+			}
+			cmds = append(cmds, pipe.ZRangeByLex(ctx, key, &goredis.ZRangeBy{Min: from, Max: hi, Count: int64(min(limit, 1<<30))}))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, unavailable(err)

@@ -269,7 +269,10 @@ func (b *backend) IndexEntries(context.Context, engine.Part) ([]engine.IndexEntr
 // Due reads every bucket in range, as the original design would: it keeps
 // no expiry entries either. Its directory runs no sweeper (Open), so this
 // serves only the counts of expired profiles not yet deleted.
-func (b *backend) Due(_ context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]engine.Due, error) {
+func (b *backend) Due(_ context.Context, gen int, first, end partmap.Partition, before int64, limit int, after *engine.Due) ([]engine.Due, error) {
+	if after != nil {
+		return nil, nil // its directory runs no sweeper, the one caller that pages
+	}
 	var out []engine.Due
 	for p := first; p < end && len(out) < limit; p++ {
 		bk, err := load(b.db, engine.Part{Generation: gen, Partition: p})

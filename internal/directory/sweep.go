@@ -22,7 +22,7 @@ const DefaultSweepInterval = 500 * time.Millisecond
 
 // sweepBatch bounds the expiry entries one step of a pass reads; a pass
 // that fills it goes on at once.
-const sweepBatch = 10000
+const sweepBatch = 50000
 
 // SweepStats is what one Sweep reclaimed.
 type SweepStats struct {
@@ -89,9 +89,18 @@ func (d *Directory) startSweeper(interval time.Duration) {
 					continue
 				}
 			}
-			before := threadCPU()
-			_, err := d.Sweep(ctx)
+			before, started := threadCPU(), time.Now()
+			stats, err := d.Sweep(ctx)
 			s.cpu.Add((threadCPU() - before).Seconds())
+			// A pass that found nothing yet took long (a million partitions
+			// on Redis, say) waits nine times its length, so that looking
+			// costs at most a tenth of a core whatever the directory's
+			// size. A pass that reclaimed something did needed work.
+			if took := time.Since(started); stats == (SweepStats{}) && 9*took > interval {
+				t.Reset(9 * took)
+			} else {
+				t.Reset(interval)
+			}
 			switch {
 			case ctx.Err() != nil:
 			case err != nil && time.Since(warned) >= time.Minute:
@@ -137,11 +146,9 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 	oldest := now
 	defer func() { s.lag.Set(float64(now-oldest) / 1000) }()
 	for _, l := range layouts {
-		// A step resumes at the partition where the last one stopped, not
-		// at the first: what it reclaimed there left tombstones that a
-		// seek would have to step over again.
-		for from := partmap.Partition(0); ; {
-			due, err := d.backend.Due(ctx, l.Generation, from, partmap.Partition(l.Partitions), now+1, sweepBatch)
+		var after *engine.Due
+		for {
+			due, err := d.backend.Due(ctx, l.Generation, 0, partmap.Partition(l.Partitions), now+1, sweepBatch, after)
 			if err != nil {
 				return total, err
 			}
@@ -163,13 +170,10 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 			if len(due) < sweepBatch {
 				break
 			}
-			// Full: the last partition may have more. Move on only when
-			// this step reclaimed something, or a stuck entry would spin.
-			if stats == (SweepStats{}) {
-				from = due[len(due)-1].Partition + 1
-			} else {
-				from = due[len(due)-1].Partition
-			}
+			// A full page: the next goes on after its last entry, never
+			// over what this one reclaimed (or could not: a stuck entry is
+			// passed, not spun on).
+			after = &due[len(due)-1]
 		}
 	}
 	return total, nil
@@ -278,7 +282,7 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 // has passed but which the sweeper has not deleted yet: their partition's
 // stored count still holds them.
 func (d *Directory) dueProfiles(ctx context.Context, gen int, partitions int, now int64) (map[partmap.Partition]int64, error) {
-	due, err := d.backend.Due(ctx, gen, 0, partmap.Partition(partitions), now+1, int(^uint(0)>>1))
+	due, err := d.backend.Due(ctx, gen, 0, partmap.Partition(partitions), now+1, int(^uint(0)>>1), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -84,12 +84,16 @@ type Backend interface {
 	// field, for checking.
 	IndexEntries(ctx context.Context, part Part) ([]IndexEntry, error)
 
-	// Due returns up to limit expiry entries (ExpiryField) of generation
-	// gen's partitions from first up to (not including) end whose deadline
-	// is before before (Unix ms), in partition order, then deadline order,
-	// each from one view of its partition at least. The sweeper and the
-	// counts of profiles it has not reclaimed yet read them.
-	Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int) ([]Due, error)
+	// Due returns expiry entries (ExpiryField) of generation gen's
+	// partitions from first up to (not including) end whose deadline is
+	// before before (Unix ms), up to limit of them, in an order of the
+	// backend's choosing (soonest first, or partition by partition), each
+	// partition's from one view of it at least. With after, it returns the
+	// entries after that one in its order: a sweeper that reclaimed a full
+	// page goes on from its last entry instead of stepping again over what
+	// it has just deleted. The sweeper and the counts of profiles it has not
+	// reclaimed yet read them.
+	Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int, after *Due) ([]Due, error)
 
 	// Snapshot freezes layout l for an export: its scans see the
 	// generation as it was at one instant, whatever is written meanwhile.
