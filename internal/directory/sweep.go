@@ -196,8 +196,18 @@ func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (Sw
 			groups[p] = append(groups[p], e)
 		}
 		var stale []string
-		for _, p := range sortedPartitions(groups) {
-			group := groups[p]
+		// Several partitions per invocation where a commit is one batch
+		// (bulkSize, as a bulk write has): the soonest deadlines are spread
+		// over every partition, and a commit per partition of a few
+		// records each cost most of a burst's time.
+		parts := sortedPartitions(groups)
+		for len(parts) > 0 {
+			chunk := parts[:min(len(parts), d.bulkSize)]
+			parts = parts[len(chunk):]
+			var group []string
+			for _, p := range chunk {
+				group = append(group, groups[p]...)
+			}
 			var stats SweepStats
 			durable, err := d.reclaimGroup(ctx, sv, group, now, &stats)
 			if err == engine.ErrStale {
@@ -232,7 +242,8 @@ func sortedPartitions(groups map[partmap.Partition][]string) []partmap.Partition
 	return out
 }
 
-// reclaimGroup sweeps the emails of one partition of sv in one invocation.
+// reclaimGroup sweeps emails, of one or several partitions of sv, in one
+// invocation.
 func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []string, now int64, stats *SweepStats) (func() error, error) {
 	sts := make([]staged, len(emails))
 	var parts []engine.Part
@@ -251,8 +262,20 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 			return engine.ErrStale
 		}
 		*stats = SweepStats{} // this run's alone: the handler may run again
-		if err := tx.Prefetch(sts[0].p, emails); err != nil {
-			return err
+		for i := 0; i < len(sts); {
+			// One read of each partition's records: emails come grouped.
+			j := i
+			for j < len(sts) && sts[j].p == sts[i].p {
+				j++
+			}
+			group := make([]string, 0, j-i)
+			for _, st := range sts[i:j] {
+				group = append(group, st.email)
+			}
+			if err := tx.Prefetch(sts[i].p, group); err != nil {
+				return err
+			}
+			i = j
 		}
 		for _, st := range sts {
 			st.tx = tx
