@@ -113,7 +113,7 @@ var members = map[OpKind][]string{
 func (op Operation) CheckMembers() error {
 	take, ok := members[op.Op]
 	if !ok {
-		return Errorf(EINVALID, "unknown operation %q", op.Op)
+		return Errorf(EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
 	}
 	v := reflect.ValueOf(op)
 	for i := range v.NumField() {

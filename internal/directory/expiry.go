@@ -478,8 +478,8 @@ func (d *Directory) planExpiry(op partmap.Operation) (partmap.Operation, error) 
 		if err := fields(true); err != nil {
 			return op, err
 		}
-		if op.Expiry.KeepTTL || (op.Expiry.Persist && op.Expiry.When != nil) {
-			return op, partmap.Errorf(partmap.EINVALID, "getExpire takes a time or persist, not both, and never keepTTL")
+		if op.Expiry.Persist && op.Expiry.When != nil { // keepTTL: CheckMembers
+			return op, partmap.Errorf(partmap.EINVALID, "getExpire takes a time or persist, not both")
 		}
 		if op.Expiry.When != nil {
 			if names(partmap.FieldEmail) {
@@ -508,8 +508,8 @@ func (d *Directory) planExpiry(op partmap.Operation) (partmap.Operation, error) 
 		default:
 			return op, &partmap.Error{Code: partmap.EINVALID, Field: "condition", Message: fmt.Sprintf("condition %q is not FNX or FXX", op.FieldSet)}
 		}
-		if op.Expiry.Persist || (op.Expiry.KeepTTL && op.Expiry.When != nil) {
-			return op, partmap.Errorf(partmap.EINVALID, "setFields takes a time or keepTTL, not both, and never persist")
+		if op.Expiry.KeepTTL && op.Expiry.When != nil { // persist: CheckMembers
+			return op, partmap.Errorf(partmap.EINVALID, "setFields takes a time or keepTTL, not both")
 		}
 		if op.Expiry.When != nil {
 			if _, ok := op.Set[partmap.FieldEmail]; ok {
@@ -519,5 +519,5 @@ func (d *Directory) planExpiry(op partmap.Operation) (partmap.Operation, error) 
 		}
 		return op, nil
 	}
-	return op, partmap.Errorf(partmap.EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
+	return op, fmt.Errorf("directory: no plan for operation %q", op.Op) // CheckMembers refuses unknown kinds first
 }

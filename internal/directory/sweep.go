@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -200,7 +201,7 @@ func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (Sw
 		// (bulkSize, as a bulk write has): the soonest deadlines are spread
 		// over every partition, and a commit per partition of a few
 		// records each cost most of a burst's time.
-		parts := sortedPartitions(groups)
+		parts := slices.Sorted(maps.Keys(groups))
 		for len(parts) > 0 {
 			chunk := parts[:min(len(parts), d.bulkSize)]
 			parts = parts[len(chunk):]
@@ -231,15 +232,6 @@ func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (Sw
 		emails = stale
 	}
 	return total, nil
-}
-
-func sortedPartitions(groups map[partmap.Partition][]string) []partmap.Partition {
-	out := make([]partmap.Partition, 0, len(groups))
-	for p := range groups {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // reclaimGroup sweeps emails, of one or several partitions of sv, in one

@@ -9,7 +9,7 @@ import (
 )
 
 // Backend is the whole contract between the directory and a storage
-// technology: a backend implements these ten methods and nothing else. It
+// technology: a backend implements these eleven methods and nothing else. It
 // stores what it is handed and answers what it is asked; it never decides
 // what a write means and never calls back into the engine or the directory.
 //
