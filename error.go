@@ -35,6 +35,7 @@ const (
 	EFORBIDDEN     Code = "forbidden"              // the token's scope is too small
 	EUNAVAILABLE   Code = "unavailable"            // the store cannot serve now; retry
 	EUNSUPPORTED   Code = "unsupported"            // this store cannot do it (a backup of Redis)
+	ECURSOREXPIRED Code = "cursor-expired"         // the change feed no longer holds what follows the cursor
 	EINTERNAL      Code = "internal"               // anything else; details are never shown
 )
 
@@ -71,6 +72,7 @@ var Codes = map[Code]CodeInfo{
 	EFORBIDDEN:     {403, "Forbidden"},
 	EUNAVAILABLE:   {503, "Service unavailable"},
 	EUNSUPPORTED:   {501, "Not supported by this store"},
+	ECURSOREXPIRED: {410, "Cursor older than the feed's retention"},
 	EINTERNAL:      {500, "Internal error"},
 }
 

@@ -25,6 +25,7 @@ import (
 // in-process locks are all the locking it needs, and it keeps no marks.
 type backend struct {
 	db       *pebble.DB
+	feed     *feed
 	metaMu   sync.Mutex   // serialises metadata updates
 	inFlight atomic.Int64 // commits applied and waiting for their fsync
 	delayed  atomic.Int64 // fsyncs held back for companions (syncDelay)
@@ -147,7 +148,8 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 		return nil, err
 	}
 	delta := make(map[engine.Part]int, 1)
-	for _, w := range writes {
+	encoded := make([][]byte, len(writes)) // once for the record and its event
+	for i, w := range writes {
 		pre := genPrefix(w.Part.Generation)
 		for _, e := range w.Remove {
 			if err := batch.Delete(indexKey(pre, w.Part.Partition, e), nil); err != nil {
@@ -176,10 +178,12 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			err = batch.Delete(k, nil)
 			delta[w.Part]--
 		case w.Created:
-			err = batch.Set(k, record.Encode(*w.Record), nil)
+			encoded[i] = record.Encode(*w.Record)
+			err = batch.Set(k, encoded[i], nil)
 			delta[w.Part]++
 		default:
-			err = batch.Set(k, record.Encode(*w.Record), nil)
+			encoded[i] = record.Encode(*w.Record)
+			err = batch.Set(k, encoded[i], nil)
 		}
 		if err != nil {
 			return fail(err)
@@ -203,18 +207,30 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			return fail(err)
 		}
 	}
+	events, err := b.feed.addEvents(batch, writes, encoded)
+	if err != nil {
+		return fail(err)
+	}
 	// Visible now; durable once the WAL's fsync, which the engine waits for
 	// after releasing its locks, so that the next writer joins the same
-	// fsync instead of queueing behind it.
+	// fsync instead of queueing behind it. The feed shows the events only
+	// then.
 	b.inFlight.Add(1)
 	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
 		b.inFlight.Add(-1)
+		if events != nil {
+			b.feed.settle(events, false)
+		}
 		return fail(err)
 	}
 	return func() error {
 		defer batch.Close()
 		defer b.inFlight.Add(-1)
-		return batch.SyncWait()
+		err := batch.SyncWait()
+		if events != nil {
+			b.feed.settle(events, err == nil)
+		}
+		return err
 	}, nil
 }
 

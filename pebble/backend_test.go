@@ -43,21 +43,21 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 	}
 	rec := partmap.Record{Profile: partmap.Profile{"x": "y"}, Version: 9}
 	write(func(tx *engine.Tx) error {
-		tx.Put(p, "a", rec)
-		tx.Put(p, "b", rec)
-		return tx.Put(p, "a", rec) // twice in one invocation counts once
+		tx.Put(p, "a", rec, partmap.OpPut)
+		tx.Put(p, "b", rec, partmap.OpPut)
+		return tx.Put(p, "a", rec, partmap.OpPut) // twice in one invocation counts once
 	})
 	wantCount(2)
-	write(func(tx *engine.Tx) error { return tx.Put(p, "a", rec) }) // replace
+	write(func(tx *engine.Tx) error { return tx.Put(p, "a", rec, partmap.OpPut) }) // replace
 	wantCount(2)
-	write(func(tx *engine.Tx) error { return tx.Delete(p, "nobody") })
+	write(func(tx *engine.Tx) error { return tx.Delete(p, "nobody", partmap.OpDelete) })
 	wantCount(2)
 	write(func(tx *engine.Tx) error {
-		tx.Put(p, "c", rec)
-		return tx.Delete(p, "c") // created and deleted in one invocation
+		tx.Put(p, "c", rec, partmap.OpPut)
+		return tx.Delete(p, "c", partmap.OpDelete) // created and deleted in one invocation
 	})
 	wantCount(2)
-	write(func(tx *engine.Tx) error { tx.Delete(p, "a"); return tx.Delete(p, "b") })
+	write(func(tx *engine.Tx) error { tx.Delete(p, "a", partmap.OpDelete); return tx.Delete(p, "b", partmap.OpDelete) })
 	wantCount(0)
 }
 

@@ -40,7 +40,7 @@ func BenchmarkEngine(b *testing.B) {
 		email := fmt.Sprintf("w%d@example.com", n.Add(1)%10000)
 		q := engine.Part{Partition: partmap.PartitionOf(email, partmap.DefaultPartitions)}
 		inv := engine.Invocation{Load: []engine.Part{q}, Lock: []engine.Part{q}}
-		if err := e.Invoke(ctx, inv, func(tx *engine.Tx) error { return tx.Put(q, email, rec) }); err != nil &&
+		if err := e.Invoke(ctx, inv, func(tx *engine.Tx) error { return tx.Put(q, email, rec, partmap.OpPut) }); err != nil &&
 			partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
 			b.Fatal(err)
 		}

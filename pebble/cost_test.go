@@ -42,7 +42,7 @@ func fillPartition(tb testing.TB, s *Store, p partmap.Partition, emails []string
 		err := s.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
 			for _, e := range emails[start:min(start+5000, len(emails))] {
 				prof := partmap.Profile{partmap.FieldEmail: e, "fullName": "User " + e, "companyName": "Acme", "customerTier": "gold", "visits": "0"}
-				if err := tx.Put(part, e, partmap.Record{Profile: prof, Version: 1}); err != nil {
+				if err := tx.Put(part, e, partmap.Record{Profile: prof, Version: 1}, partmap.OpPut); err != nil {
 					return err
 				}
 			}

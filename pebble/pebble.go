@@ -181,6 +181,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	// A crash in the middle of a resize, or of the removal of the
 	// generation one replaced, is finished here.
 	b.db = db
+	if err := b.loadFeed(); err != nil {
+		db.Close()
+		return fail(err)
+	}
 	dir, err := directory.Open(context.Background(), b, dopts)
 	if err != nil {
 		db.Close()

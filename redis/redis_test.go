@@ -146,7 +146,7 @@ func TestLostLockCannotCommit(t *testing.T) {
 		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); err != nil {
 			t.Errorf("the other server could not write after the lock was lost: %v", err)
 		}
-		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
+		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1}, partmap.OpPut)
 	})
 	if !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("commit under a lost lock: got %v, want a lock conflict", err)
@@ -171,7 +171,7 @@ func TestLockRenewedWhileHeld(t *testing.T) {
 		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 			t.Errorf("another server wrote a partition whose lock is held past its TTL: %v", err)
 		}
-		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
+		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1}, partmap.OpPut)
 	})
 	if err != nil {
 		t.Fatalf("commit under a renewed lock: %v", err)

@@ -315,7 +315,7 @@ func TestCheckedWriteRespectsHeldLock(t *testing.T) {
 		done <- a.Engine().Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
 			close(locked)
 			<-release
-			return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1})
+			return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1}, partmap.OpPut)
 		})
 	}()
 	<-locked

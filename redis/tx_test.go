@@ -76,10 +76,10 @@ func transfer(ctx context.Context, e *engine.Engine, from, to string, amount int
 		if err != nil || !ok {
 			return fmt.Errorf("%s: %v %v", to, ok, err)
 		}
-		if err := tx.Put(pf, from, changed(a, "balance", strconv.FormatInt(balance(a)-amount, 10))); err != nil {
+		if err := tx.Put(pf, from, changed(a, "balance", strconv.FormatInt(balance(a)-amount, 10)), partmap.OpPut); err != nil {
 			return err
 		}
-		return tx.Put(pt, to, changed(b, "balance", strconv.FormatInt(balance(b)+amount, 10)))
+		return tx.Put(pt, to, changed(b, "balance", strconv.FormatInt(balance(b)+amount, 10)), partmap.OpPut)
 	})
 }
 
@@ -345,10 +345,10 @@ func crashTx(ctx context.Context, e *engine.Engine) error {
 		if err != nil {
 			return err
 		}
-		tx.Put(partOf(a), a, changed(ra, "balance", strconv.FormatInt(balance(ra)-10, 10)))
-		tx.Put(partOf(b), b, changed(rb, "balance", strconv.FormatInt(balance(rb)+10, 10), "customerTier", "silver"))
-		tx.Delete(partOf(c), c)
-		return tx.Put(partOf(d), d, changed(partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: d}}, "balance", "0", "customerTier", "bronze"))
+		tx.Put(partOf(a), a, changed(ra, "balance", strconv.FormatInt(balance(ra)-10, 10)), partmap.OpPut)
+		tx.Put(partOf(b), b, changed(rb, "balance", strconv.FormatInt(balance(rb)+10, 10), "customerTier", "silver"), partmap.OpPut)
+		tx.Delete(partOf(c), c, partmap.OpDelete)
+		return tx.Put(partOf(d), d, changed(partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: d}}, "balance", "0", "customerTier", "bronze"), partmap.OpPut)
 	})
 }
 

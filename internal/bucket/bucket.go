@@ -309,3 +309,13 @@ type quiet struct{}
 func (quiet) Infof(string, ...any)      {}
 func (quiet) Errorf(f string, a ...any) { fmt.Printf("pebble: "+f+"\n", a...) }
 func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// Feed: the original design publishes no changes, and neither does its
+// baseline.
+func (b *backend) Feed(context.Context, string, int) ([]engine.Event, string, error) {
+	return nil, "", partmap.Errorf(partmap.EUNSUPPORTED, "the bucket baseline keeps no change feed")
+}
+
+func (b *backend) TrimFeed(context.Context, int64, int64) (engine.FeedStats, error) {
+	return engine.FeedStats{}, nil
+}

@@ -172,7 +172,7 @@ func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, can
 		rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
 		st := sv.staged(emails[k])
 		st.tx = tx
-		if err := st.Put(rec); err != nil {
+		if err := st.Put(rec, partmap.OpPut); err != nil {
 			return err
 		}
 		results[i] = partmap.BulkResult{Record: rec, Created: !exists}

@@ -63,6 +63,11 @@ type Options struct {
 	// 0 means DefaultSweepInterval, and a negative one runs no sweeper
 	// (a test calls Sweep itself).
 	SweepInterval time.Duration
+	// FeedRetention bounds the change feed; nil means DefaultRetention.
+	// FeedPoll is how often a long-poll of the feed looks for changes; 0
+	// means 20 ms (a backend that other servers write too says more).
+	FeedRetention *Retention
+	FeedPoll      time.Duration
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
@@ -85,6 +90,8 @@ type Directory struct {
 	metrics  *storeMetrics
 	clock    func() time.Time
 	sweeper  *sweeper
+	trimmer  *trimmer
+	feedPoll time.Duration
 	resizer  resizer
 	wholeMap wholeMap // held by an operator, for bulk maintenance
 
@@ -153,6 +160,11 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		metrics:  newStoreMetrics(),
 		clock:    opts.Clock,
 		sweeper:  newSweeperMetrics(),
+		trimmer:  newTrimmer(DefaultRetention),
+		feedPoll: cmp.Or(opts.FeedPoll, defaultFeedPoll),
+	}
+	if opts.FeedRetention != nil {
+		d.trimmer = newTrimmer(*opts.FeedRetention)
 	}
 	if d.clock == nil {
 		d.clock = time.Now
@@ -174,6 +186,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	if opts.SweepInterval >= 0 {
 		d.startSweeper(cmp.Or(opts.SweepInterval, DefaultSweepInterval))
 	}
+	d.startTrimmer()
 	return d, nil
 }
 
@@ -296,7 +309,7 @@ func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, 
 		}
 		rec = partmap.Record{Profile: profile, Version: nextVersion(prev)}
 		created = cur == nil
-		return st.Put(rec)
+		return st.Put(rec, partmap.OpPut)
 	})
 	return rec, created, err
 }

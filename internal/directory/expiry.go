@@ -112,7 +112,7 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 	var err error
 	switch op.Op {
 	case partmap.OpDelete:
-		return st.Delete()
+		return st.Delete(op.Op)
 	case partmap.OpPatch:
 		next.Profile, res.FieldsAdded, res.FieldsDeleted, err = patched(op.Email, cur.Profile, op.Patch)
 		for name := range op.Patch {
@@ -136,7 +136,7 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 	case partmap.OpExpire:
 		changed, err = expire(&next, op, res, now)
 		if err == nil && len(op.Fields) == 0 && res.Codes[0] == partmap.ExpiryDeleted {
-			return st.Delete() // a time now or past, even the epoch's 0, which is no deadline
+			return st.Delete(op.Op) // a time now or past, even the epoch's 0, which is no deadline
 		}
 	case partmap.OpPersist:
 		changed = persist(&next, op, res)
@@ -158,7 +158,7 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 		return nil
 	}
 	if next.Deadlines.Profile != 0 && next.Deadlines.Profile <= now {
-		return st.Delete() // EXPIRE with a time now or past deletes the profile
+		return st.Delete(op.Op) // EXPIRE with a time now or past deletes the profile
 	}
 	return d.write(st, cur, next, res)
 }
@@ -177,7 +177,7 @@ func (d *Directory) write(st staged, cur *partmap.Record, next partmap.Record, r
 	}
 	next.Version = nextVersion(prev)
 	res.Record = &next
-	return st.Put(next)
+	return st.Put(next, res.Op)
 }
 
 // own makes next's profile its own before it changes.

@@ -158,6 +158,6 @@ func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partma
 		if cur == nil {
 			return notFound(email)
 		}
-		return st.Delete()
+		return st.Delete(partmap.OpDelete)
 	})
 }

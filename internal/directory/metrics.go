@@ -53,5 +53,5 @@ func (m *storeMetrics) hooks() engine.Hooks {
 // Collectors returns the store's Prometheus metrics, for a server's
 // registry.
 func (d *Directory) Collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{d.metrics.lockWait, d.metrics.commit}, d.sweeper.collectors()...)
+	return append(append([]prometheus.Collector{d.metrics.lockWait, d.metrics.commit}, d.sweeper.collectors()...), d.trimmer.collectors()...)
 }

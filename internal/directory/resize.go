@@ -242,6 +242,7 @@ func (r *resizer) setErr(err error) {
 // an operator holds stays held, in the store, until released or over.
 func (d *Directory) Close() {
 	d.stopSweeper()
+	d.stopTrimmer()
 	r := &d.resizer
 	r.mu.Lock()
 	r.closed = true
@@ -434,7 +435,7 @@ func (d *Directory) copySlice(ctx context.Context, sv *serving, part engine.Part
 			}
 			for _, it := range items {
 				q, _ := sv.mirror(it.Email)
-				if err := tx.Put(q, it.Email, it.Record); err != nil {
+				if err := tx.Put(q, it.Email, it.Record, engine.Move); err != nil { // a copy: no change to feed
 					return err
 				}
 			}

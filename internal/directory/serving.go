@@ -153,16 +153,18 @@ func (st staged) get(now int64) (*partmap.Record, error) {
 	return live(&rec, now), nil
 }
 
-func (st staged) Put(rec partmap.Record) error {
-	if err := st.tx.Put(st.p, st.email, rec); err != nil || !st.mirror {
+// Put writes rec as change; the change feed hears of it once, from the
+// current generation: the next one's copy is a mirror.
+func (st staged) Put(rec partmap.Record, change partmap.OpKind) error {
+	if err := st.tx.Put(st.p, st.email, rec, change); err != nil || !st.mirror {
 		return err
 	}
-	return st.tx.Put(st.q, st.email, rec)
+	return st.tx.Put(st.q, st.email, rec, engine.Move)
 }
 
-func (st staged) Delete() error {
-	if err := st.tx.Delete(st.p, st.email); err != nil || !st.mirror {
+func (st staged) Delete(change partmap.OpKind) error {
+	if err := st.tx.Delete(st.p, st.email, change); err != nil || !st.mirror {
 		return err
 	}
-	return st.tx.Delete(st.q, st.email)
+	return st.tx.Delete(st.q, st.email, engine.Move)
 }

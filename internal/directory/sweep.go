@@ -279,12 +279,12 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 			switch {
 			case !alive:
 				stats.Profiles++
-				if err := st.Delete(); err != nil {
+				if err := st.Delete(partmap.OpExpired); err != nil {
 					return err
 				}
 			case l.Version != rec.Version:
 				stats.Records++
-				if err := st.Put(l); err != nil {
+				if err := st.Put(l, partmap.OpExpired); err != nil {
 					return err
 				}
 			}

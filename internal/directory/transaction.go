@@ -198,11 +198,11 @@ func (d *Directory) rename(tx *engine.Tx, src, dst staged, cur *partmap.Record, 
 	}
 	// The deadlines move with the profile, as RENAME keeps a key's.
 	rec := partmap.Record{Profile: next, Version: nextVersion(cur.Version), Deadlines: cur.Deadlines}
-	if err := src.Delete(); err != nil {
+	if err := src.Delete(partmap.OpRename); err != nil {
 		return err
 	}
 	res.Email, res.Record = dst.email, &rec
-	return dst.Put(rec)
+	return dst.Put(rec, partmap.OpRename)
 }
 
 // inOperation tags a user error with the operation it concerns.

@@ -9,7 +9,7 @@ import (
 )
 
 // Backend is the whole contract between the directory and a storage
-// technology: a backend implements these eleven methods and nothing else. It
+// technology: a backend implements these thirteen methods and nothing else. It
 // stores what it is handed and answers what it is asked; it never decides
 // what a write means and never calls back into the engine or the directory.
 //
@@ -17,8 +17,10 @@ import (
 // partitions of records, each keyed by canonical email; each partition's
 // profile count, which exists only while the partition holds a profile; and
 // each profile's index entries, in the profile's own partition, so that one
-// atomic commit of a partition covers a profile, its count and its entries.
-// Beside them it keeps the directory's metadata, as bytes it does not read.
+// atomic commit of a partition covers a profile, its count and its entries;
+// and the change feed, one event per write that names a change, in the same
+// atomic commit as the write. Beside them it keeps the directory's
+// metadata, as bytes it does not read.
 //
 // Errors: a backend answers with *partmap.Error values (EUNAVAILABLE when
 // the store cannot answer now, ELOCKCONFLICT when a lock stayed busy), or
@@ -94,6 +96,23 @@ type Backend interface {
 	// it has just deleted. The sweeper and the counts of profiles it has not
 	// reclaimed yet read them.
 	Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int, after *Due) ([]Due, error)
+
+	// Feed returns up to limit events after the cursor after ("" from the
+	// oldest kept), in the feed's order, with the cursor that resumes after
+	// them. Only events whose commits are durable are returned, and an
+	// event is never returned after one that follows it in the feed's
+	// order was (no event appears behind a cursor already handed out). The
+	// order is total per partition (of whichever generation the event was
+	// written in) and per profile, across resizes too; next may move on
+	// when events is empty. A cursor the backend did not issue is
+	// EINVALID; one behind what TrimFeed deleted is ECURSOREXPIRED.
+	// partmap.FeedNow answers no events and the cursor of the newest.
+	Feed(ctx context.Context, after string, limit int) (events []Event, next string, err error)
+
+	// TrimFeed deletes the events committed before before (Unix ms; 0
+	// keeps all) and, when keep > 0, all but about the newest keep, and
+	// describes what is left.
+	TrimFeed(ctx context.Context, before int64, keep int64) (FeedStats, error)
 
 	// Snapshot freezes layout l for an export: its scans see the
 	// generation as it was at one instant, whatever is written meanwhile.
@@ -184,6 +203,31 @@ type Write struct {
 	// in (see Backend.Mark): StageServing, or StageResizing when it writes
 	// the next generation in the same commit.
 	Fence Stage
+	// Change is what the write does to its profile, for the change feed:
+	// the backend records an event of it in the same commit. The empty
+	// Change (Move) records none: a resize's copy, and the mirror of a
+	// write into the next generation, change nothing a reader sees.
+	Change partmap.OpKind
+}
+
+// Move is the Change of a write that only moves a profile between
+// generations.
+const Move partmap.OpKind = ""
+
+// Event is one change in the feed, as Backend.Feed returns it.
+type Event struct {
+	Cursor string // Feed(after: Cursor) goes on after this event
+	Time   int64  // commit time, Unix ms
+	Op     partmap.OpKind
+	Email  string
+	Record *partmap.Record // nil for a deletion
+}
+
+// FeedStats describe the feed that a backend keeps.
+type FeedStats struct {
+	Events int64 // about how many events it holds
+	Bytes  int64 // about how much they take, when the backend knows; else 0
+	Oldest int64 // the commit time of the oldest (Unix ms); 0 when empty
 }
 
 // Stage is where a generation is in a resize, as Backend.Mark records it.

@@ -440,18 +440,21 @@ func (tx *Tx) Prefetch(part Part, emails []string) error {
 	return nil
 }
 
-// Put stages rec as the record of email in part.
-func (tx *Tx) Put(part Part, email string, rec partmap.Record) error {
-	return tx.stage(part, email, &rec)
+// Put stages rec as the record of email in part, as change (Write.Change;
+// Move for a copy that changes nothing).
+func (tx *Tx) Put(part Part, email string, rec partmap.Record, change partmap.OpKind) error {
+	return tx.stage(part, email, &rec, change)
 }
 
-// Delete stages the removal of email from part. Deleting an absent record
-// writes nothing but still requires the lock.
-func (tx *Tx) Delete(part Part, email string) error {
-	return tx.stage(part, email, nil)
+// Delete stages the removal of email from part, as change. Deleting an
+// absent record writes nothing but still requires the lock.
+func (tx *Tx) Delete(part Part, email string, change partmap.OpKind) error {
+	return tx.stage(part, email, nil, change)
 }
 
-func (tx *Tx) stage(part Part, email string, rec *partmap.Record) error {
+// stage records a write; a later one of the same record replaces it, its
+// change too, so that a transaction's event names its last operation.
+func (tx *Tx) stage(part Part, email string, rec *partmap.Record, change partmap.OpKind) error {
 	if tx.done {
 		return ErrDone
 	}
@@ -476,6 +479,7 @@ func (tx *Tx) stage(part Part, email string, rec *partmap.Record) error {
 		tx.writes = append(tx.writes, Write{Part: part, Email: email})
 	}
 	tx.writes[k.staged].Record = rec
+	tx.writes[k.staged].Change = change
 	k.rec = rec
 	tx.known.put(key{part, email}, k)
 	return nil

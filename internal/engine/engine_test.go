@@ -60,7 +60,7 @@ func TestLockIsReleasedBeforeTheSync(t *testing.T) {
 	inv := Invocation{Load: []Part{{Partition: 3}}, Lock: []Part{{Partition: 3}}}
 	rec := partmap.Record{Profile: partmap.Profile{"a": "1"}, Version: 1}
 	first := make(chan error)
-	go func() { first <- e.Invoke(ctx, inv, func(tx *Tx) error { return tx.Put(p3, "a", rec) }) }()
+	go func() { first <- e.Invoke(ctx, inv, func(tx *Tx) error { return tx.Put(p3, "a", rec, partmap.OpPut) }) }()
 	<-b.waiting // the first write is visible and waits for its sync
 	second := make(chan error)
 	go func() {
@@ -68,7 +68,7 @@ func TestLockIsReleasedBeforeTheSync(t *testing.T) {
 			if _, ok, _ := tx.Get(p3, "a"); !ok {
 				t.Error("the second writer does not see the first write")
 			}
-			return tx.Put(p3, "b", rec)
+			return tx.Put(p3, "b", rec, partmap.OpPut)
 		})
 	}()
 	select {
@@ -95,7 +95,7 @@ func TestTxIsDeadAfterItsInvocation(t *testing.T) {
 	if err := e.Invoke(context.Background(), inv, func(tx *Tx) error { kept = tx; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := kept.Put(p1, "late", partmap.Record{Version: 1}); !errors.Is(err, ErrDone) {
+	if err := kept.Put(p1, "late", partmap.Record{Version: 1}, partmap.OpPut); !errors.Is(err, ErrDone) {
 		t.Fatalf("Put after the invocation: %v", err)
 	}
 	if _, _, err := kept.Get(p1, "late"); !errors.Is(err, ErrDone) {
@@ -136,7 +136,7 @@ func TestInvokeVisibleTimesTheSyncNotTheCaller(t *testing.T) {
 	go func() {
 		var err error
 		durable, err = e.InvokeVisible(context.Background(), inv, func(tx *Tx) error {
-			return tx.Put(Part{Partition: 2}, "a", partmap.Record{Version: 1})
+			return tx.Put(Part{Partition: 2}, "a", partmap.Record{Version: 1}, partmap.OpPut)
 		})
 		returned <- err
 	}()
@@ -192,10 +192,10 @@ func TestCommitGetsFinishedWrites(t *testing.T) {
 	cur, next := Part{Generation: 3, Partition: 1}, Part{Generation: 4, Partition: 9}
 	inv := Invocation{Load: []Part{cur, next}, Lock: []Part{cur, next}, Fence: map[int]Stage{3: StageResizing}}
 	err := e.Invoke(context.Background(), inv, func(tx *Tx) error {
-		tx.Put(cur, "old@example.com", partmap.Record{Profile: partmap.Profile{"tier": "silver", "city": "Oslo"}, Version: 2})
-		tx.Put(next, "new@example.com", partmap.Record{Profile: partmap.Profile{"city": "Rome"}, Version: 3})
-		tx.Put(cur, "gone@example.com", partmap.Record{Version: 4})
-		return tx.Delete(cur, "gone@example.com")
+		tx.Put(cur, "old@example.com", partmap.Record{Profile: partmap.Profile{"tier": "silver", "city": "Oslo"}, Version: 2}, partmap.OpPut)
+		tx.Put(next, "new@example.com", partmap.Record{Profile: partmap.Profile{"city": "Rome"}, Version: 3}, partmap.OpPut)
+		tx.Put(cur, "gone@example.com", partmap.Record{Version: 4}, partmap.OpPut)
+		return tx.Delete(cur, "gone@example.com", partmap.OpDelete)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		e := open(t, 0)
 		// Loading is not locking: a read-only invocation cannot write.
 		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
-			return tx.Put(p, "a@example.com", rec("x"))
+			return tx.Put(p, "a@example.com", rec("x"), partmap.OpPut)
 		})
 		if !errors.Is(err, engine.ErrNotLocked) {
 			t.Fatalf("got %v, want ErrNotLocked", err)
@@ -93,10 +93,10 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	t.Run("ErrSwallowedRefusalStillAborts", func(t *testing.T) {
 		e := open(t, 0)
 		err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-			if err := tx.Put(p, "a@example.com", rec("x")); err != nil {
+			if err := tx.Put(p, "a@example.com", rec("x"), partmap.OpPut); err != nil {
 				return err
 			}
-			tx.Put(q, "b@example.com", rec("y")) // refused; the error is ignored
+			tx.Put(q, "b@example.com", rec("y"), partmap.OpPut) // refused; the error is ignored
 			return nil
 		})
 		if !errors.Is(err, engine.ErrNotLocked) {
@@ -111,8 +111,8 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		e := open(t, 0)
 		boom := errors.New("boom")
 		err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-			tx.Put(p, "a@example.com", rec("x"))
-			tx.Put(p, "b@example.com", rec("y"))
+			tx.Put(p, "a@example.com", rec("x"), partmap.OpPut)
+			tx.Put(p, "b@example.com", rec("y"), partmap.OpPut)
 			return boom
 		})
 		if !errors.Is(err, boom) {
@@ -128,12 +128,12 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	t.Run("CommitIsAtomicAndReadsOwnWrites", func(t *testing.T) {
 		e := open(t, 0)
 		err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-			tx.Put(p, "a@example.com", rec("x"))
+			tx.Put(p, "a@example.com", rec("x"), partmap.OpPut)
 			got, ok, err := tx.Get(p, "a@example.com")
 			if err != nil || !ok || got.Profile["fullName"] != "x" {
 				t.Errorf("staged write not visible to its own invocation: %v %v %v", got, ok, err)
 			}
-			return tx.Put(p, "b@example.com", rec("y"))
+			return tx.Put(p, "b@example.com", rec("y"), partmap.OpPut)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +144,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 			}
 		}
 		err = e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-			return tx.Delete(p, "a@example.com")
+			return tx.Delete(p, "a@example.com", partmap.OpDelete)
 		})
 		if _, ok := get(t, e, p, "a@example.com"); err != nil || ok {
 			t.Fatalf("delete: err=%v, still there=%v", err, ok)
@@ -183,7 +183,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		release2 := hold(t, e2, p)
 		done := make(chan error)
 		go func() {
-			done <- e2.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, "w@example.com", rec("w")) })
+			done <- e2.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, "w@example.com", rec("w"), partmap.OpPut) })
 		}()
 		time.Sleep(10 * time.Millisecond) // most likely queued by now; correct either way
 		release2()
@@ -197,7 +197,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		e := open(t, 0) // fail fast: any shared lock would show as a conflict
 		release := hold(t, e, p)
 		defer release()
-		err := e.Invoke(ctx, lockOne(q), func(tx *engine.Tx) error { return tx.Put(q, "b@example.com", rec("y")) })
+		err := e.Invoke(ctx, lockOne(q), func(tx *engine.Tx) error { return tx.Put(q, "b@example.com", rec("y"), partmap.OpPut) })
 		if err != nil {
 			t.Fatalf("write to %s while %s is held: %v", q.Partition, p.Partition, err)
 		}
@@ -215,14 +215,14 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		touch := map[string]func(tx *engine.Tx) error{
 			"Get":      func(tx *engine.Tx) error { _, _, err := tx.Get(p, "b@example.com"); return err },
 			"Prefetch": func(tx *engine.Tx) error { return tx.Prefetch(p, []string{"a@example.com", "b@example.com"}) },
-			"Put":      func(tx *engine.Tx) error { return tx.Put(p, "b@example.com", rec("b")) },
-			"Delete":   func(tx *engine.Tx) error { return tx.Delete(p, "b@example.com") },
+			"Put":      func(tx *engine.Tx) error { return tx.Put(p, "b@example.com", rec("b"), partmap.OpPut) },
+			"Delete":   func(tx *engine.Tx) error { return tx.Delete(p, "b@example.com", partmap.OpDelete) },
 			"Scan":     func(tx *engine.Tx) error { _, err := tx.Scan(p); return err },
 			"Count":    func(tx *engine.Tx) error { _, err := tx.Count(p); return err },
 		}
 		for name, fn := range touch {
 			err := e.Invoke(ctx, inv, func(tx *engine.Tx) error {
-				tx.Put(p, "a@example.com", rec("a"))
+				tx.Put(p, "a@example.com", rec("a"), partmap.OpPut)
 				fn(tx) // refused; the error is ignored
 				return nil
 			})
@@ -234,7 +234,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 			t.Fatal("an invocation with a refused access committed")
 		}
 		for _, name := range []string{"x", "y"} {
-			if err := e.Invoke(ctx, inv, func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec(name)) }); err != nil {
+			if err := e.Invoke(ctx, inv, func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec(name), partmap.OpPut) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -309,20 +309,20 @@ func RunEngine(t *testing.T, open EngineOpener) {
 			return partmap.Record{Profile: partmap.Profile{"companyName": "Acme", "customerTier": tier}, Version: 1}
 		}
 		write(func(tx *engine.Tx) error {
-			tx.Put(p, "a@example.com", acme("gold"))
-			tx.Put(p, "b@example.com", rec("b"))
-			return tx.Put(p, "a@example.com", acme("gold")) // twice in one invocation counts once
+			tx.Put(p, "a@example.com", acme("gold"), partmap.OpPut)
+			tx.Put(p, "b@example.com", rec("b"), partmap.OpPut)
+			return tx.Put(p, "a@example.com", acme("gold"), partmap.OpPut) // twice in one invocation counts once
 		})
 		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "gold", Email: "a@example.com"})
-		write(func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", acme("silver")) }) // replaces one entry
+		write(func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", acme("silver"), partmap.OpPut) }) // replaces one entry
 		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "silver", Email: "a@example.com"})
-		write(func(tx *engine.Tx) error { return tx.Delete(p, "nobody@example.com") })
+		write(func(tx *engine.Tx) error { return tx.Delete(p, "nobody@example.com", partmap.OpDelete) })
 		write(func(tx *engine.Tx) error {
-			tx.Put(p, "c@example.com", acme("gold"))
-			return tx.Delete(p, "c@example.com") // created and deleted in one invocation
+			tx.Put(p, "c@example.com", acme("gold"), partmap.OpPut)
+			return tx.Delete(p, "c@example.com", partmap.OpDelete) // created and deleted in one invocation
 		})
 		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "silver", Email: "a@example.com"})
-		write(func(tx *engine.Tx) error { tx.Delete(p, "a@example.com"); return tx.Delete(p, "b@example.com") })
+		write(func(tx *engine.Tx) error { tx.Delete(p, "a@example.com", partmap.OpDelete); return tx.Delete(p, "b@example.com", partmap.OpDelete) })
 		check(0)
 	})
 
@@ -331,7 +331,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	// would not show.
 	t.Run("ErrWholePartitionReads", func(t *testing.T) {
 		e := open(t, 0)
-		if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec("a")) }); err != nil {
+		if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec("a"), partmap.OpPut) }); err != nil {
 			t.Fatal(err)
 		}
 		reads := map[string]func(tx *engine.Tx, part engine.Part) error{
@@ -345,7 +345,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 				t.Errorf("%s of a partition not loaded: %v, want ErrNotLoaded", name, err)
 			}
 			err = e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
-				tx.Put(p, "b@example.com", rec("b"))
+				tx.Put(p, "b@example.com", rec("b"), partmap.OpPut)
 				return read(tx, p)
 			})
 			if !errors.Is(err, engine.ErrWritten) {
@@ -371,7 +371,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		last := engine.Part{Partition: partmap.DefaultPartitions - 1}
 		put := func(p engine.Part, email, name string) {
 			t.Helper()
-			if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, email, rec(name)) }); err != nil {
+			if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, email, rec(name), partmap.OpPut) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -399,7 +399,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 					}
 				}
 				// A prefetched absent record is created, not replaced.
-				return tx.Put(pp, "new@example.com", rec("N"))
+				return tx.Put(pp, "new@example.com", rec("N"), partmap.OpPut)
 			})
 			if err != nil {
 				t.Fatal(err)

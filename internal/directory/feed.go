@@ -1,0 +1,213 @@
+package directory
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+)
+
+// Retention bounds the change feed: events older than Age, and all but the
+// newest Events, are trimmed. A zero field bounds nothing.
+type Retention struct {
+	Age    time.Duration
+	Events int64
+}
+
+// DefaultRetention keeps a day of changes, and at most ten million.
+var DefaultRetention = Retention{Age: 24 * time.Hour, Events: 10_000_000}
+
+// trimInterval is how often the feed is trimmed to its retention.
+const trimInterval = 10 * time.Second
+
+// defaultFeedPoll is how often a long-poll looks for new changes.
+const defaultFeedPoll = 20 * time.Millisecond
+
+// feedScan bounds the events one call reads past a filter, so that a
+// filtered page answers in bounded time and moves its cursor on.
+const feedScan = 50_000
+
+// Changes reads the backend's feed, keeps the changes the filters select,
+// and waits, polling, while there are none and q.Wait allows.
+func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.ChangePage{}, err
+	}
+	keep, limit, err := d.changeFilter(q)
+	if err != nil {
+		return partmap.ChangePage{}, err
+	}
+	deadline := time.Now().Add(q.Wait)
+	page := partmap.ChangePage{Next: q.After}
+	scanned := 0
+	for {
+		events, next, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
+		if err != nil {
+			return partmap.ChangePage{}, err
+		}
+		page.Next = next
+		scanned += len(events)
+		for _, e := range events {
+			if keep(e.Email) {
+				page.Changes = append(page.Changes, partmap.Change{Cursor: e.Cursor, Time: time.UnixMilli(e.Time).UTC(),
+					Op: e.Op, Email: e.Email, Record: e.Record})
+			}
+		}
+		switch {
+		case len(page.Changes) > 0 || scanned >= feedScan:
+			return page, nil
+		case len(events) > 0:
+			continue // all filtered out: read on
+		case !time.Now().Before(deadline):
+			return page, nil
+		}
+		select {
+		case <-ctx.Done():
+			return partmap.ChangePage{}, ctx.Err()
+		case <-time.After(min(d.feedPoll, time.Until(deadline))):
+		}
+	}
+}
+
+// changeFilter checks q and returns which emails it keeps and its limit.
+func (d *Directory) changeFilter(q partmap.ChangeQuery) (func(string) bool, int, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = partmap.DefaultChangesPage
+	case limit < 0 || limit > partmap.MaxChangesPage:
+		return nil, 0, &partmap.Error{Code: partmap.EINVALID, Field: "limit",
+			Message: fmt.Sprintf("limit must be 1 to %d, not %d", partmap.MaxChangesPage, limit)}
+	}
+	if q.Wait < 0 || q.Wait > partmap.MaxChangesWait {
+		return nil, 0, &partmap.Error{Code: partmap.EINVALID, Field: "wait",
+			Message: fmt.Sprintf("wait must be 0 to %s, not %s", partmap.MaxChangesWait, q.Wait)}
+	}
+	if q.Email != "" {
+		if q.From != 0 || q.To != 0 {
+			return nil, 0, partmap.Errorf(partmap.EINVALID, "filter by a profile or by a partition range, not both")
+		}
+		email, err := partmap.CanonicalEmail(q.Email)
+		if err != nil {
+			return nil, 0, err
+		}
+		return func(e string) bool { return e == email }, limit, nil
+	}
+	if q.From == 0 && q.To == 0 {
+		return func(string) bool { return true }, limit, nil
+	}
+	// Partitions of the layout serving now: a consumer's share stays its
+	// share across a resize only in that the profiles it gets are those the
+	// current layout puts in its range.
+	n := d.serving.Load().cur.Partitions
+	to := q.To
+	if to == 0 {
+		to = partmap.Partition(n)
+	}
+	if int(to) > n || q.From >= to {
+		return nil, 0, &partmap.Error{Code: partmap.EINVALID, Field: "from",
+			Message: fmt.Sprintf("the partition range [%d, %d) is not within the %d partitions", q.From, to, n)}
+	}
+	return func(e string) bool {
+		p := partmap.PartitionOf(e, n)
+		return p >= q.From && p < to
+	}, limit, nil
+}
+
+// trimmer keeps the feed within its retention and reports its size.
+type trimmer struct {
+	retention Retention
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
+	events    prometheus.Gauge
+	bytes     prometheus.Gauge
+	oldest    prometheus.Gauge
+	age       prometheus.Gauge
+	keep      prometheus.Gauge
+}
+
+func newTrimmer(r Retention) *trimmer {
+	t := &trimmer{
+		retention: r,
+		events: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_events",
+			Help: "Changes the feed holds (as of its last trim)."}),
+		bytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_bytes",
+			Help: "About how much space the feed takes on disk, where the store knows (as of its last trim)."}),
+		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_oldest_change_seconds",
+			Help: "Unix time of the oldest change the feed holds; 0 when empty."}),
+		age: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_retention_seconds",
+			Help: "How long the feed keeps a change (--feed-retention); 0: no bound."}),
+		keep: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_retention_events",
+			Help: "How many changes the feed keeps at most (--feed-retention); 0: no bound."}),
+	}
+	t.age.Set(r.Age.Seconds())
+	t.keep.Set(float64(r.Events))
+	return t
+}
+
+func (t *trimmer) collectors() []prometheus.Collector {
+	return []prometheus.Collector{t.events, t.bytes, t.oldest, t.age, t.keep}
+}
+
+// TrimFeed trims the feed to its retention now, for tests and for the
+// trimmer, and returns what is left.
+func (d *Directory) TrimFeed(ctx context.Context) (engine.FeedStats, error) {
+	r := d.trimmer.retention
+	var before int64
+	if r.Age > 0 {
+		before = d.clock().Add(-r.Age).UnixMilli()
+	}
+	st, err := d.backend.TrimFeed(ctx, before, r.Events)
+	if err != nil {
+		return st, err
+	}
+	d.trimmer.events.Set(float64(st.Events))
+	d.trimmer.bytes.Set(float64(st.Bytes))
+	d.trimmer.oldest.Set(float64(st.Oldest) / 1000)
+	return st, nil
+}
+
+// startTrimmer trims every trimInterval until the directory closes.
+func (d *Directory) startTrimmer() {
+	t := d.trimmer
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(t.done)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-t.stop
+			cancel()
+		}()
+		tick := time.NewTicker(trimInterval)
+		defer tick.Stop()
+		var lastLog time.Time
+		for {
+			if _, err := d.TrimFeed(ctx); err != nil && ctx.Err() == nil && time.Since(lastLog) > time.Minute {
+				slog.Error("trimming the change feed failed; it will be retried", "err", err)
+				lastLog = time.Now()
+			}
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+func (d *Directory) stopTrimmer() {
+	t := d.trimmer
+	if t.stop == nil {
+		return
+	}
+	t.once.Do(func() { close(t.stop) })
+	<-t.done
+}
