@@ -57,7 +57,10 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 		return tx.Delete(p, "c", partmap.OpDelete) // created and deleted in one invocation
 	})
 	wantCount(2)
-	write(func(tx *engine.Tx) error { tx.Delete(p, "a", partmap.OpDelete); return tx.Delete(p, "b", partmap.OpDelete) })
+	write(func(tx *engine.Tx) error {
+		tx.Delete(p, "a", partmap.OpDelete)
+		return tx.Delete(p, "b", partmap.OpDelete)
+	})
 	wantCount(0)
 }
 

@@ -322,7 +322,10 @@ func RunEngine(t *testing.T, open EngineOpener) {
 			return tx.Delete(p, "c@example.com", partmap.OpDelete) // created and deleted in one invocation
 		})
 		check(2, engine.IndexEntry{Field: 0, Value: "Acme", Email: "a@example.com"}, engine.IndexEntry{Field: 1, Value: "silver", Email: "a@example.com"})
-		write(func(tx *engine.Tx) error { tx.Delete(p, "a@example.com", partmap.OpDelete); return tx.Delete(p, "b@example.com", partmap.OpDelete) })
+		write(func(tx *engine.Tx) error {
+			tx.Delete(p, "a@example.com", partmap.OpDelete)
+			return tx.Delete(p, "b@example.com", partmap.OpDelete)
+		})
 		check(0)
 	})
 
