@@ -17,13 +17,13 @@ import (
 // changeJSON is one change on the wire, in a JSON page and in an SSE
 // event's data.
 type changeJSON struct {
-	Cursor  string          `json:"cursor"`
-	Time    string          `json:"time"` // RFC 3339, UTC, milliseconds
-	Op      partmap.OpKind  `json:"op"`
-	Email   string          `json:"emailAddress"`
-	ETag    string          `json:"etag,omitempty"`    // absent for a deletion
-	Profile partmap.Profile `json:"profile"`           // null for a deletion
-	Expires *deadlinesJSON  `json:"expires,omitempty"` // the deadlines it has, Unix ms
+	Cursor  string           `json:"cursor"`
+	Time    string           `json:"time"` // RFC 3339, UTC, milliseconds
+	Op      partmap.OpKind   `json:"op"`
+	Email   string           `json:"emailAddress"`
+	ETag    string           `json:"etag,omitempty"`    // absent for a deletion
+	Profile *partmap.Profile `json:"profile"`           // null for a deletion
+	Expires *deadlinesJSON   `json:"expires,omitempty"` // the deadlines it has, Unix ms
 }
 
 type deadlinesJSON struct {
@@ -41,7 +41,7 @@ const changeTime = "2006-01-02T15:04:05.000Z07:00"
 func toChangeJSON(c partmap.Change) changeJSON {
 	out := changeJSON{Cursor: c.Cursor, Time: c.Time.UTC().Format(changeTime), Op: c.Op, Email: c.Email}
 	if c.Record != nil {
-		out.ETag, out.Profile = c.Record.Version.ETag(), c.Record.Profile
+		out.ETag, out.Profile = c.Record.Version.ETag(), &c.Record.Profile
 		if d := c.Record.Deadlines; !d.IsZero() {
 			out.Expires = &deadlinesJSON{Profile: d.Profile, Fields: d.Fields}
 		}
@@ -60,7 +60,7 @@ func fromChangeJSON(j changeJSON) (partmap.Change, error) {
 		if err != nil {
 			return partmap.Change{}, fmt.Errorf("server sent a bad change ETag: %w", err)
 		}
-		c.Record = &partmap.Record{Profile: j.Profile, Version: v}
+		c.Record = &partmap.Record{Profile: *j.Profile, Version: v}
 		if j.Expires != nil {
 			c.Record.Deadlines = partmap.Deadlines{Profile: j.Expires.Profile, Fields: j.Expires.Fields}
 		}
