@@ -27,6 +27,7 @@ var redisServers = sync.OnceValues(func() (*redistest.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	tempDirs = append(tempDirs, dir)
 	return redistest.StartCluster(filepath.Join(dir, "cluster"))
 })
 
@@ -35,8 +36,12 @@ var single = sync.OnceValues(func() (*redistest.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	tempDirs = append(tempDirs, dir)
 	return redistest.StartServer(dir, 1)
 })
+
+// tempDirs are the shared servers' directories, removed when the tests end.
+var tempDirs []string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -45,6 +50,9 @@ func TestMain(m *testing.M) {
 	}
 	if s, err := single(); err == nil {
 		s.Stop()
+	}
+	for _, dir := range tempDirs {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
