@@ -27,7 +27,7 @@ var redisServers = sync.OnceValues(func() (*redistest.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	tempDirs = append(tempDirs, dir)
+	removeAtEnd(dir)
 	return redistest.StartCluster(filepath.Join(dir, "cluster"))
 })
 
@@ -36,12 +36,21 @@ var single = sync.OnceValues(func() (*redistest.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tempDirs = append(tempDirs, dir)
+	removeAtEnd(dir)
 	return redistest.StartServer(dir, 1)
 })
 
 // tempDirs are the shared servers' directories, removed when the tests end.
-var tempDirs []string
+var (
+	tempDirsMu sync.Mutex
+	tempDirs   []string
+)
+
+func removeAtEnd(dir string) {
+	tempDirsMu.Lock()
+	defer tempDirsMu.Unlock()
+	removeAtEnd(dir)
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -105,7 +105,7 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tempDirs = append(tempDirs, dir)
+	removeAtEnd(dir)
 	bin := filepath.Join(dir, "partmap")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {

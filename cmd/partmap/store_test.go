@@ -92,13 +92,22 @@ var testCluster = sync.OnceValues(func() (*redistest.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	tempDirs = append(tempDirs, dir)
+	removeAtEnd(dir)
 	return redistest.StartCluster(dir)
 })
 
 // tempDirs are what the package's shared fixtures made outside any test's
 // own directory, removed when the tests end.
-var tempDirs []string
+var (
+	tempDirsMu sync.Mutex
+	tempDirs   []string
+)
+
+func removeAtEnd(dir string) {
+	tempDirsMu.Lock()
+	defer tempDirsMu.Unlock()
+	tempDirs = append(tempDirs, dir)
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
