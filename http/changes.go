@@ -154,6 +154,9 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request, q url.Val
 	if err != nil {
 		return err
 	}
+	if r.Method == http.MethodHead {
+		cq.Wait = 0 // a HEAD tells what a GET would start with; it never waits
+	}
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
 		return s.streamChanges(w, r, rc, f, cq)
@@ -172,8 +175,9 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request, q url.Val
 }
 
 // sseHeartbeat is how long an event stream stays silent at most: a comment
-// line then tells proxies and the client that it is alive.
-const sseHeartbeat = 15 * time.Second
+// line then tells proxies and the client that it is alive. A variable only
+// so that tests can shorten it.
+var sseHeartbeat = 15 * time.Second
 
 // streamChanges sends each change as an SSE event whose id is its cursor,
 // so that an EventSource that reconnects resumes after the last one it
@@ -190,6 +194,9 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil // the headers of the stream, and no stream
+	}
 	out := bufio.NewWriterSize(w, 32<<10)
 	page := first
 	for {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing of
@@ -97,6 +98,9 @@ type Options struct {
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
+	// FeedRetention bounds the change feed; nil means
+	// directory.DefaultRetention.
+	FeedRetention *directory.Retention
 }
 
 // DefaultOptions are the options of Open(path, nil): a write waits up to
@@ -134,7 +138,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		Clock: o.Clock, SweepInterval: o.SweepInterval}
+		Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention}
 	fresh, err := checkDataDirectory(o.FS, path)
 	if err != nil {
 		return nil, err
@@ -212,6 +216,10 @@ func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { retur
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
 	return s.dir.Changes(ctx, q)
 }
+
+// TrimFeed trims the change feed to its retention now
+// (directory.TrimFeed), for tests that cannot wait for the trimmer.
+func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Collectors returns the store's Prometheus metrics: partition-lock waits,
 // commit latencies, and Pebble's own figures (metrics.go).
