@@ -100,14 +100,18 @@ func changeQuery(r *http.Request, q url.Values) (partmap.ChangeQuery, error) {
 		if v == "" {
 			continue
 		}
-		n, err := strconv.ParseUint(v, 10, 31)
+		n, err := strconv.ParseUint(strings.TrimPrefix(v, "partition-"), 10, 31)
 		if err != nil {
-			return cq, &partmap.Error{Code: partmap.EINVALID, Field: p.name, Message: fmt.Sprintf("%s must be a partition number, not %q", p.name, v)}
+			return cq, &partmap.Error{Code: partmap.EINVALID, Field: p.name, Message: fmt.Sprintf("%s must be a partition number or a name like partition-278, not %q", p.name, v)}
 		}
 		*p.into = partmap.Partition(n)
 	}
 	if cq.Email, err = oneParam(q, "emailAddress", false); err != nil {
 		return cq, err
+	}
+	if _, given := q["emailAddress"]; given && cq.Email == "" {
+		// Not "no filter": a consumer of one profile must not get them all.
+		return cq, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: "email address is empty"}
 	}
 	if id := r.Header.Get("Last-Event-ID"); id != "" && wantsEvents(r) {
 		cq.After = id // an EventSource resuming: the header wins over the URL it reconnects to
