@@ -2,6 +2,7 @@ package http
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,19 @@ func toChangeJSON(c partmap.Change) changeJSON {
 		}
 	}
 	return out
+}
+
+// MarshalChange encodes a change as GET …/changes sends it, in a page and
+// in an event: one line of JSON, without its newline. `partmap watch
+// --json` prints these.
+func MarshalChange(c partmap.Change) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // stored text reads back as it was written, as in a page
+	if err := enc.Encode(toChangeJSON(c)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func fromChangeJSON(j changeJSON) (partmap.Change, error) {
@@ -206,7 +220,7 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.
 	for {
 		rc.SetWriteDeadline(time.Now().Add(streamStall))
 		for _, c := range page.Changes {
-			data, err := json.Marshal(toChangeJSON(c))
+			data, err := MarshalChange(c)
 			if err != nil {
 				return errStreamFailed{err}
 			}
