@@ -175,15 +175,17 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request, q url.Val
 	if r.Method == http.MethodHead {
 		cq.Wait = 0 // a HEAD tells what a GET would start with; it never waits
 	}
+	ctx, cancel := s.feedContext(r.Context())
+	defer cancel()
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		return s.streamChanges(w, r, rc, f, cq)
+		return s.streamChanges(ctx, w, r, rc, f, cq)
 	}
 	// The server's write timeout would cut a long poll short.
 	rc.SetWriteDeadline(time.Now().Add(cq.Wait + streamStall))
-	page, err := f.Changes(r.Context(), cq)
+	page, err := f.Changes(ctx, cq)
 	if err != nil {
-		return err
+		return s.feedError(r, err)
 	}
 	reply := changesReply{Changes: make([]changeJSON, len(page.Changes)), Next: page.Next}
 	for i, c := range page.Changes {
@@ -201,12 +203,12 @@ var sseHeartbeat = 15 * time.Second
 // so that an EventSource that reconnects resumes after the last one it
 // got. A bad cursor is an ordinary problem reply, before the stream starts;
 // an error later ends the stream with an "error" event holding the problem.
-func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, f partmap.Feeder, cq partmap.ChangeQuery) error {
+func (s *Server) streamChanges(ctx context.Context, w http.ResponseWriter, r *http.Request, rc *http.ResponseController, f partmap.Feeder, cq partmap.ChangeQuery) error {
 	cq.Wait = sseHeartbeat
 	limit := cq.Limit
-	first, err := f.Changes(r.Context(), partmap.ChangeQuery{After: cq.After, Limit: limit, From: cq.From, To: cq.To, Email: cq.Email})
+	first, err := f.Changes(ctx, partmap.ChangeQuery{After: cq.After, Limit: limit, From: cq.From, To: cq.To, Email: cq.Email})
 	if err != nil {
-		return err
+		return s.feedError(r, err)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -236,9 +238,15 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.
 			return nil
 		}
 		cq.After = page.Next
-		page, err = f.Changes(r.Context(), cq)
+		page, err = f.Changes(ctx, cq)
 		switch {
 		case r.Context().Err() != nil:
+			return nil
+		case s.stopping():
+			// An EventSource reconnects, with Last-Event-ID, to the
+			// server that comes back.
+			fmt.Fprint(out, ": the server is shutting down\n\n")
+			out.Flush()
 			return nil
 		case err != nil:
 			p := s.problem(r, err)
@@ -249,6 +257,43 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.
 			return errStreamFailed{err}
 		}
 	}
+}
+
+// stopFeeds ends every long poll and event stream, at shutdown.
+func (s *Server) stopFeeds() { s.stopFeedsOnce.Do(func() { close(s.feedsDone) }) }
+
+func (s *Server) stopping() bool {
+	select {
+	case <-s.feedsDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// feedError is the reply to a read of the feed that failed: 503 when the
+// shutdown cut it short. Not an empty page: its next could only be the
+// cursor asked with, and "now" again would skip what is written before the
+// server is back.
+func (s *Server) feedError(r *http.Request, err error) error {
+	if s.stopping() && r.Context().Err() == nil {
+		return partmap.Errorf(partmap.EUNAVAILABLE, "the server is shutting down; ask again")
+	}
+	return err
+}
+
+// feedContext is the request's context, cancelled too when the server
+// begins to shut down.
+func (s *Server) feedContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-s.feedsDone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Changes reads a page of the change feed (GET …/changes). The client is a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -575,5 +576,55 @@ func parseEvents(r io.Reader) ([]sseEvent, error) {
 			return out, err
 		}
 		out = append(out, e)
+	}
+}
+
+// A shutdown ends long polls and event streams instead of waiting for
+// them: a long poll is 503, to be asked again of the server that comes
+// back, and a stream ends, for its EventSource to reconnect.
+func TestChangesEndAtShutdown(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, served := serve(t, ctx, &pmhttp.ServeOptions{ShutdownTimeout: 20 * time.Second})
+	path := base + "/changes?after=now"
+
+	// The long poll goes first, on a connection of its own, so that the
+	// server has accepted it by the time the stream answers: it accepts in
+	// order.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s&wait=5m HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
+	_, s, hangUp := openStream(t, "http://"+addr+path)
+	defer hangUp()
+	if line, err := s.line(); err != nil || !strings.HasPrefix(line, ":") { // the stream is in its loop
+		t.Fatalf("the stream's first line: %q, %v", line, err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := s.next() // only the end of the stream ends an idle one
+		ended <- err
+	}()
+
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v; the feed's requests held the shutdown up", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute)) // a broken shutdown would leave it waiting its 5 minutes
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the long poll: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a long poll at shutdown: %d %v", resp.StatusCode, resp.Header)
+	}
+	if err := <-ended; err == nil {
+		t.Error("an idle stream sent an event")
+	}
+	if !slices.Contains(s.comments, "the server is shutting down") {
+		t.Errorf("the stream's comments: %q", s.comments)
 	}
 }
