@@ -2,6 +2,7 @@ package http
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,19 @@ func toChangeJSON(c partmap.Change) changeJSON {
 		}
 	}
 	return out
+}
+
+// MarshalChange encodes a change as GET …/changes sends it, in a page and
+// in an event: one line of JSON, without its newline. `partmap watch
+// --json` prints these.
+func MarshalChange(c partmap.Change) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // stored text reads back as it was written, as in a page
+	if err := enc.Encode(toChangeJSON(c)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func fromChangeJSON(j changeJSON) (partmap.Change, error) {
@@ -100,14 +114,18 @@ func changeQuery(r *http.Request, q url.Values) (partmap.ChangeQuery, error) {
 		if v == "" {
 			continue
 		}
-		n, err := strconv.ParseUint(v, 10, 31)
+		n, err := strconv.ParseUint(strings.TrimPrefix(v, "partition-"), 10, 31)
 		if err != nil {
-			return cq, &partmap.Error{Code: partmap.EINVALID, Field: p.name, Message: fmt.Sprintf("%s must be a partition number, not %q", p.name, v)}
+			return cq, &partmap.Error{Code: partmap.EINVALID, Field: p.name, Message: fmt.Sprintf("%s must be a partition number or a name like partition-278, not %q", p.name, v)}
 		}
 		*p.into = partmap.Partition(n)
 	}
 	if cq.Email, err = oneParam(q, "emailAddress", false); err != nil {
 		return cq, err
+	}
+	if _, given := q["emailAddress"]; given && cq.Email == "" {
+		// Not "no filter": a consumer of one profile must not get them all.
+		return cq, &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: "email address is empty"}
 	}
 	if id := r.Header.Get("Last-Event-ID"); id != "" && wantsEvents(r) {
 		cq.After = id // an EventSource resuming: the header wins over the URL it reconnects to
@@ -154,15 +172,20 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request, q url.Val
 	if err != nil {
 		return err
 	}
+	if r.Method == http.MethodHead {
+		cq.Wait = 0 // a HEAD tells what a GET would start with; it never waits
+	}
+	ctx, cancel := s.feedContext(r.Context())
+	defer cancel()
 	rc := http.NewResponseController(w)
 	if wantsEvents(r) {
-		return s.streamChanges(w, r, rc, f, cq)
+		return s.streamChanges(ctx, w, r, rc, f, cq)
 	}
 	// The server's write timeout would cut a long poll short.
 	rc.SetWriteDeadline(time.Now().Add(cq.Wait + streamStall))
-	page, err := f.Changes(r.Context(), cq)
+	page, err := f.Changes(ctx, cq)
 	if err != nil {
-		return err
+		return s.feedError(r, err)
 	}
 	reply := changesReply{Changes: make([]changeJSON, len(page.Changes)), Next: page.Next}
 	for i, c := range page.Changes {
@@ -172,30 +195,34 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request, q url.Val
 }
 
 // sseHeartbeat is how long an event stream stays silent at most: a comment
-// line then tells proxies and the client that it is alive.
-const sseHeartbeat = 15 * time.Second
+// line then tells proxies and the client that it is alive. A variable only
+// so that tests can shorten it.
+var sseHeartbeat = 15 * time.Second
 
 // streamChanges sends each change as an SSE event whose id is its cursor,
 // so that an EventSource that reconnects resumes after the last one it
 // got. A bad cursor is an ordinary problem reply, before the stream starts;
 // an error later ends the stream with an "error" event holding the problem.
-func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, f partmap.Feeder, cq partmap.ChangeQuery) error {
+func (s *Server) streamChanges(ctx context.Context, w http.ResponseWriter, r *http.Request, rc *http.ResponseController, f partmap.Feeder, cq partmap.ChangeQuery) error {
 	cq.Wait = sseHeartbeat
 	limit := cq.Limit
-	first, err := f.Changes(r.Context(), partmap.ChangeQuery{After: cq.After, Limit: limit, From: cq.From, To: cq.To, Email: cq.Email})
+	first, err := f.Changes(ctx, partmap.ChangeQuery{After: cq.After, Limit: limit, From: cq.From, To: cq.To, Email: cq.Email})
 	if err != nil {
-		return err
+		return s.feedError(r, err)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil // the headers of the stream, and no stream
+	}
 	out := bufio.NewWriterSize(w, 32<<10)
 	page := first
 	for {
 		rc.SetWriteDeadline(time.Now().Add(streamStall))
 		for _, c := range page.Changes {
-			data, err := json.Marshal(toChangeJSON(c))
+			data, err := MarshalChange(c)
 			if err != nil {
 				return errStreamFailed{err}
 			}
@@ -211,9 +238,15 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.
 			return nil
 		}
 		cq.After = page.Next
-		page, err = f.Changes(r.Context(), cq)
+		page, err = f.Changes(ctx, cq)
 		switch {
 		case r.Context().Err() != nil:
+			return nil
+		case s.stopping():
+			// An EventSource reconnects, with Last-Event-ID, to the
+			// server that comes back.
+			fmt.Fprint(out, ": the server is shutting down\n\n")
+			out.Flush()
 			return nil
 		case err != nil:
 			p := s.problem(r, err)
@@ -224,6 +257,43 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, rc *http.
 			return errStreamFailed{err}
 		}
 	}
+}
+
+// stopFeeds ends every long poll and event stream, at shutdown.
+func (s *Server) stopFeeds() { s.stopFeedsOnce.Do(func() { close(s.feedsDone) }) }
+
+func (s *Server) stopping() bool {
+	select {
+	case <-s.feedsDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// feedError is the reply to a read of the feed that failed: 503 when the
+// shutdown cut it short. Not an empty page: its next could only be the
+// cursor asked with, and "now" again would skip what is written before the
+// server is back.
+func (s *Server) feedError(r *http.Request, err error) error {
+	if s.stopping() && r.Context().Err() == nil {
+		return partmap.Errorf(partmap.EUNAVAILABLE, "the server is shutting down; ask again")
+	}
+	return err
+}
+
+// feedContext is the request's context, cancelled too when the server
+// begins to shut down.
+func (s *Server) feedContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-s.feedsDone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Changes reads a page of the change feed (GET …/changes). The client is a

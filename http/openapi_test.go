@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
 )
 
@@ -403,6 +405,16 @@ func (s *faultStore) ExportProfiles(ctx context.Context, fn func(partmap.Record)
 	})
 }
 
+// Changes fails, when told to, on a read that may wait: a long poll, or an
+// event stream's reads after its first, when only its "error" event can
+// say so.
+func (s *faultStore) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
+	if err := s.err(); err != nil && q.Wait > 0 {
+		return partmap.ChangePage{}, err
+	}
+	return s.Store.Changes(ctx, q)
+}
+
 func (s *faultStore) ListPartitions(ctx context.Context) (partmap.PartitionStats, error) {
 	if err := s.err(); err != nil {
 		return partmap.PartitionStats{}, err
@@ -420,7 +432,13 @@ type docServer struct {
 
 func newDocServer(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration) *docServer {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), &pebble.Options{})
+	return newDocServerWith(t, tokens, readTimeout, &pebble.Options{})
+}
+
+// newDocServerWith is newDocServer over a store opened with opts.
+func newDocServerWith(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration, opts *pebble.Options) *docServer {
+	t.Helper()
+	store, err := pebble.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,6 +524,9 @@ type exchange struct {
 	body           string
 	bodyReader     io.Reader // instead of body, for a body that stalls
 	invalid        bool
+	// streamFor, if set, reads a reply that does not end (an event
+	// stream) for this long, then hangs up and checks its complete events.
+	streamFor time.Duration
 }
 
 type docReply struct {
@@ -529,6 +550,7 @@ func newChecker(t *testing.T, srv *docServer, cov *docCoverage) *docChecker {
 		// as the array of its lines, as the document describes it.
 		openapi3filter.RegisterBodyDecoder("application/jsonl", decodeJSONLines)
 		openapi3filter.RegisterBodyDecoder("application/x-ndjson", decodeJSONLines)
+		openapi3filter.RegisterBodyDecoder("text/event-stream", decodeEvents)
 		for _, t := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml", "multipart/byteranges"} {
 			openapi3filter.RegisterBodyDecoder(t, openapi3filter.PlainBodyDecoder)
 		}
@@ -556,6 +578,31 @@ func decodeJSONLines(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ ope
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
 		items = append(items, v)
+	}
+	return items, nil
+}
+
+// decodeEvents reads Server-Sent Events as the array of their events, as
+// the document describes them: each as {"id", "event", "data"}, with data
+// parsed as JSON. Comments and retry fields are not events.
+func decodeEvents(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	events, err := parseEvents(body)
+	if err != nil {
+		return nil, err
+	}
+	items := []any{}
+	for _, e := range events {
+		dec := json.NewDecoder(strings.NewReader(e.data))
+		dec.UseNumber()
+		var data any
+		if err := dec.Decode(&data); err != nil {
+			return nil, fmt.Errorf("event %q: data %q: %w", e.id, e.data, err)
+		}
+		item := map[string]any{"event": e.event, "data": data}
+		if e.hasID {
+			item["id"] = e.id
+		}
+		items = append(items, item)
 	}
 	return items, nil
 }
@@ -607,12 +654,26 @@ func (c *docChecker) send(t *testing.T, x exchange) docReply {
 			t.Errorf("%s %s: the request does not match the document: %v", x.method, x.target, err)
 		}
 	}
-	resp, err := c.client.Do(req)
+	send := req
+	if x.streamFor > 0 {
+		ctx, cancel := context.WithTimeout(ctx, x.streamFor)
+		defer cancel()
+		send = req.WithContext(ctx)
+	}
+	resp, err := c.client.Do(send)
 	if err != nil {
 		t.Fatalf("%s %s: %v", x.method, x.target, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	if err != nil && x.streamFor > 0 && send.Context().Err() != nil {
+		// Followed for a while: keep the events that arrived whole.
+		end := 0
+		if i := bytes.LastIndex(body, []byte("\n\n")); i >= 0 {
+			end = i + 2
+		}
+		body, err = body[:end], nil
+	}
 	if err != nil {
 		t.Fatalf("%s %s: reading the reply: %v", x.method, x.target, err)
 	}
@@ -1327,10 +1388,16 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		checkResize(t, newChecker(t, newDocServer(t, nil, 0), cov))
 	}
 
-	// A store that is not a partmap.Backuper, as a Redis store is not.
+	// The change feed, on a server whose clock the test moves.
+	checkChanges(t, cov)
+
+	// A store that is neither a partmap.Backuper nor a partmap.Feeder.
 	plain := newChecker(t, newPlainDocServer(t), cov)
 	plain.expect(t, xGet(b+"/backup"), 501, partmap.EUNSUPPORTED)
 	plain.expect(t, xHead(b+"/backup"), 501, "")
+	plain.expect(t, xGet(b+"/changes"), 501, partmap.EUNSUPPORTED)
+	plain.expect(t, xGet(b+"/changes", "Accept", "text/event-stream"), 501, partmap.EUNSUPPORTED)
+	plain.expect(t, xHead(b+"/changes"), 501, "")
 
 	// A body that does not arrive within the read timeout.
 	slow := newChecker(t, newDocServer(t, nil, 300*time.Millisecond), cov)
@@ -1364,6 +1431,173 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkChanges drives the change feed through its replies: pages, filters,
+// long polls, event streams and their heads, every way to be refused, a
+// store that fails, and a cursor the feed's retention has passed. Its
+// server's clock can be moved ahead, past the feed's retention of an hour.
+func checkChanges(t *testing.T, cov *docCoverage) {
+	t.Helper()
+	var ahead atomic.Int64
+	srv := newDocServerWith(t, nil, 0, &pebble.Options{
+		Clock:         func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) },
+		FeedRetention: &directory.Retention{Age: time.Hour},
+	})
+	c := newChecker(t, srv, cov)
+	b := pmhttp.BasePath
+	changes := b + "/changes"
+	sse := []string{"Accept", "text/event-stream"}
+	jsonCT := []string{"Content-Type", "application/json"}
+	stream := func(target string, header ...string) exchange {
+		return exchange{method: http.MethodGet, target: target, header: append(slices.Clone(sse), header...), streamFor: 300 * time.Millisecond}
+	}
+	type page struct {
+		Changes []struct {
+			Cursor, Op, EmailAddress, ETag string
+			Profile                        map[string]string
+			Expires                        *struct {
+				Profile int64
+				Fields  map[string]int64
+			}
+		}
+		Next string
+	}
+	read := func(x exchange) page {
+		t.Helper()
+		var p page
+		if err := json.Unmarshal(c.expect(t, x, 200, "").body, &p); err != nil {
+			t.Fatalf("%s: %v", x.target, err)
+		}
+		return p
+	}
+
+	c.expect(t, xGet(changes), 409, partmap.ENOTSTARTED)
+	c.expect(t, xHead(changes), 409, "")
+	c.expect(t, xGet(changes, sse...), 409, partmap.ENOTSTARTED)
+	c.expect(t, xPost(b+"/start", ""), 200, "")
+	if p := read(xGet(changes)); len(p.Changes) != 0 || p.Next == "" {
+		t.Errorf("an empty feed: %+v", p)
+	}
+	now := read(xGet(changes + "?after=now")).Next
+
+	// Every kind of write shows: with its profile, ETag and deadlines, or
+	// as a deletion with neither.
+	profile := b + "/customer-profile"
+	c.expect(t, xPut(profile, `{"emailAddress":"Feed@Example.com","fullName":"Feed"}`), 201, "")
+	c.expect(t, xPost(b+"/customer-profile/set-fields?emailAddress=feed@example.com&seconds=600", `{"a":"1"}`, jsonCT...), 200, "")
+	c.expect(t, xPost(b+"/customer-profile/expire?emailAddress=feed@example.com&seconds=900", ""), 200, "")
+	c.expect(t, xPatch(profile+"?emailAddress=feed@example.com", `{"n":"1"}`), 200, "")
+	c.expect(t, xPost(b+"/customer-profile/increment?emailAddress=feed@example.com&field=n", ""), 200, "")
+	c.expect(t, xPost(b+"/customer-profile/rename?emailAddress=feed@example.com&to=fed@example.com", ""), 201, "")
+	c.expect(t, xPost(b+"/customer-profiles/bulk", `{"emailAddress":"bulk@example.com"}`, "Content-Type", "application/jsonl"), 200, "")
+	c.expect(t, xPost(b+"/transactions", `{"operations":[{"op":"put","profile":{"emailAddress":"tx@example.com"}},`+
+		`{"op":"setIfAbsent","emailAddress":"tx@example.com","set":{"a":"1"}}]}`, jsonCT...), 200, "")
+	c.expect(t, xDelete(profile+"?emailAddress=fed@example.com"), 204, "")
+	all := read(xGet(changes + "?after=" + now))
+	var ops []string
+	for _, ch := range all.Changes {
+		ops = append(ops, ch.Op+" "+ch.EmailAddress)
+		switch deleted := ch.Profile == nil; {
+		case deleted && ch.ETag != "":
+			t.Errorf("a deletion with an ETag: %+v", ch)
+		case !deleted && (ch.ETag == "" || ch.Profile["emailAddress"] != ch.EmailAddress):
+			t.Errorf("a change without its ETag or profile: %+v", ch)
+		}
+	}
+	want := []string{"put feed@example.com", "setFields feed@example.com", "expire feed@example.com", "patch feed@example.com",
+		"increment feed@example.com", "rename feed@example.com", "rename fed@example.com", "put bulk@example.com",
+		"setIfAbsent tx@example.com", "delete fed@example.com"}
+	if !slices.Equal(ops, want) {
+		t.Errorf("the feed holds %q, want %q", ops, want)
+	} else if e := all.Changes[2].Expires; e == nil || e.Profile == 0 || e.Fields["a"] == 0 || all.Changes[0].Expires != nil {
+		t.Errorf("the deadlines in the feed: %+v, %+v", all.Changes[0].Expires, e)
+	}
+
+	// Pages, filters, long polls, heads.
+	first := read(xGet(changes + "?after=" + now + "&limit=2"))
+	if len(first.Changes) != 2 || first.Next != first.Changes[1].Cursor {
+		t.Errorf("a page of 2: %+v", first)
+	}
+	read(xGet(changes + "?after=" + first.Next + "&limit=10000"))
+	if p := read(xGet(changes + "?after=" + now + "&emailAddress=%20FED@example.COM")); len(p.Changes) != 2 {
+		t.Errorf("the changes of fed@example.com: %+v", p)
+	}
+	read(xGet(changes + "?from=partition-0&to=500"))
+	read(xGet(changes + "?from=500&wait=0"))
+	if p := read(xGet(changes + "?after=" + all.Next + "&wait=50ms")); len(p.Changes) != 0 || p.Next != all.Next {
+		t.Errorf("a long poll that nothing ended: %+v", p)
+	}
+	read(xGet(changes + "?after=now&wait=1"))
+	began := time.Now()
+	c.expect(t, xHead(changes+"?after=now&wait=5m"), 200, "")
+	c.expect(t, xHead(changes+"?after=now", sse...), 200, "")
+	if time.Since(began) > 30*time.Second {
+		t.Errorf("the heads took %s: a HEAD waited", time.Since(began))
+	}
+
+	// Event streams: changes with their cursors as ids, resumed from
+	// Last-Event-ID; an idle one sends a comment.
+	r := c.expect(t, stream(changes+"?after="+now), 200, "")
+	events, _ := parseEvents(bytes.NewReader(r.body))
+	if len(events) != len(all.Changes) || events[0].id != all.Changes[0].Cursor || events[0].event != "change" {
+		t.Errorf("the stream: %d events, the first %+v; want %d", len(events), events[0], len(all.Changes))
+	}
+	r = c.expect(t, stream(changes+"?after="+now, "Last-Event-ID", all.Changes[7].Cursor), 200, "")
+	if events, _ := parseEvents(bytes.NewReader(r.body)); len(events) != 2 || events[0].id != all.Changes[8].Cursor {
+		t.Errorf("the stream resumed after the 8th change: %+v", events)
+	}
+	if r := c.expect(t, stream(changes+"?after=now"), 200, ""); !bytes.HasPrefix(r.body, []byte(": ")) {
+		t.Errorf("an idle stream: %q", r.body)
+	}
+	c.expect(t, stream(changes+"?emailAddress=tx@example.com&limit=1"), 200, "")
+
+	// Refusals.
+	for _, q := range []string{"?limit=0", "?limit=10001", "?limit=x", "?from=x", "?to=-1", "?emailAddress=", "?since=now"} {
+		r := c.send(t, xBad(xGet(changes+q)))
+		if r.status != 400 {
+			t.Errorf("%s: %d %s", q, r.status, r.body)
+		}
+	}
+	for _, q := range []string{"?wait=1x", "?wait=6m", "?wait=-1s", "?after=nope", "?after=99999999999999999", "?after=1&after=2",
+		"?from=1000", "?from=5&to=3", "?to=1001", "?emailAddress=a@example.com&from=1", "?limit=1&limit=2"} {
+		c.expect(t, xGet(changes+q), 400, partmap.EINVALID)
+	}
+	c.expect(t, xGet(changes+"?after=nope", sse...), 400, partmap.EINVALID)
+	c.expect(t, xHead(changes+"?wait=1x"), 400, "")
+	c.expect(t, xGet(changes+"?emailAddress=%20"), 400, partmap.EINVALIDEMAIL)
+	c.expect(t, xGet(changes+"?emailAddress=v%C3%AFctim@example.com"), 400, partmap.EINVALIDEMAIL)
+	c.expect(t, xGet(changes+"?emailAddress="+strings.Repeat("a", partmap.MaxEmailBytes)+"@x"), 413, partmap.ETOOLARGE)
+	c.expect(t, xPost(changes, ""), 405, partmap.EMETHOD)
+	c.expect(t, xDelete(changes), 405, partmap.EMETHOD)
+
+	// A store that fails: a long poll is a problem reply; a stream that has
+	// started ends with an "error" event.
+	srv.store.fail(errors.New("disk on fire"))
+	c.expect(t, xGet(changes+"?after=now&wait=1s"), 500, partmap.EINTERNAL)
+	r = c.expect(t, stream(changes+"?after=now"), 200, "")
+	if events, _ := parseEvents(bytes.NewReader(r.body)); len(events) != 1 || events[0].event != "error" ||
+		!strings.Contains(events[0].data, `"type":"urn:partmap:problem:internal"`) || strings.Contains(events[0].data, "fire") {
+		t.Errorf("a stream whose store fails: %q", r.body)
+	}
+	srv.store.fail(partmap.Errorf(partmap.EUNAVAILABLE, "the store is away"))
+	c.expect(t, xGet(changes+"?after=now&wait=1s"), 503, partmap.EUNAVAILABLE)
+	srv.store.fail(nil)
+
+	// A cursor the retention has passed: 410, to a page, a head and a
+	// stream alike, before any stream starts.
+	ahead.Store(int64(2 * time.Hour))
+	if _, err := srv.store.Store.TrimFeed(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.expect(t, xGet(changes+"?after="+now), 410, partmap.ECURSOREXPIRED)
+	c.expect(t, xHead(changes+"?after="+now), 410, "")
+	c.expect(t, xGet(changes+"?after="+now, sse...), 410, partmap.ECURSOREXPIRED)
+	c.expect(t, xGet(changes+"?after=now", "Accept", "text/event-stream", "Last-Event-ID", all.Changes[0].Cursor), 410, partmap.ECURSOREXPIRED)
+	if p := read(xGet(changes)); len(p.Changes) != 0 {
+		t.Errorf("the feed after a trim past everything: %+v", p)
+	}
+	read(xGet(changes + "?after=" + all.Next))
 }
 
 // checkResize drives the online resize through its replies: refused before
@@ -1466,6 +1700,8 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"getExpireFields":    {target: b + "/customer-profile/get-expire?emailAddress=nobody@example.com&fields=a"},
 		"setFields":          {target: b + "/customer-profile/set-fields?emailAddress=a@example.com", body: `{"n":"1"}`, header: jsonCT},
 		"transact":           {target: b + "/transactions", body: `{"operations":[{"op":"delete","emailAddress":"nobody@example.com"}]}`, header: jsonCT},
+		"getChanges":         {target: b + "/changes"},
+		"headChanges":        {target: b + "/changes"},
 		"listProfiles":       {target: b + "/customer-profiles"},
 		"headProfiles":       {target: b + "/customer-profiles"},
 		"exportProfiles":     {target: b + "/customer-profiles/export"},

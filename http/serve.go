@@ -60,6 +60,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts *ServeOptions)
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(s.stopFeeds)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/partmap/partmap"
@@ -25,6 +26,11 @@ type Server struct {
 	handler http.Handler // mux, instrumented
 	tokens  *Tokens      // nil: no authentication
 	metrics *metrics
+
+	// feedsDone is closed when Serve begins to shut down: long polls and
+	// event streams end then, instead of holding the shutdown up.
+	feedsDone     chan struct{}
+	stopFeedsOnce sync.Once
 }
 
 // ServerOptions configure NewServer. A nil *ServerOptions means defaults.
@@ -36,7 +42,7 @@ type ServerOptions struct {
 
 // NewServer returns a handler for store.
 func NewServer(store partmap.Store, opts *ServerOptions) *Server {
-	s := &Server{store: store, limits: partmap.DefaultLimits, log: slog.Default(), mux: http.NewServeMux()}
+	s := &Server{store: store, limits: partmap.DefaultLimits, log: slog.Default(), mux: http.NewServeMux(), feedsDone: make(chan struct{})}
 	if opts != nil && opts.Limits != nil {
 		s.limits = *opts.Limits
 	}

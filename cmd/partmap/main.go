@@ -77,6 +77,7 @@ var commands = map[string]command{
 	"map-lock":   {"hold every partition lock for bulk maintenance (writers get lock conflicts)", runMapLock},
 	"map-unlock": {"release a map-lock early", runMapUnlock},
 	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},
+	"watch":      {"print the change feed as it comes, one change per line, following it until interrupted", runWatch},
 	"backup":     {"copy a serving embedded store, consistently, into a new directory", runBackup},
 	"restore":    {"bring a backup back as a new data directory", runRestore},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
