@@ -281,13 +281,14 @@ func DiffStates(got, want map[string]partmap.Record) string {
 			diffs = append(diffs, fmt.Sprintf("%s extra: v%x %v", e, uint64(got[e].Version), got[e].Profile))
 		}
 	}
-	if len(diffs) > 10 {
-		diffs = append(diffs[:10], fmt.Sprintf("and %d more", len(diffs)-10))
-	}
-	if len(diffs) == 0 {
+	n := len(diffs)
+	if n == 0 {
 		return ""
 	}
-	return fmt.Sprint(len(diffs), " differences: ", diffs)
+	if n > 10 {
+		diffs = append(diffs[:10], fmt.Sprintf("and %d more", n-10))
+	}
+	return fmt.Sprint(n, " differences: ", diffs)
 }
 
 // assertReplay checks that replaying changes from nothing gives exactly the
