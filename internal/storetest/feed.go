@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -768,10 +769,7 @@ func runFeedInvalid(t *testing.T, s FeedStore) {
 		t.Fatal(err)
 	}
 	n := partmap.Partition(st.Partitions)
-	ahead := now + "0"
-	if v, err := strconv.ParseUint(now, 10, 64); err == nil {
-		ahead = strconv.FormatUint(v+1000, 10)
-	}
+	ahead := aheadOf(now)
 	for _, tc := range []struct {
 		name string
 		q    partmap.ChangeQuery
@@ -805,6 +803,20 @@ func runFeedInvalid(t *testing.T, s FeedStore) {
 			}
 		}
 	})
+}
+
+// aheadOf returns a cursor past now, of the shapes the backends issue: a
+// number (Pebble) or a Redis stream ID, milliseconds-sequence.
+func aheadOf(now string) string {
+	if v, err := strconv.ParseUint(now, 10, 64); err == nil {
+		return strconv.FormatUint(v+1000, 10)
+	}
+	if ms, seq, ok := strings.Cut(now, "-"); ok {
+		if v, err := strconv.ParseUint(ms, 10, 64); err == nil {
+			return strconv.FormatUint(v+3_600_000, 10) + "-" + seq
+		}
+	}
+	return now + "0"
 }
 
 // runFeedConcurrent has writers race on a few profiles while a reader pages
