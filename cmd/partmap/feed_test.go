@@ -23,7 +23,7 @@ func TestFeedCrash(t *testing.T) {
 	}
 	res, err := crashtest.RunFeed(context.Background(), crashtest.FeedConfig{
 		Binary: bin, Store: []string{"--data", t.TempDir()}, Backup: t.TempDir(),
-		Cycles: crashCycles(t, 3), Seed: 1, Logf: t.Logf,
+		Workers: 16, Emails: 48, Cycles: crashCycles(t, 3), Seed: 1, Logf: t.Logf,
 	})
 	t.Log(res)
 	if err != nil {
