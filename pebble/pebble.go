@@ -95,12 +95,12 @@ type Options struct {
 	// means directory.DefaultSweepInterval, a negative one never (tests).
 	Clock         func() time.Time
 	SweepInterval time.Duration
-	// FS is the filesystem; nil means the operating system's. Tests use
-	// Pebble's crashable in-memory FS to drop every unsynced byte.
-	FS vfs.FS
 	// FeedRetention bounds the change feed; nil means
 	// directory.DefaultRetention.
 	FeedRetention *directory.Retention
+	// FS is the filesystem; nil means the operating system's. Tests use
+	// Pebble's crashable in-memory FS to drop every unsynced byte.
+	FS vfs.FS
 }
 
 // DefaultOptions are the options of Open(path, nil): a write waits up to
@@ -212,8 +212,8 @@ func (s *Store) Close() error {
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
 
-// TrimFeed trims the change feed to its retention now
-// (directory.TrimFeed), for tests that do not wait for the trimmer.
+// TrimFeed trims the change feed to its retention now, as the directory
+// does every few seconds, and describes what is left.
 func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Changes reads the change feed (partmap.Feeder).
