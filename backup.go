@@ -25,4 +25,10 @@ type BackupInfo struct {
 	Taken int64 `json:"taken"` // Unix ms when its instant was
 	Files int   `json:"files"` // the data files archived before the manifest
 	Bytes int64 `json:"bytes"` // their size
+	// Feed is a change feed cursor (Feeder) from before the backup's
+	// instant: every change up to it is in the backup, so a consumer that
+	// restores it and replays the live feed after Feed misses nothing. A
+	// change after it may be in the backup too, and replays to the same
+	// record. Empty for a store without a feed.
+	Feed string `json:"feed,omitempty"`
 }

@@ -19,7 +19,7 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	b := &backend{db: s.db}
+	b := &backend{db: s.db, feed: s.backend.feed}
 	p := engine.Part{Partition: 278}
 	inv := engine.Invocation{Load: []engine.Part{p}, Lock: []engine.Part{p}}
 	write := func(fn func(tx *engine.Tx) error) {

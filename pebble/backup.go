@@ -34,7 +34,9 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (partmap.BackupInfo, er
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "data")
-	info := partmap.BackupInfo{Taken: time.Now().UnixMilli()}
+	// The feed's position is read first: every event up to it is durable
+	// now, so the checkpoint, which holds every durable write, holds it.
+	info := partmap.BackupInfo{Feed: s.backend.feedPosition(), Taken: time.Now().UnixMilli()}
 	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return info, fmt.Errorf("backup: checkpoint: %w", err)
 	}

@@ -53,7 +53,7 @@ func TestBatchReadsEachPartitionOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	counted := &countedGets{backend: &backend{db: s.db}}
+	counted := &countedGets{backend: &backend{db: s.db, feed: s.backend.feed}}
 	// Only this directory serves the database from here on; s's stays idle.
 	d, err := directory.Open(ctx, counted, directory.Options{SweepInterval: -1})
 	if err != nil {

@@ -38,10 +38,11 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 	defer s.Close()
 	var urls []string
 	for range 2 {
-		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db}}, directory.Options{SweepInterval: -1})
+		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed}}, directory.Options{SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer broken.Close() // before s closes the database: its feed trimmer reads it
 		if _, err := broken.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -46,6 +46,9 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stderr, "backed up %d files, %s, as of %s, into %s; bring it back with partmap restore %s --data NEW\n",
 		info.Files, byteCount(info.Bytes), time.UnixMilli(info.Taken).UTC().Format(time.RFC3339), rest[0], rest[0])
+	if info.Feed != "" {
+		fmt.Fprintf(e.stderr, "the backup holds every change up to change feed cursor %s: catch up from there with the changes after it\n", info.Feed)
+	}
 	return nil
 }
 

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/partmap/partmap/internal/crashtest"
+)
+
+// The change feed across SIGKILLs: workers write a pool of profiles every
+// way there is while the real server is killed and restarted. At the end
+// the feed, read from the start through the HTTP client and replayed, is
+// exactly the directory, versions included; it holds every acknowledged
+// write's version; a reader that followed it across every kill read
+// exactly it; and a backup taken under load, restored, with the feed after
+// its cursor replayed on top, is the directory too. The long form is
+//
+//	PARTMAP_CRASH_CYCLES=50 go test -run TestFeedCrash -v ./cmd/partmap
+func TestFeedCrash(t *testing.T) {
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := crashtest.RunFeed(context.Background(), crashtest.FeedConfig{
+		Binary: bin, Store: []string{"--data", t.TempDir()}, Backup: t.TempDir(),
+		Workers: 16, Emails: 48, Cycles: crashCycles(t, 3), Seed: 1, Logf: t.Logf,
+	})
+	t.Log(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AfterBackup == 0 || res.Followed == 0 {
+		t.Fatal("no change after the backup, or none followed: too little was tested")
+	}
+}

@@ -1,0 +1,1155 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
+)
+
+// FeedStore is a store that publishes its changes.
+type FeedStore interface {
+	partmap.Store
+	partmap.Feeder
+}
+
+// FeedOptions configure a store a FeedOpener opens.
+type FeedOptions struct {
+	Partitions int                  // 0: partmap.DefaultPartitions
+	Retention  *directory.Retention // nil: the store's default
+	Clock      func() time.Time     // nil: time.Now; the feed's retention is measured against it
+}
+
+// FeedOpener returns a new, empty store configured by o, closed when the
+// test ends, and a function that trims its feed to o.Retention now.
+type FeedOpener func(t *testing.T, o FeedOptions) (s FeedStore, trim func(context.Context) error)
+
+// FeedReopener closes old, a store of the FeedOpener it goes with, and
+// opens its data again with o, as a restarted server would.
+type FeedReopener func(t *testing.T, old FeedStore, o FeedOptions) FeedStore
+
+// RunFeed runs the change feed suite: every write that changes a profile
+// is exactly one event holding the profile after it, replaying the feed
+// rebuilds the store, a cursor resumes without gap or repeat (across pages,
+// concurrent writers, a resize and a restart), the filters select what they
+// say, and retention expires cursors instead of skipping changes.
+func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener) {
+	ctx := context.Background()
+	start := func(t *testing.T, o FeedOptions) (FeedStore, func(context.Context) error) {
+		s, trim := open(t, o)
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s, trim
+	}
+	started := func(t *testing.T) FeedStore {
+		s, _ := start(t, FeedOptions{Partitions: 16})
+		return s
+	}
+
+	t.Run("EveryWriteOneEvent", func(t *testing.T) { runFeedWrites(t, started(t)) })
+	t.Run("ReplayRebuildsTheStore", func(t *testing.T) {
+		s := started(t)
+		mixedWrites(t, s, 300, 20, 1)
+		assertReplay(t, s, feedAll(t, s, partmap.ChangeQuery{}))
+	})
+	t.Run("Resume", func(t *testing.T) { runFeedResume(t, started(t)) })
+	t.Run("LongPoll", func(t *testing.T) { runFeedLongPoll(t, started(t)) })
+	t.Run("Filters", func(t *testing.T) { runFeedFilters(t, started(t)) })
+	t.Run("ErrInvalid", func(t *testing.T) { runFeedInvalid(t, started(t)) })
+	t.Run("Concurrent", func(t *testing.T) { runFeedConcurrent(t, started(t)) })
+	t.Run("Resize", func(t *testing.T) { runFeedResize(t, started(t)) })
+	t.Run("RetentionEvents", func(t *testing.T) {
+		const keep = 10
+		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &directory.Retention{Events: keep}})
+		runFeedRetention(t, s, trim, keep)
+	})
+	t.Run("RetentionAge", func(t *testing.T) {
+		var fixed atomic.Pointer[time.Time]
+		clock := func() time.Time {
+			if at := fixed.Load(); at != nil {
+				return *at
+			}
+			return time.Now()
+		}
+		const age = time.Hour
+		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &directory.Retention{Age: age}, Clock: clock})
+		mixedWrites(t, s, 20, 10, 2)
+		old := feedAll(t, s, partmap.ChangeQuery{})
+		time.Sleep(5 * time.Millisecond) // the next commit is in a later millisecond
+		mixedWrites(t, s, 20, 10, 3)
+		all := feedAll(t, s, partmap.ChangeQuery{})
+		kept := all[len(old):]
+		if !kept[0].Time.After(old[len(old)-1].Time) {
+			t.Fatalf("a change 5 ms later has time %v, not after %v", kept[0].Time, old[len(old)-1].Time)
+		}
+		at := kept[0].Time.Add(age)
+		fixed.Store(&at) // changes before kept[0] are now older than age
+		if err := trim(ctx); err != nil {
+			t.Fatalf("trim: %v", err)
+		}
+		assertTrimmed(t, s, all, len(old))
+	})
+	t.Run("Restart", func(t *testing.T) {
+		o := FeedOptions{Partitions: 16}
+		s, _ := start(t, o)
+		mixedWrites(t, s, 60, 10, 4)
+		before := feedAll(t, s, partmap.ChangeQuery{})
+		now := feedNow(t, s)
+		s = reopen(t, s, o)
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := feedAll(t, s, partmap.ChangeQuery{}); !sameChanges(got, before) {
+			t.Fatalf("after the restart the feed holds %d changes, before it %d:\n%s", len(got), len(before), diffChanges(got, before))
+		}
+		mixedWrites(t, s, 40, 10, 5)
+		all := feedAll(t, s, partmap.ChangeQuery{})
+		if len(all) <= len(before) || !sameChanges(all[:len(before)], before) {
+			t.Fatalf("the writes after the restart did not follow the feed before it: %d then %d changes", len(before), len(all))
+		}
+		if got := feedAll(t, s, partmap.ChangeQuery{After: now}); !sameChanges(got, all[len(before):]) {
+			t.Fatalf("from the newest cursor before the restart: %d changes, want the %d after it:\n%s",
+				len(got), len(all)-len(before), diffChanges(got, all[len(before):]))
+		}
+		for i, c := range before {
+			if got := feedAll(t, s, partmap.ChangeQuery{After: c.Cursor, Limit: 7}); !sameChanges(got, all[i+1:]) {
+				t.Fatalf("from cursor %d (%s) of before the restart:\n%s", i, c.Cursor, diffChanges(got, all[i+1:]))
+			}
+		}
+		assertReplay(t, s, all)
+	})
+}
+
+// feedAll reads the feed from q.After, page by page, until a page is empty.
+func feedAll(t testing.TB, s partmap.Feeder, q partmap.ChangeQuery) []partmap.Change {
+	t.Helper()
+	out, _ := feedFrom(t, s, q)
+	return out
+}
+
+// feedFrom is feedAll that also returns the Next of every page, in order.
+func feedFrom(t testing.TB, s partmap.Feeder, q partmap.ChangeQuery) ([]partmap.Change, []string) {
+	t.Helper()
+	var out []partmap.Change
+	var nexts []string
+	for {
+		page, err := s.Changes(context.Background(), q)
+		if err != nil {
+			t.Fatalf("changes after %q: %v", q.After, err)
+		}
+		if page.Next == "" {
+			t.Fatalf("changes after %q: no Next", q.After)
+		}
+		if q.Limit > 0 && len(page.Changes) > q.Limit {
+			t.Fatalf("changes with limit %d: got %d", q.Limit, len(page.Changes))
+		}
+		if len(page.Changes) == 0 {
+			return out, nexts
+		}
+		out = append(out, page.Changes...)
+		nexts = append(nexts, page.Next)
+		q.After = page.Next
+	}
+}
+
+// feedNow returns the cursor of the feed's newest change.
+func feedNow(t testing.TB, s partmap.Feeder) string {
+	t.Helper()
+	page, err := s.Changes(context.Background(), partmap.ChangeQuery{After: partmap.FeedNow})
+	if err != nil || len(page.Changes) != 0 || page.Next == "" {
+		t.Fatalf("changes from now: %d changes, next %q, %v; want none and a cursor", len(page.Changes), page.Next, err)
+	}
+	return page.Next
+}
+
+// SameRecord reports whether a and b hold the same profile, version and
+// deadlines (nil for a deleted profile).
+func SameRecord(a, b *partmap.Record) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Version == b.Version && maps.Equal(a.Profile, b.Profile) &&
+		a.Deadlines.Profile == b.Deadlines.Profile && maps.Equal(a.Deadlines.Fields, b.Deadlines.Fields)
+}
+
+func sameChange(a, b partmap.Change) bool {
+	return a.Cursor == b.Cursor && a.Time.Equal(b.Time) && a.Op == b.Op && a.Email == b.Email && SameRecord(a.Record, b.Record)
+}
+
+func sameChanges(a, b []partmap.Change) bool { return slices.EqualFunc(a, b, sameChange) }
+
+func showChange(c partmap.Change) string {
+	if c.Record == nil {
+		return fmt.Sprintf("%s %s %s deleted", c.Cursor, c.Op, c.Email)
+	}
+	return fmt.Sprintf("%s %s %s v%x %v %+v", c.Cursor, c.Op, c.Email, uint64(c.Record.Version), c.Record.Profile, c.Record.Deadlines)
+}
+
+// diffChanges describes the first difference between got and want.
+func diffChanges(got, want []partmap.Change) string {
+	for i := range max(len(got), len(want)) {
+		switch {
+		case i >= len(got):
+			return fmt.Sprintf("missing from #%d: %s", i, showChange(want[i]))
+		case i >= len(want):
+			return fmt.Sprintf("extra from #%d: %s", i, showChange(got[i]))
+		case !sameChange(got[i], want[i]):
+			return fmt.Sprintf("#%d: got %s, want %s", i, showChange(got[i]), showChange(want[i]))
+		}
+	}
+	return "no difference"
+}
+
+// Replay applies changes in order to an empty map of records by email.
+func Replay(changes []partmap.Change) map[string]partmap.Record {
+	state := map[string]partmap.Record{}
+	ReplayOnto(state, changes)
+	return state
+}
+
+// ReplayOnto applies changes in order to state.
+func ReplayOnto(state map[string]partmap.Record, changes []partmap.Change) {
+	for _, c := range changes {
+		if c.Record == nil {
+			delete(state, c.Email)
+		} else {
+			state[c.Email] = *c.Record
+		}
+	}
+}
+
+// StoreState reads every record of s, versions included: the profiles
+// and deadlines from one export, the versions by batched lookups, which
+// must agree with it (nothing may be written meanwhile).
+func StoreState(ctx context.Context, s partmap.Store) (map[string]partmap.Record, error) {
+	state := map[string]partmap.Record{}
+	var emails []string
+	err := s.ExportProfiles(ctx, func(rec partmap.Record) error {
+		state[rec.Profile.Email()] = rec
+		emails = append(emails, rec.Profile.Email())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	for len(emails) > 0 {
+		batch := emails[:min(len(emails), partmap.MaxBatchEmails)]
+		emails = emails[len(batch):]
+		recs, err := s.FindProfiles(ctx, batch)
+		if err != nil {
+			return nil, fmt.Errorf("find: %w", err)
+		}
+		for i, rec := range recs {
+			exported := state[batch[i]]
+			if rec == nil || !maps.Equal(rec.Profile, exported.Profile) {
+				return nil, fmt.Errorf("%s changed between the export and the lookup: %v, then %v", batch[i], exported.Profile, rec)
+			}
+			exported.Version = rec.Version
+			state[batch[i]] = exported
+		}
+	}
+	return state, nil
+}
+
+// DiffStates describes how got differs from want, "" when it does not.
+func DiffStates(got, want map[string]partmap.Record) string {
+	var diffs []string
+	for _, e := range slices.Sorted(maps.Keys(want)) {
+		w := want[e]
+		g, ok := got[e]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s missing (want v%x %v)", e, uint64(w.Version), w.Profile))
+		case !SameRecord(&g, &w):
+			diffs = append(diffs, fmt.Sprintf("%s: got v%x %v %+v, want v%x %v %+v", e,
+				uint64(g.Version), g.Profile, g.Deadlines, uint64(w.Version), w.Profile, w.Deadlines))
+		}
+	}
+	for _, e := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[e]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s extra: v%x %v", e, uint64(got[e].Version), got[e].Profile))
+		}
+	}
+	n := len(diffs)
+	if n == 0 {
+		return ""
+	}
+	if n > 10 {
+		diffs = append(diffs[:10], fmt.Sprintf("and %d more", n-10))
+	}
+	return fmt.Sprint(n, " differences: ", diffs)
+}
+
+// assertReplay checks that replaying changes from nothing gives exactly the
+// store's content.
+func assertReplay(t *testing.T, s partmap.Store, changes []partmap.Change) {
+	t.Helper()
+	want, err := StoreState(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := DiffStates(Replay(changes), want); d != "" {
+		t.Fatalf("replaying %d changes does not give the store's %d profiles: %s", len(changes), len(want), d)
+	}
+	if len(want) == 0 {
+		t.Fatal("the store is empty: the replay proved nothing")
+	}
+}
+
+// mixedWrites makes n writes of every kind to emails of a pool of size
+// pool, retrying lock conflicts: puts, patches, increments, deletes,
+// renames, transactions and expiry operations.
+func mixedWrites(t *testing.T, s partmap.Store, n, pool int, seed uint64) {
+	t.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(seed, 17))
+	email := func() string { return fmt.Sprintf("mixed%d@example.com", r.IntN(pool)) }
+	far := time.Now().Add(24 * time.Hour).UnixMilli()
+	for i := range n {
+		e := email()
+		var err error
+		write := func(f func() error) {
+			err = retry(f)
+			if errors.Is(err, partmap.ErrNotFound) || partmap.ErrorCode(err) == partmap.EEXISTS {
+				// the profile is missing (or the rename's target exists): create it instead
+				err = retry(func() error {
+					_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "i": strconv.Itoa(i)}, partmap.Condition{})
+					return err
+				})
+			}
+		}
+		switch r.IntN(8) {
+		case 0:
+			write(func() error {
+				_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "i": strconv.Itoa(i)}, partmap.Condition{})
+				return err
+			})
+		case 1:
+			v := strconv.Itoa(i)
+			write(func() error {
+				_, err := s.PatchProfile(ctx, e, partmap.Patch{"i": &v, "gone": nil}, partmap.Condition{})
+				return err
+			})
+		case 2:
+			write(func() error { _, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{}); return err })
+		case 3:
+			write(func() error { return s.DeleteProfile(ctx, e, partmap.Condition{}) })
+		case 4:
+			to := email()
+			if to == e {
+				to = "renamed-" + e
+			}
+			write(func() error { _, err := s.RenameProfile(ctx, e, to, partmap.Condition{}); return err })
+		case 5:
+			other := email()
+			v := strconv.Itoa(i)
+			write(func() error {
+				_, err := s.Transact(ctx, []partmap.Operation{
+					{Op: partmap.OpPatch, Email: e, Patch: partmap.Patch{"t": &v}},
+					{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: other, "n": "0", "tx": v}},
+				})
+				return err
+			})
+		case 6:
+			write(func() error {
+				_, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, Fields: []string{"i"}, When: at(far + int64(i))})
+				return err
+			})
+		case 7:
+			v := strconv.Itoa(i)
+			write(func() error {
+				_, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpSetFields, Email: e, Set: partmap.Patch{"s": &v},
+					Expiry: partmap.FieldExpiry{When: ptrWhen(at(far + int64(i)))}})
+				return err
+			})
+		}
+		if err != nil {
+			t.Fatalf("write %d to %s: %v", i, e, err)
+		}
+	}
+}
+
+// runFeedWrites checks the event of each kind of write.
+func runFeedWrites(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	// expect runs write and checks that it emitted exactly want (in any
+	// order), each event within write's wall-clock window; a nil Record in
+	// want is a deletion, and a want Record without a Version is the
+	// profile as FindProfile reads it after the write.
+	expect := func(t *testing.T, what string, write func() error, want ...partmap.Change) {
+		t.Helper()
+		mark := feedNow(t, s)
+		t0 := time.Now().Truncate(time.Millisecond)
+		if err := retry(write); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t1 := time.Now()
+		got := feedAll(t, s, partmap.ChangeQuery{After: mark})
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d events, want %d:\n%s", what, len(got), len(want), diffChanges(got, want))
+		}
+		for _, w := range want {
+			if w.Record != nil && w.Record.Version == 0 {
+				rec, err := s.FindProfile(ctx, w.Email)
+				if err != nil {
+					t.Fatalf("%s: find %s: %v", what, w.Email, err)
+				}
+				w.Record = &rec
+			}
+			i := slices.IndexFunc(got, func(c partmap.Change) bool { return c.Email == w.Email })
+			if i < 0 {
+				t.Fatalf("%s: no event of %s among %d", what, w.Email, len(got))
+			}
+			g := got[i]
+			if g.Op != w.Op || !SameRecord(g.Record, w.Record) {
+				t.Fatalf("%s: event %s, want %s", what, showChange(g), showChange(w))
+			}
+			if g.Time.Before(t0) || g.Time.After(t1) {
+				t.Fatalf("%s: event time %v outside the write's window [%v, %v]", what, g.Time, t0, t1)
+			}
+			if g.Cursor == "" {
+				t.Fatalf("%s: event without a cursor", what)
+			}
+			got = slices.Delete(got, i, i+1)
+		}
+	}
+	none := func(t *testing.T, what string, write func() error, code partmap.Code) {
+		t.Helper()
+		mark := feedNow(t, s)
+		if err := retry(write); partmap.ErrorCode(err) != code && !(code == "" && err == nil) {
+			t.Fatalf("%s: got %v, want %q", what, err, code)
+		}
+		if got := feedAll(t, s, partmap.ChangeQuery{After: mark}); len(got) != 0 {
+			t.Fatalf("%s changed nothing but emitted %d events: %s", what, len(got), showChange(got[0]))
+		}
+	}
+	change := func(op partmap.OpKind, email string, rec *partmap.Record) partmap.Change {
+		return partmap.Change{Op: op, Email: email, Record: rec}
+	}
+	found := &partmap.Record{} // the record FindProfile reads after the write
+	emails := Spread(6, "feedw")
+	a, b, c, d := emails[0], emails[1], emails[2], emails[3]
+
+	var rec partmap.Record
+	t.Run("Upsert", func(t *testing.T) {
+		expect(t, "create", func() (err error) {
+			rec, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: " Feedw0@Example.COM ", "n": "1", "k": "v"}, partmap.Condition{})
+			return err
+		}, change(partmap.OpPut, a, &rec))
+		expect(t, "replace", func() (err error) {
+			rec, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "n": "2", "k": "v", "gone": "x"}, partmap.IfMatch(rec.Version))
+			return err
+		}, change(partmap.OpPut, a, &rec))
+	})
+	t.Run("Patch", func(t *testing.T) {
+		v := "w"
+		expect(t, "patch", func() error {
+			res, err := s.PatchProfile(ctx, a, partmap.Patch{"k": &v, "new": &v}, partmap.Condition{})
+			rec = res.Record
+			return err
+		}, change(partmap.OpPatch, a, &rec))
+		expect(t, "patch deleting a field", func() error {
+			res, err := s.PatchProfile(ctx, strings2upper(a), partmap.Patch{"gone": nil}, partmap.Condition{})
+			rec = res.Record
+			return err
+		}, change(partmap.OpPatch, a, &rec))
+		none(t, "patch with the values it has", func() error {
+			res, err := s.PatchProfile(ctx, a, partmap.Patch{"k": &v}, partmap.Condition{})
+			if err == nil && res.Record.Version != rec.Version {
+				return fmt.Errorf("an identical patch changed the version")
+			}
+			return err
+		}, "")
+		none(t, "patch deleting a missing field", func() error {
+			_, err := s.PatchProfile(ctx, a, partmap.Patch{"never": nil}, partmap.Condition{})
+			return err
+		}, "")
+		none(t, "patch whose condition fails", func() error {
+			_, err := s.PatchProfile(ctx, a, partmap.Patch{"k": ptr("z")}, partmap.IfMatch(rec.Version+1))
+			return err
+		}, partmap.EPRECONDITION)
+		none(t, "patch of a missing profile", func() error {
+			_, err := s.PatchProfile(ctx, "nobody@example.com", partmap.Patch{"k": ptr("z")}, partmap.Condition{})
+			return err
+		}, partmap.ENOTFOUND)
+	})
+	t.Run("Increment", func(t *testing.T) {
+		var inc partmap.Increment
+		expect(t, "increment", func() (err error) {
+			inc, err = s.IncrementField(ctx, a, "n", 5, partmap.Condition{})
+			return err
+		}, change(partmap.OpIncrement, a, found))
+		if got := mustFind(t, s, a); got.Version != inc.Version || got.Profile["n"] != "7" {
+			t.Fatalf("after the increment: %+v, answered version %x", got, uint64(inc.Version))
+		}
+		none(t, "increment of a field that is no integer", func() error {
+			_, err := s.IncrementField(ctx, a, "k", 1, partmap.Condition{})
+			return err
+		}, partmap.ENOTINTEGER)
+	})
+	t.Run("Delete", func(t *testing.T) {
+		put(t, s, d, "to delete")
+		expect(t, "delete", func() error { return s.DeleteProfile(ctx, d, partmap.Condition{}) }, change(partmap.OpDelete, d, nil))
+		none(t, "delete of a missing profile", func() error { return s.DeleteProfile(ctx, d, partmap.Condition{}) }, partmap.ENOTFOUND)
+	})
+	t.Run("Rename", func(t *testing.T) {
+		put(t, s, d, "to rename")
+		var moved partmap.Record
+		expect(t, "rename", func() (err error) {
+			moved, err = s.RenameProfile(ctx, d, " "+strings2upper(emails[4]), partmap.Condition{})
+			return err
+		}, change(partmap.OpRename, d, nil), change(partmap.OpRename, emails[4], &moved))
+		none(t, "rename onto an existing profile", func() error {
+			_, err := s.RenameProfile(ctx, emails[4], a, partmap.Condition{})
+			return err
+		}, partmap.EEXISTS)
+	})
+	t.Run("Transact", func(t *testing.T) {
+		put(t, s, c, "to delete in a transaction")
+		put(t, s, b, "to increment")
+		var res []partmap.OperationResult
+		v := "tx"
+		expect(t, "transaction", func() (err error) {
+			res, err = s.Transact(ctx, []partmap.Operation{
+				{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: emails[5], "n": "1"}},
+				{Op: partmap.OpIncrement, Email: b, Field: "n", By: 3},
+				{Op: partmap.OpPatch, Email: emails[5], Patch: partmap.Patch{"t": &v}},
+				{Op: partmap.OpDelete, Email: c},
+			})
+			return err
+		}, change(partmap.OpPatch, emails[5], found), change(partmap.OpIncrement, b, found), change(partmap.OpDelete, c, nil))
+		if got := mustFind(t, s, emails[5]); got.Version != res[2].Record.Version {
+			t.Fatalf("the transaction answered version %x, the store holds %x", uint64(res[2].Record.Version), uint64(got.Version))
+		}
+		none(t, "transaction whose last operation fails", func() error {
+			_, err := s.Transact(ctx, []partmap.Operation{
+				{Op: partmap.OpPatch, Email: emails[5], Patch: partmap.Patch{"t": ptr("no")}},
+				{Op: partmap.OpDelete, Email: c},
+			})
+			return err
+		}, partmap.ENOTFOUND)
+	})
+	t.Run("Bulk", func(t *testing.T) {
+		bulk := []partmap.Profile{
+			{partmap.FieldEmail: "bulk0@example.com", "k": "0"},
+			{partmap.FieldEmail: "BULK1@example.com", "k": "1"},
+			{partmap.FieldEmail: a, "k": "replaced"},
+		}
+		var res []partmap.BulkResult
+		expect(t, "bulk upsert", func() (err error) {
+			res, err = s.UpsertProfiles(ctx, bulk)
+			for _, r := range res {
+				err = errors.Join(err, r.Err)
+			}
+			return err
+		}, change(partmap.OpPut, "bulk0@example.com", found), change(partmap.OpPut, "bulk1@example.com", found), change(partmap.OpPut, a, found))
+		for i, r := range res {
+			if got := mustFind(t, s, r.Record.Profile.Email()); got.Version != r.Record.Version {
+				t.Fatalf("bulk result %d: version %x, stored %x", i, uint64(r.Record.Version), uint64(got.Version))
+			}
+		}
+	})
+	t.Run("Apply", func(t *testing.T) {
+		far := time.Now().Add(time.Hour).UnixMilli()
+		s1, s2 := "1.5", "x"
+		e := "apply@example.com"
+		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "f": "1", "g": "2", "h": "3"})
+		for _, tc := range []struct {
+			op     partmap.Operation
+			change bool
+		}{
+			{partmap.Operation{Op: partmap.OpExpire, Email: e, Fields: []string{"f", "g"}, When: at(far)}, true},
+			{partmap.Operation{Op: partmap.OpExpire, Email: e, Fields: []string{"f"}, When: at(far + 1), ExpireCond: partmap.ExpireIfNone}, false},
+			{partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(far + 2)}, true},
+			{partmap.Operation{Op: partmap.OpPersist, Email: e, Fields: []string{"g"}}, true},
+			{partmap.Operation{Op: partmap.OpPersist, Email: e, Fields: []string{"g"}}, false},
+			{partmap.Operation{Op: partmap.OpPersist, Email: e}, true},
+			{partmap.Operation{Op: partmap.OpIncrementFloat, Email: e, Field: "h", ByFloat: s1}, true},
+			{partmap.Operation{Op: partmap.OpSetIfAbsent, Email: e, Field: "new", Value: s2}, true},
+			{partmap.Operation{Op: partmap.OpSetIfAbsent, Email: e, Field: "new", Value: "other"}, false},
+			{partmap.Operation{Op: partmap.OpGetDelete, Email: e, Fields: []string{"new"}}, true},
+			{partmap.Operation{Op: partmap.OpGetDelete, Email: e, Fields: []string{"new"}}, false},
+			{partmap.Operation{Op: partmap.OpGetExpire, Email: e, Fields: []string{"h"}, Expiry: partmap.FieldExpiry{When: ptrWhen(at(far + 3))}}, true},
+			{partmap.Operation{Op: partmap.OpGetExpire, Email: e, Fields: []string{"h"}, Expiry: partmap.FieldExpiry{Persist: true}}, true},
+			{partmap.Operation{Op: partmap.OpSetFields, Email: e, Set: partmap.Patch{"s": &s2}, Expiry: partmap.FieldExpiry{When: ptrWhen(at(far + 4))}}, true},
+			{partmap.Operation{Op: partmap.OpSetFields, Email: e, Set: partmap.Patch{"s": &s2}, FieldSet: partmap.SetIfNoFieldExist}, false},
+		} {
+			what := fmt.Sprintf("%s %q %v", tc.op.Op, tc.op.Fields, tc.op.ExpireCond+partmap.ExpireCondition(tc.op.FieldSet))
+			before := mustFind(t, s, e)
+			write := func() error { _, err := s.Apply(ctx, tc.op); return err }
+			if !tc.change {
+				none(t, what, write, "")
+				if got := mustFind(t, s, e); got.Version != before.Version {
+					t.Fatalf("%s changed nothing, yet the version moved", what)
+				}
+				continue
+			}
+			expect(t, what, write, change(tc.op.Op, e, found))
+			if got := mustFind(t, s, e); got.Version == before.Version {
+				t.Fatalf("%s: the version did not move", what)
+			}
+		}
+	})
+	t.Run("Replay", func(t *testing.T) { assertReplay(t, s, feedAll(t, s, partmap.ChangeQuery{})) })
+}
+
+func strings2upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// runFeedResume checks that every cursor, of a change or of a page,
+// resumes exactly after what it covered.
+func runFeedResume(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	if got := feedAll(t, s, partmap.ChangeQuery{}); len(got) != 0 {
+		t.Fatalf("a new store's feed holds %d changes", len(got))
+	}
+	empty := feedNow(t, s)
+	mixedWrites(t, s, 40, 8, 6)
+	all := feedAll(t, s, partmap.ChangeQuery{})
+	if len(all) < 40 {
+		t.Fatalf("40 writes that each change a profile made %d changes", len(all))
+	}
+	if got := feedAll(t, s, partmap.ChangeQuery{After: empty}); !sameChanges(got, all) {
+		t.Fatalf("from the empty feed's cursor: %s", diffChanges(got, all))
+	}
+	seen := map[string]bool{}
+	for i, c := range all {
+		if seen[c.Cursor] {
+			t.Fatalf("cursor %s twice", c.Cursor)
+		}
+		seen[c.Cursor] = true
+		if got := feedAll(t, s, partmap.ChangeQuery{After: c.Cursor}); !sameChanges(got, all[i+1:]) {
+			t.Fatalf("from change %d's cursor: %s", i, diffChanges(got, all[i+1:]))
+		}
+	}
+	for _, limit := range []int{1, 2, 7} {
+		got, nexts := feedFrom(t, s, partmap.ChangeQuery{Limit: limit})
+		if !sameChanges(got, all) {
+			t.Fatalf("pages of %d: %s", limit, diffChanges(got, all))
+		}
+		read := 0
+		for _, next := range nexts {
+			read += min(limit, len(all)-read)
+			if rest := feedAll(t, s, partmap.ChangeQuery{After: next, Limit: limit}); !sameChanges(rest, all[read:]) {
+				t.Fatalf("pages of %d, from the Next after %d changes: %s", limit, read, diffChanges(rest, all[read:]))
+			}
+		}
+		if read != len(all) {
+			t.Fatalf("pages of %d covered %d of %d changes", limit, read, len(all))
+		}
+	}
+	now := feedNow(t, s)
+	if page, err := s.Changes(ctx, partmap.ChangeQuery{After: now}); err != nil || len(page.Changes) != 0 {
+		t.Fatalf("from now, nothing written: %d changes, %v", len(page.Changes), err)
+	}
+	put(t, s, "later@example.com", "later")
+	got := feedAll(t, s, partmap.ChangeQuery{After: now})
+	full := feedAll(t, s, partmap.ChangeQuery{})
+	if len(got) != 1 || got[0].Email != "later@example.com" || !sameChanges(got, full[len(all):]) {
+		t.Fatalf("from now, after one write: %d changes", len(got))
+	}
+}
+
+// runFeedLongPoll checks that a waiting reader wakes for a write.
+func runFeedLongPoll(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	now := feedNow(t, s)
+	const wait = 5 * time.Second
+	type answer struct {
+		page partmap.ChangePage
+		err  error
+		took time.Duration
+	}
+	done := make(chan answer, 1)
+	go func() {
+		began := time.Now()
+		page, err := s.Changes(ctx, partmap.ChangeQuery{After: now, Wait: wait})
+		done <- answer{page, err, time.Since(began)}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	rec := put(t, s, "poll@example.com", "wake up")
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if len(a.page.Changes) != 1 || a.page.Changes[0].Email != "poll@example.com" || a.page.Changes[0].Record.Version != rec.Version {
+		t.Fatalf("the waiting reader got %d changes", len(a.page.Changes))
+	}
+	if a.took >= wait {
+		t.Fatalf("the waiting reader returned after %v, not before its wait of %v expired", a.took, wait)
+	}
+	// Nothing to wait for: an empty page once the wait is over, with a
+	// cursor that resumes at the same place.
+	page, err := s.Changes(ctx, partmap.ChangeQuery{After: a.page.Next, Wait: 50 * time.Millisecond})
+	if err != nil || len(page.Changes) != 0 {
+		t.Fatalf("a wait with nothing written: %d changes, %v", len(page.Changes), err)
+	}
+	put(t, s, "poll@example.com", "again")
+	if got := feedAll(t, s, partmap.ChangeQuery{After: page.Next}); len(got) != 1 || got[0].Record.Profile["fullName"] != "again" {
+		t.Fatalf("after an empty wait: %d changes", len(got))
+	}
+}
+
+// runFeedFilters checks the profile and partition filters.
+func runFeedFilters(t *testing.T, s FeedStore) {
+	mixedWrites(t, s, 120, 30, 7)
+	all := feedAll(t, s, partmap.ChangeQuery{})
+	st, err := s.ResizeStatus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := st.Partitions
+	keep := func(f func(partmap.Change) bool) []partmap.Change {
+		var out []partmap.Change
+		for _, c := range all {
+			if f(c) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	for _, limit := range []int{0, 1, 3} {
+		for _, spelling := range []string{"mixed3@example.com", " MIXED3@Example.com\t"} {
+			want := keep(func(c partmap.Change) bool { return c.Email == "mixed3@example.com" })
+			if len(want) == 0 {
+				t.Fatal("no change of mixed3@example.com to filter")
+			}
+			if got := feedAll(t, s, partmap.ChangeQuery{Email: spelling, Limit: limit}); !sameChanges(got, want) {
+				t.Fatalf("email %q, limit %d: %s", spelling, limit, diffChanges(got, want))
+			}
+		}
+		for _, r := range [][2]partmap.Partition{{0, 5}, {5, 11}, {11, 0}, {0, partmap.Partition(n)}, {3, 4}} {
+			to := r[1]
+			if to == 0 {
+				to = partmap.Partition(n)
+			}
+			want := keep(func(c partmap.Change) bool {
+				p := partmap.PartitionOf(c.Email, n)
+				return p >= r[0] && p < to
+			})
+			if len(want) == 0 || (len(want) == len(all) && (r[0] != 0 || to != partmap.Partition(n))) {
+				t.Fatalf("range %v selects %d of %d changes: a poor test", r, len(want), len(all))
+			}
+			if got := feedAll(t, s, partmap.ChangeQuery{From: r[0], To: r[1], Limit: limit}); !sameChanges(got, want) {
+				t.Fatalf("partitions [%d, %d) of %d, limit %d: %s", r[0], r[1], n, limit, diffChanges(got, want))
+			}
+		}
+	}
+	if got := feedAll(t, s, partmap.ChangeQuery{Email: "never@example.com"}); len(got) != 0 {
+		t.Fatalf("a profile never written has %d changes", len(got))
+	}
+}
+
+// runFeedInvalid checks that bad queries are refused.
+func runFeedInvalid(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	put(t, s, "x@example.com", "x")
+	now := feedNow(t, s)
+	st, err := s.ResizeStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := partmap.Partition(st.Partitions)
+	ahead := aheadOf(now)
+	for _, tc := range []struct {
+		name string
+		q    partmap.ChangeQuery
+		code partmap.Code
+	}{
+		{"LimitNegative", partmap.ChangeQuery{Limit: -1}, partmap.EINVALID},
+		{"LimitTooLarge", partmap.ChangeQuery{Limit: partmap.MaxChangesPage + 1}, partmap.EINVALID},
+		{"WaitNegative", partmap.ChangeQuery{Wait: -time.Second}, partmap.EINVALID},
+		{"WaitTooLong", partmap.ChangeQuery{Wait: partmap.MaxChangesWait + time.Second}, partmap.EINVALID},
+		{"FromNotBeforeTo", partmap.ChangeQuery{From: 5, To: 5}, partmap.EINVALID},
+		{"FromAfterTo", partmap.ChangeQuery{From: 6, To: 5}, partmap.EINVALID},
+		{"ToBeyondPartitions", partmap.ChangeQuery{From: 0, To: n + 1}, partmap.EINVALID},
+		{"FromBeyondPartitions", partmap.ChangeQuery{From: n}, partmap.EINVALID},
+		{"EmailAndRange", partmap.ChangeQuery{Email: "x@example.com", From: 1}, partmap.EINVALID},
+		{"EmailAndTo", partmap.ChangeQuery{Email: "x@example.com", To: 3}, partmap.EINVALID},
+		{"BadEmail", partmap.ChangeQuery{Email: "   "}, partmap.EINVALIDEMAIL},
+		{"GarbageCursor", partmap.ChangeQuery{After: "garbage!"}, partmap.EINVALID},
+		{"CursorAheadOfTheFeed", partmap.ChangeQuery{After: ahead}, partmap.EINVALID},
+	} {
+		t.Run("Err"+tc.name, func(t *testing.T) {
+			page, err := s.Changes(ctx, tc.q)
+			if got := partmap.ErrorCode(err); got != tc.code {
+				t.Fatalf("got %q (%v, %d changes), want %q", got, err, len(page.Changes), tc.code)
+			}
+		})
+	}
+	t.Run("OK", func(t *testing.T) {
+		for _, q := range []partmap.ChangeQuery{{Limit: partmap.MaxChangesPage}, {Wait: time.Millisecond}, {From: n - 1}, {To: n}, {From: 0, To: 1}} {
+			if _, err := s.Changes(ctx, q); err != nil {
+				t.Fatalf("%+v: %v", q, err)
+			}
+		}
+	})
+}
+
+// aheadOf returns a cursor past now, of the shapes the backends issue: a
+// number (Pebble) or a Redis stream ID, milliseconds-sequence.
+func aheadOf(now string) string {
+	if v, err := strconv.ParseUint(now, 10, 64); err == nil {
+		return strconv.FormatUint(v+1000, 10)
+	}
+	if ms, seq, ok := strings.Cut(now, "-"); ok {
+		if v, err := strconv.ParseUint(ms, 10, 64); err == nil {
+			return strconv.FormatUint(v+3_600_000, 10) + "-" + seq
+		}
+	}
+	return now + "0"
+}
+
+// runFeedConcurrent has writers race on a few profiles while a reader pages
+// the feed, and checks the feed against what the writers were told.
+func runFeedConcurrent(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	const writers, writes, profiles = 16, 100, 8
+	emails := Spread(profiles/2, "conc")
+	same, _ := Colliding(profiles-len(emails), 16, "conc-same")
+	emails = append(emails, same...)
+	type acked struct {
+		email   string
+		version partmap.Version
+	}
+	var mu sync.Mutex
+	var acks []acked
+	ack := func(email string, v partmap.Version) {
+		mu.Lock()
+		acks = append(acks, acked{email, v})
+		mu.Unlock()
+	}
+	stop := make(chan struct{})
+	var read []partmap.Change
+	readerDone := make(chan error, 1)
+	go func() {
+		q := partmap.ChangeQuery{Limit: 3}
+		stopping := false
+		for {
+			page, err := s.Changes(ctx, q)
+			if err != nil {
+				readerDone <- err
+				return
+			}
+			read = append(read, page.Changes...)
+			q.After = page.Next
+			if len(page.Changes) == 0 {
+				if stopping {
+					readerDone <- nil
+					return
+				}
+				select {
+				case <-stop:
+					stopping = true // one more pass: read what the last writes left
+				default:
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*writers)
+	// Lone writers each count on profiles of their own, spread over the
+	// partitions, so that many commits race to the feed at once.
+	for w := range writers {
+		wg.Go(func() {
+			counts := map[string]int{}
+			for i := range writes {
+				e := fmt.Sprintf("lone%d-%d@example.com", w, i%10)
+				n, ok := counts[e]
+				if ok {
+					n++
+				}
+				counts[e] = n
+				err := retry(func() error {
+					rec, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": strconv.Itoa(n)}, partmap.Condition{})
+					if err == nil {
+						ack(e, rec.Version)
+					}
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for w := range writers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 99))
+			for range writes {
+				e := emails[r.IntN(len(emails))]
+				var err error
+				switch r.IntN(5) {
+				case 0: // create, counting from 0
+					err = retry(func() error {
+						rec, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "w": strconv.Itoa(w)}, partmap.Condition{IfNoneMatch: true})
+						if err == nil {
+							ack(e, rec.Version)
+						}
+						return err
+					})
+				case 1:
+					err = retry(func() error {
+						inc, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{})
+						if err == nil {
+							ack(e, inc.Version)
+						}
+						return err
+					})
+				case 2: // a transaction on two profiles: counts one on each
+					other := emails[r.IntN(len(emails))]
+					if other == e {
+						continue
+					}
+					v := strconv.Itoa(w)
+					err = retry(func() error {
+						res, err := s.Transact(ctx, []partmap.Operation{
+							{Op: partmap.OpIncrement, Email: e, Field: "n", By: 1},
+							{Op: partmap.OpPatch, Email: e, Patch: partmap.Patch{"w": &v}},
+							{Op: partmap.OpIncrement, Email: other, Field: "n", By: 1},
+						})
+						if err == nil {
+							ack(e, res[1].Record.Version)
+							ack(other, res[2].Record.Version)
+						}
+						return err
+					})
+				case 3: // a read-modify-write that counts one
+					err = retry(func() error {
+						rec, err := s.FindProfile(ctx, e)
+						if err != nil {
+							return err
+						}
+						n, _ := strconv.Atoi(rec.Profile["n"])
+						p := rec.Profile.Clone()
+						p["n"] = strconv.Itoa(n + 1)
+						rec, _, err = s.UpsertProfile(ctx, p, partmap.IfMatch(rec.Version))
+						if err == nil {
+							ack(e, rec.Version)
+						}
+						return err
+					})
+				case 4:
+					err = retry(func() error { return s.DeleteProfile(ctx, e, partmap.Condition{}) })
+				}
+				if err != nil && !errors.Is(err, partmap.ErrNotFound) && partmap.ErrorCode(err) != partmap.EEXISTS && !errors.Is(err, partmap.ErrPrecondition) {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := <-readerDone; err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	all := feedAll(t, s, partmap.ChangeQuery{})
+	if !sameChanges(read, all) {
+		t.Fatalf("the reader that paged during the writes read %d changes, the feed holds %d: %s", len(read), len(all), diffChanges(read, all))
+	}
+	versions := map[acked]bool{}
+	last := map[string]*partmap.Record{}
+	for i, c := range all {
+		prev, seen := last[c.Email]
+		switch {
+		case c.Record == nil && (!seen || prev == nil):
+			t.Fatalf("change %d deletes %s, which the previous change of it left deleted", i, c.Email)
+		case c.Record != nil && (!seen || prev == nil):
+			if c.Record.Profile["n"] != "0" {
+				t.Fatalf("change %d creates %s counting %s, not from 0", i, c.Email, c.Record.Profile["n"])
+			}
+		case c.Record != nil:
+			n, _ := strconv.Atoi(prev.Profile["n"])
+			if c.Record.Profile["n"] != strconv.Itoa(n+1) || c.Record.Version == prev.Version {
+				t.Fatalf("change %d of %s: %s follows v%x counting %d; want one write more", i, c.Email, showChange(c), uint64(prev.Version), n)
+			}
+		}
+		last[c.Email] = c.Record
+		if c.Record != nil {
+			versions[acked{c.Email, c.Record.Version}] = true
+		}
+	}
+	for _, a := range acks {
+		if !versions[a] {
+			t.Fatalf("acknowledged version %x of %s is not in the feed", uint64(a.version), a.email)
+		}
+	}
+	if len(acks) < writers*writes/4 {
+		t.Fatalf("only %d writes were acknowledged: a poor test", len(acks))
+	}
+	for e := range last {
+		rec, err := s.FindProfile(ctx, e)
+		var got *partmap.Record
+		switch {
+		case err == nil:
+			got = &rec
+		case !errors.Is(err, partmap.ErrNotFound):
+			t.Fatal(err)
+		}
+		if !SameRecord(last[e], got) {
+			t.Fatalf("the last change of %s holds %v, the store %v", e, last[e], got)
+		}
+	}
+	assertReplay(t, s, all)
+}
+
+// runFeedResize checks that a resize emits nothing and that a cursor from
+// before it resumes across it.
+func runFeedResize(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	profiles := make([]partmap.Profile, 2000)
+	for i := range profiles {
+		profiles[i] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("rs%05d@example.com", i), "n": "0"}
+	}
+	if _, err := s.UpsertProfiles(ctx, profiles); err != nil {
+		t.Fatal(err)
+	}
+	mark := feedNow(t, s)
+	want := map[string]partmap.Version{} // cursor-free: email#version of every write after mark
+	writes := 0
+	write := func(i int) {
+		e := fmt.Sprintf("rs%05d@example.com", i%len(profiles))
+		err := retry(func() error {
+			inc, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{})
+			if err == nil {
+				want[fmt.Sprintf("%s#%x", e, uint64(inc.Version))] = inc.Version
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("write during the resize: %v", err)
+		}
+		writes++
+	}
+	for i := range 50 {
+		write(i * 37)
+	}
+	if _, err := s.Resize(ctx, 24); err != nil {
+		t.Fatal(err)
+	}
+	during := 0
+	for i := 0; ; i++ {
+		st, err := s.ResizeStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Running {
+			break
+		}
+		write(i * 13)
+		during++
+	}
+	if st := WaitResized(t, s); st.Partitions != 24 {
+		t.Fatalf("resized to %d partitions, want 24", st.Partitions)
+	}
+	for i := range 50 {
+		write(i*7 + 3)
+	}
+	got := feedAll(t, s, partmap.ChangeQuery{After: mark, Limit: 5})
+	seen := map[string]bool{}
+	for _, c := range got {
+		if c.Record == nil || c.Op != partmap.OpIncrement {
+			t.Fatalf("an event no write made: %s", showChange(c))
+		}
+		k := fmt.Sprintf("%s#%x", c.Email, uint64(c.Record.Version))
+		if seen[k] {
+			t.Fatalf("a change twice: %s", showChange(c))
+		}
+		seen[k] = true
+		if _, ok := want[k]; !ok {
+			t.Fatalf("an event no write made: %s", showChange(c))
+		}
+	}
+	if len(got) != writes {
+		t.Fatalf("%d writes (%d during the resize), %d events after the cursor saved before it", writes, during, len(got))
+	}
+	t.Logf("%d writes during the resize", during)
+	assertReplay(t, s, feedAll(t, s, partmap.ChangeQuery{}))
+	// The partition filter follows the new layout.
+	want24 := 0
+	for _, c := range got {
+		if partmap.PartitionOf(c.Email, 24) >= 20 {
+			want24++
+		}
+	}
+	if part := feedAll(t, s, partmap.ChangeQuery{After: mark, From: 20}); len(part) != want24 {
+		t.Fatalf("partitions 20 to 24 after the resize: %d changes, want %d", len(part), want24)
+	}
+}
+
+// runFeedRetention writes more than keep changes, trims, and checks the cursors.
+func runFeedRetention(t *testing.T, s FeedStore, trim func(context.Context) error, keep int) {
+	mixedWrites(t, s, 3*keep, 10, 8)
+	all := feedAll(t, s, partmap.ChangeQuery{})
+	if err := trim(context.Background()); err != nil {
+		t.Fatalf("trim: %v", err)
+	}
+	kept := feedAll(t, s, partmap.ChangeQuery{})
+	if len(kept) < keep || len(kept) > 2*keep {
+		t.Fatalf("retention of %d changes kept %d of %d", keep, len(kept), len(all))
+	}
+	assertTrimmed(t, s, all, len(all)-len(kept))
+}
+
+// assertTrimmed checks a feed that held all, of which the first trimmed are
+// gone.
+func assertTrimmed(t *testing.T, s FeedStore, all []partmap.Change, trimmed int) {
+	t.Helper()
+	ctx := context.Background()
+	if trimmed < 2 {
+		t.Fatalf("only %d changes trimmed: a poor test", trimmed)
+	}
+	if got := feedAll(t, s, partmap.ChangeQuery{}); !sameChanges(got, all[trimmed:]) {
+		t.Fatalf("from the oldest kept after trimming %d of %d: %s", trimmed, len(all), diffChanges(got, all[trimmed:]))
+	}
+	for i, c := range all {
+		q := partmap.ChangeQuery{After: c.Cursor}
+		switch {
+		case i < trimmed-1: // what follows it is trimmed
+			if _, err := s.Changes(ctx, q); partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
+				t.Fatalf("cursor of trimmed change %d of %d: %v, want %q", i, trimmed, err, partmap.ECURSOREXPIRED)
+			}
+			q.Email = c.Email
+			if _, err := s.Changes(ctx, q); partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
+				t.Fatalf("cursor of trimmed change %d of %d, filtered: %v, want %q", i, trimmed, err, partmap.ECURSOREXPIRED)
+			}
+		case i == trimmed-1: // nothing it precedes is lost: it may go on or expire
+			page, err := s.Changes(ctx, q)
+			if err == nil && (len(page.Changes) == 0 || !sameChange(page.Changes[0], all[trimmed])) {
+				t.Fatalf("the last trimmed change's cursor goes on with %d changes, not the oldest kept", len(page.Changes))
+			}
+			if err != nil && partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
+				t.Fatal(err)
+			}
+		default:
+			if got := feedAll(t, s, q); !sameChanges(got, all[i+1:]) {
+				t.Fatalf("cursor of kept change %d: %s", i, diffChanges(got, all[i+1:]))
+			}
+		}
+	}
+}
