@@ -301,4 +301,3 @@ func (e *env) cursorWatch(t testing.TB, table string) (stop func()) {
 	}()
 	return func() { cancel(); wg.Wait() }
 }
-
