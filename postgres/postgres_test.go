@@ -2,12 +2,20 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
 )
 
@@ -143,4 +151,183 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	stopWatch()
 	r.stop(t)
+}
+
+// The issue's search test: after a random workload cut by stops, the
+// same searches through SQL on the table and through ListProfiles with
+// Where, on the directory's indexed fields, find the same profiles.
+func TestSearchAgrees(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(31, 32))
+	for i := range 8 {
+		r := e.project(t, postgres.Options{PageSize: 1 + rng.IntN(200)})
+		workload(t, e.store, rng, 400, 400)
+		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		if i < 7 {
+			r.stop(t)
+			continue
+		}
+		e.caughtUp(t, postgres.DefaultTable, r)
+		r.stop(t)
+	}
+	var searches [][]partmap.Match
+	for _, c := range companies {
+		searches = append(searches, []partmap.Match{{Field: partmap.FieldCompanyName, Value: c}})
+		for _, tier := range tiers {
+			searches = append(searches, []partmap.Match{{Field: partmap.FieldCompanyName, Value: c}, {Field: partmap.FieldCustomerTier, Value: tier}})
+		}
+	}
+	for _, tier := range append(tiers, "platinum") {
+		searches = append(searches, []partmap.Match{{Field: partmap.FieldCustomerTier, Value: tier}})
+	}
+	found := 0
+	for _, where := range searches {
+		sql := `SELECT email FROM ` + postgres.DefaultTable + ` WHERE true`
+		var args []any
+		for _, m := range where {
+			if !slices.Contains(partmap.DefaultIndexes, m.Field) {
+				t.Fatalf("%s is not indexed", m.Field)
+			}
+			args = append(args, m.Field, m.Value)
+			sql += fmt.Sprintf(` AND profile->>$%d = $%d`, len(args)-1, len(args))
+		}
+		rows, err := e.pool.Query(ctx, sql, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		opts := partmap.ListOptions{Where: where, Limit: 37}
+		for {
+			page, err := e.store.ListProfiles(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Profiles {
+				want = append(want, r.Profile.Email())
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			opts.Cursor = page.NextCursor
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: SQL found %d %v, partmap %d %v", where, len(got), got, len(want), want)
+		}
+		found += len(want)
+	}
+	if found == 0 {
+		t.Fatal("no search found anything: the test tests nothing")
+	}
+}
+
+// trimmedFeed is the store's feed as if everything up to cut had been
+// trimmed for retention.
+type trimmedFeed struct {
+	*pebble.Store
+	cut atomic.Uint64
+}
+
+func (f *trimmedFeed) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
+	if n, err := strconv.ParseUint(q.After, 10, 64); err == nil && n < f.cut.Load() {
+		return partmap.ChangePage{}, partmap.Errorf(partmap.ECURSOREXPIRED, "trimmed")
+	}
+	return f.Store.Changes(ctx, q)
+}
+
+// A projection whose cursor the feed no longer holds stops and says it
+// must be rebuilt; a rebuild makes it equal to the directory again.
+func TestCursorExpired(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	feed := &trimmedFeed{Store: e.store}
+	rng := rand.New(rand.NewPCG(41, 42))
+	workload(t, e.store, rng, 300, 500)
+	r := e.projectFeed(t, feed, postgres.Options{})
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	workload(t, e.store, rng, 300, 500)
+	now, err := e.store.Changes(ctx, partmap.ChangeQuery{After: partmap.FeedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.ParseUint(now.Next, 10, 64)
+	feed.cut.Store(n)
+	saved := e.savedCursor(t, postgres.DefaultTable)
+
+	p, err := postgres.New(feed, e.pool, postgres.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run(ctx)
+	if partmap.ErrorCode(err) != partmap.ECURSOREXPIRED || !strings.Contains(partmap.ErrorMessage(err), "must be rebuilt") {
+		t.Fatalf("Run: %v, want cursor-expired saying to rebuild", err)
+	}
+	if got := e.savedCursor(t, postgres.DefaultTable); got != saved {
+		t.Fatalf("the failed run moved the cursor from %s to %s", saved, got)
+	}
+
+	r = e.projectFeed(t, feed, postgres.Options{Rebuild: true})
+	workload(t, e.store, rng, 300, 300)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	e.checkEqual(t, postgres.DefaultTable)
+	if got, _ := strconv.ParseUint(e.savedCursor(t, postgres.DefaultTable), 10, 64); got < n {
+		t.Fatalf("after the rebuild the cursor is %d, before the cut %d", got, n)
+	}
+	// The rebuild is done: the next run resumes, without copying again.
+	r = e.projectFeed(t, feed, postgres.Options{})
+	workload(t, e.store, rng, 300, 100)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	e.checkEqual(t, postgres.DefaultTable)
+}
+
+// BenchmarkCatchUp preloads changes into the feed of a projection that
+// exists, and times the projector's catching up with them. Run it once:
+//
+//	go test -run '^$' -bench CatchUp -benchtime 1x ./postgres/
+func BenchmarkCatchUp(b *testing.B) {
+	const changes = 200_000
+	e := newEnv(b)
+	ctx := context.Background()
+	r := e.project(b, postgres.Options{})
+	e.caughtUp(b, postgres.DefaultTable, r) // the empty copy; the cursor is saved
+	r.stop(b)
+	batch := make([]partmap.Profile, 0, partmap.MaxBulkProfiles)
+	for i := range changes {
+		batch = append(batch, partmap.Profile{partmap.FieldEmail: email(i), partmap.FieldFullName: "User " + strconv.Itoa(i),
+			partmap.FieldCompanyName: companies[i%len(companies)], partmap.FieldCustomerTier: tiers[i%len(tiers)], "visits": strconv.Itoa(i % 97)})
+		if len(batch) == cap(batch) || i == changes-1 {
+			res, err := e.store.UpsertProfiles(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+			batch = batch[:0]
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	r = e.project(b, postgres.Options{})
+	e.caughtUp(b, postgres.DefaultTable, r)
+	took := time.Since(start)
+	b.StopTimer()
+	r.stop(b)
+	b.ReportMetric(changes/took.Seconds(), "changes/s")
+	var rows int
+	e.pool.QueryRow(ctx, `SELECT count(*) FROM `+postgres.DefaultTable).Scan(&rows)
+	if rows != changes {
+		b.Fatalf("%d rows, want %d", rows, changes)
+	}
 }
