@@ -119,8 +119,6 @@ type Projector struct {
 	name  string // the table as given: its key in CursorTable
 	table string // quoted
 
-	upsertSQL, deleteSQL string
-
 	mu       sync.Mutex
 	progress Progress
 
@@ -165,10 +163,6 @@ func New(feed partmap.Feeder, pool *pgxpool.Pool, opts Options) (*Projector, err
 		opts.Logger = slog.Default()
 	}
 	p := &Projector{feed: feed, pool: pool, opts: opts, name: opts.Table, table: ident.Sanitize()}
-	p.upsertSQL = `INSERT INTO ` + p.table + ` AS t (email, profile, etag, updated_at)
-		SELECT e, j::jsonb, v, u FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS x(e, j, v, u)
-		ON CONFLICT (email) DO UPDATE SET profile = excluded.profile, etag = excluded.etag, updated_at = excluded.updated_at`
-	p.deleteSQL = `DELETE FROM ` + p.table + ` WHERE email = ANY($1::text[])`
 	labels := prometheus.Labels{"table": p.name}
 	p.changes = prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_projection_changes_total",
 		Help: "Changes of the feed applied to the table (several changes to one profile in a page count each).", ConstLabels: labels})
@@ -314,15 +308,15 @@ func (p *Projector) savedCursor(ctx context.Context) (cursor string, valid bool,
 	return *c, true, nil
 }
 
-// fetched is one read of the feed.
+// fetched is one read of the feed, and its rows.
 type fetched struct {
-	after string
-	page  partmap.ChangePage
-	err   error
+	page partmap.ChangePage
+	rows rows
+	err  error
 }
 
-// follow applies the feed from cursor on. The next page is read while the
-// last one is written.
+// follow applies the feed from cursor on. The next page is read, and
+// encoded, while the last one is written.
 func (p *Projector) follow(ctx context.Context, cursor string, healed func()) error {
 	fctx, cancel := context.WithCancel(ctx)
 	pages := make(chan fetched, 1)
@@ -330,16 +324,20 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 		defer close(pages)
 		after := cursor
 		for {
-			page, err := p.feed.Changes(fctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: p.opts.Wait})
+			var f fetched
+			f.page, f.err = p.feed.Changes(fctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: p.opts.Wait})
+			if f.err == nil {
+				f.rows, f.err = p.collapse(f.page.Changes)
+			}
 			select {
-			case pages <- fetched{after, page, err}:
+			case pages <- f:
 			case <-fctx.Done():
 				return
 			}
-			if err != nil {
+			if f.err != nil {
 				return
 			}
-			after = page.Next
+			after = f.page.Next
 		}
 	}()
 	defer func() {
@@ -353,7 +351,7 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 		}
 		full := len(f.page.Changes) >= p.opts.PageSize
 		if len(f.page.Changes) > 0 || f.page.Next != cursor {
-			if err := p.apply(ctx, cursor, f.page); err != nil {
+			if err := p.apply(ctx, cursor, f.page, f.rows); err != nil {
 				return err
 			}
 		}
@@ -382,16 +380,17 @@ func (p *Projector) feedError(err error, cursor string) error {
 	return err
 }
 
-// rows are the profiles of one write, as PostgreSQL's arrays.
+// rows are the rows of one write, for COPY: email, profile (nil for a
+// deletion), etag and updated_at.
 type rows struct {
-	emails, profiles, etags []string
-	times                   []time.Time
-	gone                    []string
+	copy    [][]any
+	deletes bool
 }
 
 func (r *rows) add(logger *slog.Logger, email string, rec *partmap.Record, t time.Time) error {
 	if rec == nil {
-		r.gone = append(r.gone, email)
+		r.copy = append(r.copy, []any{email, nil, nil, t})
+		r.deletes = true
 		return nil
 	}
 	js, err := profileJSON(rec.Profile)
@@ -401,36 +400,40 @@ func (r *rows) add(logger *slog.Logger, email string, rec *partmap.Record, t tim
 	if js.replaced {
 		logger.Warn("projection: the profile holds U+0000, which jsonb cannot; projected as U+FFFD", "email", email)
 	}
-	r.emails = append(r.emails, email)
-	r.profiles = append(r.profiles, js.text)
-	r.etags = append(r.etags, rec.Version.ETag())
-	r.times = append(r.times, t)
+	r.copy = append(r.copy, []any{email, js.text, rec.Version.ETag(), t})
 	return nil
 }
 
-// apply writes one page and moves the cursor from from to page.Next, in
-// one transaction. Only each email's last change in the page is written.
-func (p *Projector) apply(ctx context.Context, from string, page partmap.ChangePage) error {
-	last := make(map[string]int, len(page.Changes))
-	for i, c := range page.Changes {
+// collapse keeps each email's last change of a page, in page order.
+func (p *Projector) collapse(changes []partmap.Change) (rows, error) {
+	last := make(map[string]int, len(changes))
+	for i, c := range changes {
 		last[c.Email] = i
 	}
-	var r rows
-	var lastTime *time.Time
-	for i, c := range page.Changes {
+	r := rows{copy: make([][]any, 0, len(last))}
+	for i, c := range changes {
 		if last[c.Email] != i {
 			continue
 		}
 		if err := r.add(p.opts.Logger, c.Email, c.Record, c.Time); err != nil {
-			return err
+			return rows{}, err
 		}
 	}
+	return r, nil
+}
+
+// apply writes one page's rows and moves the cursor from from to
+// page.Next, in one transaction.
+func (p *Projector) apply(ctx context.Context, from string, page partmap.ChangePage, r rows) error {
+	var lastTime *time.Time
 	if n := len(page.Changes); n > 0 {
 		lastTime = &page.Changes[n-1].Time
 	}
 	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		p.queue(b, &r)
+		b, err := p.write(ctx, tx, r)
+		if err != nil {
+			return err
+		}
 		b.Queue(`UPDATE `+CursorTable+` SET cursor = $2, change_time = coalesce($3, change_time), updated_at = now()
 			WHERE name = $1 AND cursor = $4`, p.name, page.Next, lastTime, from)
 		br := tx.SendBatch(ctx, b)
@@ -451,18 +454,47 @@ func (p *Projector) apply(ctx context.Context, from string, page partmap.ChangeP
 	})
 }
 
-func (p *Projector) moved(from string) error {
-	return &partmap.Error{Code: partmap.ECONFLICT, Message: fmt.Sprintf(
-		"the cursor of table %s is no longer %s: another projector writes the same table; run one per table", p.name, from)}
+// errMoved is a cursor that moved under a transaction, which then wrote
+// nothing: another projector writes the same table, or a commit of this
+// one completed in PostgreSQL after the projector had given up on it (its
+// context ended). Either way the session starts again from the cursor
+// committed, and no change is applied twice.
+type errMoved struct{ table, from string }
+
+func (e errMoved) Error() string {
+	return fmt.Sprintf("the cursor of table %s is no longer %s: another projector writes the same table (run one per table), or a commit outlived its client; resuming from the committed cursor", e.table, e.from)
 }
 
-func (p *Projector) queue(b *pgx.Batch, r *rows) {
-	if len(r.emails) > 0 {
-		b.Queue(p.upsertSQL, r.emails, r.profiles, r.etags, r.times)
+func (p *Projector) moved(from string) error { return errMoved{p.name, from} }
+
+// stage is where a transaction's rows are copied before they are merged:
+// COPY, then one INSERT … ON CONFLICT, is about a third faster than
+// arrays of parameters (unnest), and both beat a statement per row.
+const stage = "pg_temp.partmap_stage"
+
+// write copies r into the stage and returns the batch that merges it into
+// the table, for the caller to add to and send in tx.
+func (p *Projector) write(ctx context.Context, tx pgx.Tx, r rows) (*pgx.Batch, error) {
+	b := &pgx.Batch{}
+	if len(r.copy) == 0 {
+		return b, nil
 	}
-	if len(r.gone) > 0 {
-		b.Queue(p.deleteSQL, r.gone)
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS partmap_stage (email text, profile text, etag text, updated_at timestamptz)
+		ON COMMIT DELETE ROWS`); err != nil {
+		return nil, err
 	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "partmap_stage"}, []string{"email", "profile", "etag", "updated_at"}, pgx.CopyFromRows(r.copy)); err != nil {
+		return nil, err
+	}
+	if len(r.copy) > 0 {
+		b.Queue(`INSERT INTO ` + p.table + ` AS t (email, profile, etag, updated_at)
+			SELECT email, profile::jsonb, etag, updated_at FROM ` + stage + ` WHERE profile IS NOT NULL
+			ON CONFLICT (email) DO UPDATE SET profile = excluded.profile, etag = excluded.etag, updated_at = excluded.updated_at`)
+	}
+	if r.deletes {
+		b.Queue(`DELETE FROM ` + p.table + ` AS t USING ` + stage + ` AS s WHERE s.profile IS NULL AND t.email = s.email`)
+	}
+	return b, nil
 }
 
 // copyAll empties the table and copies every profile into it, and returns
@@ -512,14 +544,17 @@ func (p *Projector) copyAll(ctx context.Context, fresh bool) (string, error) {
 				return "", err
 			}
 		}
-		b := &pgx.Batch{}
-		p.queue(b, &r)
-		if b.Len() > 0 {
-			if err := p.pool.SendBatch(ctx, b).Close(); err != nil {
-				return "", err
+		err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			b, err := p.write(ctx, tx, r)
+			if err == nil && b.Len() > 0 {
+				err = tx.SendBatch(ctx, b).Close()
 			}
+			return err
+		})
+		if err != nil {
+			return "", err
 		}
-		copied += int64(len(r.emails))
+		copied += int64(len(r.copy))
 		p.report(func(pr *Progress) { pr.Copied = copied })
 		if page.NextCursor == "" {
 			break
@@ -615,6 +650,8 @@ func transient(err error) bool {
 	switch {
 	case err == nil || errors.As(err, &perm):
 		return false
+	case errors.As(err, new(errMoved)):
+		return true
 	case errors.As(err, &pe):
 		switch partmap.ErrorCode(pe) {
 		case partmap.EUNAVAILABLE, partmap.EINTERNAL, partmap.ELOCKCONFLICT, partmap.ENOTSTARTED, partmap.ETIMEOUT:

@@ -138,7 +138,7 @@ func (s *Server) Start() error {
 	}
 	defer logf.Close()
 	cmd := s.command("postgres", "-D", s.data(), "-k", s.Socket, "-p", strconv.Itoa(s.Port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=50", "-c", "shared_buffers=64MB")
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=50")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: starting postgres: %w", err)
