@@ -322,10 +322,16 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 	pages := make(chan fetched, 1)
 	go func() {
 		defer close(pages)
-		after := cursor
+		after, wait := cursor, time.Duration(0)
 		for {
 			var f fetched
-			f.page, f.err = p.feed.Changes(fctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: p.opts.Wait})
+			f.page, f.err = p.feed.Changes(fctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: wait})
+			// After a full page, the next read does not wait: an empty
+			// answer then says at once that the projection caught up.
+			wait = p.opts.Wait
+			if len(f.page.Changes) >= p.opts.PageSize {
+				wait = 0
+			}
 			if f.err == nil {
 				f.rows, f.err = p.collapse(f.page.Changes)
 			}
