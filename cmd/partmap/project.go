@@ -130,8 +130,9 @@ type projectProgress struct {
 	mu      sync.Mutex
 	bar     *progressbar.ProgressBar
 	copying bool
-	start   time.Duration // the lag when the bar started
-	decided bool          // whether to draw the catching up is decided
+	from    time.Time // the commit time of the first change the bar counts
+	until   time.Time // when the bar started: the backlog it measures ends there
+	decided bool      // whether to draw the catching up is decided
 }
 
 func (s *projectProgress) update(pr postgres.Progress) {
@@ -159,15 +160,18 @@ func (s *projectProgress) update(pr postgres.Progress) {
 		if pr.Lag < farBehind {
 			return
 		}
-		s.start = pr.Lag
-		s.bar = progressbar.NewOptions64(s.start.Milliseconds(), progressbar.OptionSetWriter(s.e.stderr),
+		s.from, s.until = pr.Time, time.Now()
+		s.bar = progressbar.NewOptions64(1000, progressbar.OptionSetWriter(s.e.stderr),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
 	}
 	if s.bar == nil {
 		return
 	}
+	// The share of the backlog found at the start, in time, applied.
 	s.bar.Describe(fmt.Sprintf("catching up: %d changes applied, %s behind", pr.Changes, pr.Lag.Round(time.Second)))
-	s.bar.Set64(max(0, (s.start - pr.Lag).Milliseconds()))
+	if span := s.until.Sub(s.from); span > 0 {
+		s.bar.Set64(min(1000, max(0, int64(1000*pr.Time.Sub(s.from).Seconds()/span.Seconds()))))
+	}
 	if pr.CaughtUp {
 		s.bar.Finish()
 		s.bar = nil
