@@ -265,8 +265,9 @@ func (p *Projector) session(ctx context.Context, rebuild *bool, healed func()) e
 			return err
 		}
 		*rebuild = false
+		healed()
 	}
-	healed()
+	// Healed only once the feed has answered too.
 	return p.follow(ctx, cursor, healed)
 }
 

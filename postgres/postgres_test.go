@@ -3,12 +3,15 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,4 +333,61 @@ func BenchmarkCatchUp(b *testing.B) {
 	if rows != changes {
 		b.Fatalf("%d rows, want %d", rows, changes)
 	}
+}
+
+// flakyFeed fails like an unreachable server while down is set.
+type flakyFeed struct {
+	*pebble.Store
+	down atomic.Bool
+}
+
+func (f *flakyFeed) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
+	if f.down.Load() {
+		return partmap.ChangePage{}, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return f.Store.Changes(ctx, q)
+}
+
+// The feed's server unreachable for a while: the projector retries with
+// backoff, says so once when it starts and once when it ends, and
+// catches up.
+func TestFeedOutage(t *testing.T) {
+	e := newEnv(t)
+	feed := &flakyFeed{Store: e.store}
+	var logs syncBuffer
+	r := e.projectFeed(t, feed, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond})
+	rng := rand.New(rand.NewPCG(51, 52))
+	workload(t, e.store, rng, 200, 200)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	feed.down.Store(true)
+	workload(t, e.store, rng, 200, 500)
+	time.Sleep(300 * time.Millisecond) // a dozen failed attempts
+	feed.down.Store(false)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	e.checkEqual(t, postgres.DefaultTable)
+	out := logs.String()
+	if n := strings.Count(out, "retrying"); n != 1 {
+		t.Errorf("%d lines say it retries, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "recovered"); n != 1 {
+		t.Errorf("%d lines say it recovered, want 1:\n%s", n, out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
