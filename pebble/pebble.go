@@ -27,6 +27,7 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing of
@@ -94,6 +95,9 @@ type Options struct {
 	// means directory.DefaultSweepInterval, a negative one never (tests).
 	Clock         func() time.Time
 	SweepInterval time.Duration
+	// FeedRetention bounds the change feed; nil means
+	// directory.DefaultRetention.
+	FeedRetention *directory.Retention
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -134,7 +138,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		Clock: o.Clock, SweepInterval: o.SweepInterval}
+		Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention}
 	fresh, err := checkDataDirectory(o.FS, path)
 	if err != nil {
 		return nil, err
@@ -207,6 +211,10 @@ func (s *Store) Close() error {
 // Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
+
+// TrimFeed trims the change feed to its retention now, as the directory
+// does every few seconds, and describes what is left.
+func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // Options configure Open. A nil *Options means DefaultOptions(). In
@@ -68,6 +69,9 @@ type Options struct {
 	// any other, so two of them reclaim each profile once.
 	Clock         func() time.Time
 	SweepInterval time.Duration
+	// FeedRetention bounds the change feed; nil means
+	// directory.DefaultRetention.
+	FeedRetention *directory.Retention
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -110,7 +114,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval})
+		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention})
 	if err != nil {
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
@@ -129,6 +133,10 @@ func (s *Store) Close() error {
 // Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
+
+// TrimFeed trims the change feed to its retention now, as the directory
+// does every few seconds, and describes what is left.
+func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
