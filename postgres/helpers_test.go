@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/pgtest"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
@@ -28,10 +29,13 @@ type env struct {
 	pool  *pgxpool.Pool
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith opens the store with this feed retention (nil: the default).
+func newEnvWith(t testing.TB, retention *directory.Retention) *env {
 	t.Helper()
 	ctx := context.Background()
-	s, err := pebble.Open(t.TempDir(), &pebble.Options{Partitions: 64, LockWait: time.Second})
+	s, err := pebble.Open(t.TempDir(), &pebble.Options{Partitions: 64, LockWait: time.Second, FeedRetention: retention})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +151,8 @@ type row struct {
 	etag    string
 }
 
-// directory reads every profile with its ETag.
-func directory(t testing.TB, s partmap.Store) map[string]row {
+// listDirectory reads every profile with its ETag.
+func listDirectory(t testing.TB, s partmap.Store) map[string]row {
 	t.Helper()
 	out := map[string]row{}
 	opts := partmap.ListOptions{Limit: partmap.MaxPageLimit}
@@ -196,7 +200,7 @@ func (e *env) table(t testing.TB, name string) map[string]row {
 // checkEqual requires the table to hold exactly the directory.
 func (e *env) checkEqual(t testing.TB, name string) {
 	t.Helper()
-	got, want := e.table(t, name), directory(t, e.store)
+	got, want := e.table(t, name), listDirectory(t, e.store)
 	bad := 0
 	for email, w := range want {
 		g, ok := got[email]

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
 )
@@ -230,41 +231,27 @@ func TestSearchAgrees(t *testing.T) {
 	}
 }
 
-// trimmedFeed is the store's feed as if everything up to cut had been
-// trimmed for retention.
-type trimmedFeed struct {
-	*pebble.Store
-	cut atomic.Uint64
-}
-
-func (f *trimmedFeed) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
-	if n, err := strconv.ParseUint(q.After, 10, 64); err == nil && n < f.cut.Load() {
-		return partmap.ChangePage{}, partmap.Errorf(partmap.ECURSOREXPIRED, "trimmed")
-	}
-	return f.Store.Changes(ctx, q)
-}
-
-// A projection whose cursor the feed no longer holds stops and says it
-// must be rebuilt; a rebuild makes it equal to the directory again.
+// A projection whose cursor the feed has trimmed (retention) stops and
+// says it must be rebuilt; a rebuild makes it equal to the directory
+// again, and the next run resumes without copying.
 func TestCursorExpired(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvWith(t, &directory.Retention{Events: 1000})
 	ctx := context.Background()
-	feed := &trimmedFeed{Store: e.store}
 	rng := rand.New(rand.NewPCG(41, 42))
 	workload(t, e.store, rng, 300, 500)
-	r := e.projectFeed(t, feed, postgres.Options{})
+	r := e.project(t, postgres.Options{})
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
-	workload(t, e.store, rng, 300, 500)
-	now, err := e.store.Changes(ctx, partmap.ChangeQuery{After: partmap.FeedNow})
-	if err != nil {
+	workload(t, e.store, rng, 300, 2000)
+	if _, err := e.store.TrimFeed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n, _ := strconv.ParseUint(now.Next, 10, 64)
-	feed.cut.Store(n)
 	saved := e.savedCursor(t, postgres.DefaultTable)
+	if _, err := e.store.Changes(ctx, partmap.ChangeQuery{After: saved}); partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
+		t.Fatalf("the trim left cursor %s readable (%v): the test tests nothing", saved, err)
+	}
 
-	p, err := postgres.New(feed, e.pool, postgres.Options{Logger: quiet})
+	p, err := postgres.New(e.store, e.pool, postgres.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,20 +263,22 @@ func TestCursorExpired(t *testing.T) {
 		t.Fatalf("the failed run moved the cursor from %s to %s", saved, got)
 	}
 
-	r = e.projectFeed(t, feed, postgres.Options{Rebuild: true})
+	r = e.project(t, postgres.Options{Rebuild: true})
 	workload(t, e.store, rng, 300, 300)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
 	e.checkEqual(t, postgres.DefaultTable)
-	if got, _ := strconv.ParseUint(e.savedCursor(t, postgres.DefaultTable), 10, 64); got < n {
-		t.Fatalf("after the rebuild the cursor is %d, before the cut %d", got, n)
-	}
 	// The rebuild is done: the next run resumes, without copying again.
-	r = e.projectFeed(t, feed, postgres.Options{})
+	rebuilt := e.savedCursor(t, postgres.DefaultTable)
+	var logs syncBuffer
+	r = e.project(t, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	workload(t, e.store, rng, 300, 100)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
 	e.checkEqual(t, postgres.DefaultTable)
+	if strings.Contains(logs.String(), "copying") || e.savedCursor(t, postgres.DefaultTable) == rebuilt {
+		t.Errorf("after the rebuild the projector did not just resume:\n%s", logs.String())
+	}
 }
 
 // BenchmarkCatchUp preloads changes into the feed of a projection that
