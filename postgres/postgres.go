@@ -235,6 +235,11 @@ func (p *Projector) Run(ctx context.Context) error {
 			return err
 		}
 		p.retries.Inc()
+		// Not known to be caught up while failing: the lag grows from the
+		// last change applied, so that an alert on it fires.
+		p.mu.Lock()
+		p.progress.CaughtUp = false
+		p.mu.Unlock()
 		if failing == nil {
 			since = time.Now()
 			p.opts.Logger.Warn("projection: failed; retrying with backoff until it works", "table", p.name, "err", err)
