@@ -8,8 +8,10 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -235,5 +237,82 @@ func projectWorkload(t *testing.T, s partmap.Store, rng *rand.Rand, n int) {
 			t.Errorf("workload: %v", err)
 			return
 		}
+	}
+}
+
+// The partmap server killed with SIGKILL and started again on the same
+// address: the projector retries, says so once, and catches up.
+func TestProjectSurvivesServerKill(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	srv := startProcess(t, data, "--addr", addr)
+	url := srv.url
+	if code, _, errOut := run(t, "", "start", "--server", url); code != 0 {
+		t.Fatalf("start: %s", errOut)
+	}
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := newLogWriter()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Main(ctx, []string{"project", "--server", url, "--to", pg.URL(), "--log-every", "0"}, strings.NewReader(""), io.Discard, logs)
+	}()
+	defer func() {
+		cancel()
+		if code := <-exit; code != 0 {
+			t.Errorf("project exited with %d: %s", code, logs)
+		}
+	}()
+	cl, err := pmhttp.NewClient(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	projectWorkload(t, cl, rng, 300)
+	srv.kill9(t)
+	time.Sleep(500 * time.Millisecond) // the projector fails and backs off meanwhile
+	srv = startProcess(t, data, "--addr", addr)
+	projectWorkload(t, cl, rng, 300)
+
+	pool, err := pgxpool.New(context.Background(), pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var c *string
+		pool.QueryRow(context.Background(), `SELECT cursor FROM partmap_projection WHERE name = 'customer_profiles'`).Scan(&c)
+		if c != nil {
+			page, err := cl.Changes(context.Background(), partmap.ChangeQuery{After: *c, Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Changes) == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the projection did not catch up: %s", logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var rows int
+	pool.QueryRow(context.Background(), `SELECT count(*) FROM customer_profiles`).Scan(&rows)
+	st, err := cl.ListPartitions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(rows) != st.TotalProfiles || rows == 0 {
+		t.Errorf("table has %d rows, directory %d profiles", rows, st.TotalProfiles)
+	}
+	out := logs.String()
+	if strings.Count(out, "retrying") != 1 || strings.Count(out, "recovered") != 1 {
+		t.Errorf("want one line for the outage and one for its end:\n%s", out)
 	}
 }
