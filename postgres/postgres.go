@@ -64,6 +64,9 @@ const CursorTable = "partmap_projection"
 // DefaultWait is how long one read of the feed waits for a change.
 const DefaultWait = 30 * time.Second
 
+// readGrace is how much longer than its wait a read of the feed may take.
+const readGrace = time.Minute
+
 // Options configure a Projector. The zero value projects into DefaultTable.
 type Options struct {
 	// Table is the projected table: NAME or SCHEMA.NAME, created if
@@ -331,7 +334,11 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 		after, wait := cursor, time.Duration(0)
 		for {
 			var f fetched
-			f.page, f.err = p.feed.Changes(fctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: wait})
+			// A read that outlasts its wait by far hangs on a connection
+			// that died silently (a partition): it is abandoned, and retried.
+			rctx, rcancel := context.WithTimeout(fctx, wait+readGrace)
+			f.page, f.err = p.feed.Changes(rctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: wait})
+			rcancel()
 			// After a full page, the next read does not wait: an empty
 			// answer then says at once that the projection caught up.
 			wait = p.opts.Wait
