@@ -64,8 +64,12 @@ const CursorTable = "partmap_projection"
 // DefaultWait is how long one read of the feed waits for a change.
 const DefaultWait = 30 * time.Second
 
-// readGrace is how much longer than its wait a read of the feed may take.
-const readGrace = time.Minute
+// readGrace is how much longer than its wait a read of the feed may take,
+// and writeTimeout how long one page's transaction may.
+const (
+	readGrace    = time.Minute
+	writeTimeout = 2 * time.Minute
+)
 
 // Options configure a Projector. The zero value projects into DefaultTable.
 type Options struct {
@@ -448,6 +452,10 @@ func (p *Projector) apply(ctx context.Context, from string, page partmap.ChangeP
 	if n := len(page.Changes); n > 0 {
 		lastTime = &page.Changes[n-1].Time
 	}
+	// A page takes well under a second; one that takes minutes hangs on
+	// a connection that died silently, and is retried.
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
 	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		b, err := p.write(ctx, tx, r)
 		if err != nil {
