@@ -82,6 +82,7 @@ var commands = map[string]command{
 	"restore":    {"bring a backup back as a new data directory", runRestore},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
+	"project":    {"keep a PostgreSQL table equal to the directory, following its change feed", runProject},
 }
 
 // Main runs the partmap command line and returns the exit code.

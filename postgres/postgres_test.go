@@ -1,0 +1,382 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/pebble"
+	"github.com/partmap/partmap/postgres"
+)
+
+// A new projection copies what the directory holds, then follows a
+// random workload: the table ends equal to the directory.
+func TestProjectionEqualsDirectory(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	workload(t, e.store, rng, 300, 1500) // before: copied
+	r := e.project(t, postgres.Options{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			workload(t, e.store, rand.New(rand.NewPCG(uint64(i), 7)), 300, 1500)
+		}()
+	}
+	wg.Wait()
+	e.caughtUp(t, postgres.DefaultTable, r)
+	e.checkEqual(t, postgres.DefaultTable)
+	r.stop(t)
+}
+
+// Another table, named with a schema and characters that need quoting,
+// is projected beside the first, with its own cursor.
+func TestTableNames(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, `CREATE SCHEMA crm`); err != nil {
+		t.Fatal(err)
+	}
+	workload(t, e.store, rand.New(rand.NewPCG(3, 4)), 50, 200)
+	const odd = `crm.Profiles "x"; DROP TABLE y`
+	r1 := e.project(t, postgres.Options{Table: odd})
+	r2 := e.project(t, postgres.Options{})
+	workload(t, e.store, rand.New(rand.NewPCG(5, 6)), 50, 200)
+	e.caughtUp(t, odd, r1)
+	e.caughtUp(t, postgres.DefaultTable, r2)
+	e.checkEqual(t, `crm."Profiles ""x""; DROP TABLE y"`)
+	e.checkEqual(t, postgres.DefaultTable)
+	r1.stop(t)
+	r2.stop(t)
+
+	for _, bad := range []string{"a.b.c", ".x", "x.", "with\x00nul", string(make([]byte, 64))} {
+		if _, err := postgres.New(e.store, e.pool, postgres.Options{Table: bad}); partmap.ErrorCode(err) != partmap.EINVALID {
+			t.Errorf("table %q: %v, want invalid", bad, err)
+		}
+	}
+}
+
+// U+0000, which jsonb refuses, is projected as U+FFFD rather than
+// stopping the projection.
+func TestNULByte(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, _, err := e.store.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "nul@example.com", "note": "a\x00b", "k\x00": "v"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.project(t, postgres.Options{})
+	if _, _, err := e.store.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "nul2@example.com", "note": "\x00"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	got := e.table(t, postgres.DefaultTable)
+	if g := got["nul@example.com"].profile; g["note"] != "a\uFFFDb" || g["k\uFFFD"] != "v" {
+		t.Errorf("copied: %q", g)
+	}
+	if g := got["nul2@example.com"].profile; g["note"] != "\uFFFD" {
+		t.Errorf("followed: %q", g)
+	}
+}
+
+// Stopping the projector at random points, during the copy and while it
+// follows, never moves the cursor back, and the table ends equal to the
+// directory.
+func TestExactlyOnceAcrossCancels(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	workload(t, e.store, rng, 2000, 6000)
+	stopWatch := e.cursorWatch(t, postgres.DefaultTable)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wrng := rand.New(rand.NewPCG(13, 14))
+		for ctx.Err() == nil {
+			workload(t, e.store, wrng, 500, 50)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() }) // before the store closes
+	for i := range 25 {
+		r := e.project(t, postgres.Options{PageSize: 1 + rng.IntN(50), Rebuild: i == 12})
+		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
+		r.stop(t)
+	}
+	cancel()
+	wg.Wait()
+	r := e.project(t, postgres.Options{})
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	stopWatch()
+	e.checkEqual(t, postgres.DefaultTable)
+}
+
+// A PostgreSQL restart, and a crash, meet a projector that reconnects on
+// its own and catches up.
+func TestPostgresRestart(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	r := e.project(t, postgres.Options{PageSize: 100})
+	stopWatch := e.cursorWatch(t, postgres.DefaultTable)
+	workload(t, e.store, rng, 300, 500)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	for _, down := range []func(){e.pg.Stop, e.pg.Crash} {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			workload(t, e.store, rand.New(rand.NewPCG(rng.Uint64(), 1)), 300, 1500)
+		}()
+		time.Sleep(20 * time.Millisecond)
+		down()
+		time.Sleep(300 * time.Millisecond) // it fails and backs off meanwhile
+		if err := e.pg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		e.caughtUp(t, postgres.DefaultTable, r)
+		e.checkEqual(t, postgres.DefaultTable)
+	}
+	stopWatch()
+	r.stop(t)
+}
+
+// The issue's search test: after a random workload cut by stops, the
+// same searches through SQL on the table and through ListProfiles with
+// Where, on the directory's indexed fields, find the same profiles.
+func TestSearchAgrees(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(31, 32))
+	for i := range 8 {
+		r := e.project(t, postgres.Options{PageSize: 1 + rng.IntN(200)})
+		workload(t, e.store, rng, 400, 400)
+		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		if i < 7 {
+			r.stop(t)
+			continue
+		}
+		e.caughtUp(t, postgres.DefaultTable, r)
+		r.stop(t)
+	}
+	var searches [][]partmap.Match
+	for _, c := range companies {
+		searches = append(searches, []partmap.Match{{Field: partmap.FieldCompanyName, Value: c}})
+		for _, tier := range tiers {
+			searches = append(searches, []partmap.Match{{Field: partmap.FieldCompanyName, Value: c}, {Field: partmap.FieldCustomerTier, Value: tier}})
+		}
+	}
+	for _, tier := range append(tiers, "platinum") {
+		searches = append(searches, []partmap.Match{{Field: partmap.FieldCustomerTier, Value: tier}})
+	}
+	found := 0
+	for _, where := range searches {
+		sql := `SELECT email FROM ` + postgres.DefaultTable + ` WHERE true`
+		var args []any
+		for _, m := range where {
+			if !slices.Contains(partmap.DefaultIndexes, m.Field) {
+				t.Fatalf("%s is not indexed", m.Field)
+			}
+			args = append(args, m.Field, m.Value)
+			sql += fmt.Sprintf(` AND profile->>$%d = $%d`, len(args)-1, len(args))
+		}
+		rows, err := e.pool.Query(ctx, sql, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		opts := partmap.ListOptions{Where: where, Limit: 37}
+		for {
+			page, err := e.store.ListProfiles(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Profiles {
+				want = append(want, r.Profile.Email())
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			opts.Cursor = page.NextCursor
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: SQL found %d %v, partmap %d %v", where, len(got), got, len(want), want)
+		}
+		found += len(want)
+	}
+	if found == 0 {
+		t.Fatal("no search found anything: the test tests nothing")
+	}
+}
+
+// A projection whose cursor the feed has trimmed (retention) stops and
+// says it must be rebuilt; a rebuild makes it equal to the directory
+// again, and the next run resumes without copying.
+func TestCursorExpired(t *testing.T) {
+	e := newEnvWith(t, &directory.Retention{Events: 1000})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(41, 42))
+	workload(t, e.store, rng, 300, 500)
+	r := e.project(t, postgres.Options{})
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	workload(t, e.store, rng, 300, 2000)
+	if _, err := e.store.TrimFeed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	saved := e.savedCursor(t, postgres.DefaultTable)
+	if _, err := e.store.Changes(ctx, partmap.ChangeQuery{After: saved}); partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
+		t.Fatalf("the trim left cursor %s readable (%v): the test tests nothing", saved, err)
+	}
+
+	p, err := postgres.New(e.store, e.pool, postgres.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run(ctx)
+	if partmap.ErrorCode(err) != partmap.ECURSOREXPIRED || !strings.Contains(partmap.ErrorMessage(err), "must be rebuilt") {
+		t.Fatalf("Run: %v, want cursor-expired saying to rebuild", err)
+	}
+	if got := e.savedCursor(t, postgres.DefaultTable); got != saved {
+		t.Fatalf("the failed run moved the cursor from %s to %s", saved, got)
+	}
+
+	r = e.project(t, postgres.Options{Rebuild: true})
+	workload(t, e.store, rng, 300, 300)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	e.checkEqual(t, postgres.DefaultTable)
+	// The rebuild is done: the next run resumes, without copying again.
+	rebuilt := e.savedCursor(t, postgres.DefaultTable)
+	var logs syncBuffer
+	r = e.project(t, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	workload(t, e.store, rng, 300, 100)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	e.checkEqual(t, postgres.DefaultTable)
+	if strings.Contains(logs.String(), "copying") || e.savedCursor(t, postgres.DefaultTable) == rebuilt {
+		t.Errorf("after the rebuild the projector did not just resume:\n%s", logs.String())
+	}
+}
+
+// BenchmarkCatchUp preloads changes into the feed of a projection that
+// exists, and times the projector's catching up with them. Run it once:
+//
+//	go test -run '^$' -bench CatchUp -benchtime 1x ./postgres/
+func BenchmarkCatchUp(b *testing.B) {
+	const changes = 200_000
+	e := newEnv(b)
+	ctx := context.Background()
+	r := e.project(b, postgres.Options{})
+	e.caughtUp(b, postgres.DefaultTable, r) // the empty copy; the cursor is saved
+	r.stop(b)
+	batch := make([]partmap.Profile, 0, partmap.MaxBulkProfiles)
+	for i := range changes {
+		batch = append(batch, partmap.Profile{partmap.FieldEmail: email(i), partmap.FieldFullName: "User " + strconv.Itoa(i),
+			partmap.FieldCompanyName: companies[i%len(companies)], partmap.FieldCustomerTier: tiers[i%len(tiers)], "visits": strconv.Itoa(i % 97)})
+		if len(batch) == cap(batch) || i == changes-1 {
+			res, err := e.store.UpsertProfiles(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+			batch = batch[:0]
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	r = e.project(b, postgres.Options{})
+	e.caughtUp(b, postgres.DefaultTable, r)
+	took := time.Since(start)
+	b.StopTimer()
+	r.stop(b)
+	b.ReportMetric(changes/took.Seconds(), "changes/s")
+	var rows int
+	e.pool.QueryRow(ctx, `SELECT count(*) FROM `+postgres.DefaultTable).Scan(&rows)
+	if rows != changes {
+		b.Fatalf("%d rows, want %d", rows, changes)
+	}
+}
+
+// flakyFeed fails like an unreachable server while down is set.
+type flakyFeed struct {
+	*pebble.Store
+	down atomic.Bool
+}
+
+func (f *flakyFeed) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
+	if f.down.Load() {
+		return partmap.ChangePage{}, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return f.Store.Changes(ctx, q)
+}
+
+// The feed's server unreachable for a while: the projector retries with
+// backoff, says so once when it starts and once when it ends, and
+// catches up.
+func TestFeedOutage(t *testing.T) {
+	e := newEnv(t)
+	feed := &flakyFeed{Store: e.store}
+	var logs syncBuffer
+	r := e.projectFeed(t, feed, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond})
+	rng := rand.New(rand.NewPCG(51, 52))
+	workload(t, e.store, rng, 200, 200)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	feed.down.Store(true)
+	workload(t, e.store, rng, 200, 500)
+	time.Sleep(300 * time.Millisecond) // a dozen failed attempts
+	feed.down.Store(false)
+	e.caughtUp(t, postgres.DefaultTable, r)
+	r.stop(t)
+	e.checkEqual(t, postgres.DefaultTable)
+	out := logs.String()
+	if n := strings.Count(out, "retrying"); n != 1 {
+		t.Errorf("%d lines say it retries, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "recovered"); n != 1 {
+		t.Errorf("%d lines say it recovered, want 1:\n%s", n, out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
