@@ -94,6 +94,9 @@ type Options struct {
 	// means directory.DefaultSweepInterval, a negative one never (tests).
 	Clock         func() time.Time
 	SweepInterval time.Duration
+	// FeedRetention bounds the change feed; nil means
+	// directory.DefaultRetention.
+	FeedRetention *directory.Retention
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -134,7 +137,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		Clock: o.Clock, SweepInterval: o.SweepInterval}
+		Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention}
 	fresh, err := checkDataDirectory(o.FS, path)
 	if err != nil {
 		return nil, err

@@ -68,6 +68,10 @@ type Options struct {
 	// any other, so two of them reclaim each profile once.
 	Clock         func() time.Time
 	SweepInterval time.Duration
+	// FeedRetention bounds the change feed; nil means
+	// directory.DefaultRetention. Its Events are shared evenly between the
+	// partitions' feeds, so the bound is approximate (DESIGN.md).
+	FeedRetention *directory.Retention
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -75,6 +79,10 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{LockWait: directory.DefaultLockWait}
 }
+
+// feedPoll is how often a long-poll of the change feed reads it again:
+// each read runs a script on every partition's feed.
+const feedPoll = 200 * time.Millisecond
 
 // Store is a customer directory in Redis. It is a partmap.Store; Close
 // closes the client.
@@ -110,7 +118,8 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval})
+		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval,
+		FeedRetention: o.FeedRetention, FeedPoll: feedPoll})
 	if err != nil {
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
