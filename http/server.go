@@ -67,6 +67,7 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"POST", "/customer-profile/set-fields", ScopeWrite, []string{"emailAddress", "condition", "seconds", "milliseconds", "at", "atMilliseconds", "keepTTL"}, s.handleSetFields},
 		{"POST", "/customer-profile/rename", ScopeWrite, []string{"emailAddress", "to"}, s.handleRename},
 		{"POST", "/transactions", ScopeWrite, nil, s.handleTransaction},
+		{"GET", "/changes", ScopeRead, []string{"after", "limit", "wait", "from", "to", "emailAddress"}, s.handleChanges},
 		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor", anyParam}, s.handleListProfiles},
 		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
 		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},

@@ -139,6 +139,11 @@ func (s *Store) Close() error {
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
 
+// Changes reads the change feed (partmap.Feeder).
+func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
+	return s.dir.Changes(ctx, q)
+}
+
 // Collectors returns the store's Prometheus metrics: partition-lock waits,
 // commit latencies, and how many commands each round trip to Redis
 // carried.
