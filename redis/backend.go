@@ -33,6 +33,7 @@ type backend struct {
 	ackTimeout time.Duration
 	batch      *batcher     // the commands of lookups and commits
 	streams    atomic.Int64 // how many change feeds there are, as far as this process knows (feed.go)
+	streamsMu  sync.Mutex   // one raise of streams at a time
 }
 
 var _ engine.Backend = (*backend)(nil)

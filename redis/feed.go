@@ -56,19 +56,26 @@ var (
 // a count, so that a script stays short; the next trim goes on.
 const feedTrimRun = 10_000
 
-// ensureStreams records that there are at least n feeds before a write to
-// partition n-1 (or a lock of it: a resize's switch locks every partition
-// of the next generation) can append to one. Each process raises it once
-// per new maximum.
+// ensureStreams records that there are at least n feeds, before a write
+// to partition n-1 can append to one: Open raises it to the layout's
+// partitions, and a resize's switch, which locks every partition of the
+// next generation, to the next one's (Lock), so that a commit seldom needs
+// to (a server that learned a new layout). One caller at a time raises it,
+// and the others find it raised.
 func (b *backend) ensureStreams(ctx context.Context, n int) error {
 	if int64(n) <= b.streams.Load() {
 		return nil
 	}
-	got, err := b.runScript(ctx, feedStreamsScript, []string{b.feedStreamsKey()}, []any{n})
+	b.streamsMu.Lock()
+	defer b.streamsMu.Unlock()
+	if int64(n) <= b.streams.Load() {
+		return nil
+	}
+	got, err := feedStreamsScript.Run(ctx, b.client, []string{b.feedStreamsKey()}, n).Int64()
 	if err != nil {
 		return unavailable(err)
 	}
-	b.raiseStreams(got.(int64))
+	b.raiseStreams(got)
 	return nil
 }
 
@@ -382,11 +389,13 @@ func (b *backend) masterTimes(ctx context.Context) (lo, hi uint64, err error) {
 }
 
 // raiseFloors raises every feed's last ID past the latest time of any
-// master, at a resize's switch, before the next generation takes writes:
-// its events then sort after every event of the generation it replaces,
-// even on a master whose clock is behind, and a profile's order holds
-// across the resize. It only ever raises them, so running it again (a
-// reopen finishing the switch) is harmless.
+// master, and past every feed's own last ID (which a floor, or a clock
+// that stepped back, may have put ahead of its master's time), at a
+// resize's switch, before the next generation takes writes: its events
+// then sort after every event of the generation it replaces, even on a
+// master whose clock is behind, and a profile's order holds across the
+// resize. It only ever raises them, so running it again (a reopen
+// finishing the switch) is harmless.
 func (b *backend) raiseFloors(ctx context.Context, partitions int) error {
 	s, err := b.feedStreams(ctx)
 	if err != nil {
@@ -397,11 +406,26 @@ func (b *backend) raiseFloors(ctx context.Context, partitions int) error {
 	if err != nil {
 		return err
 	}
-	floor := fmt.Sprintf("%d-0", hi+1)
-	_, err = b.pipeScript(ctx, feedFloorScript, s, func(q int) ([]string, []any) {
-		return []string{b.feedKey(partmap.Partition(q))}, []any{floor}
-	})
-	return err
+	floor := hi + 1
+	for range 2 { // a second pass past a stream found ahead
+		cmds, err := b.pipeScript(ctx, feedFloorScript, s, func(q int) ([]string, []any) {
+			return []string{b.feedKey(partmap.Partition(q))}, []any{fmt.Sprintf("%d-0", floor)}
+		})
+		if err != nil {
+			return err
+		}
+		ahead := floor
+		for _, c := range cmds {
+			if ms, seq, ok := parseID(fmt.Sprint(c.Val())); ok && (ms > floor || ms == floor && seq > 0) {
+				ahead = max(ahead, ms+1)
+			}
+		}
+		if ahead == floor {
+			return nil
+		}
+		floor = ahead
+	}
+	return nil
 }
 
 // pipeScript runs script on n key sets in pipelines of a thousand, which

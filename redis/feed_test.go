@@ -7,13 +7,17 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/record"
 	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
 )
@@ -445,4 +449,50 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 			t.Fatalf("from the oldest kept: %d changes, want 1", len(rest))
 		}
 	})
+}
+
+// At a resize's switch every stream's IDs are raised past every master's
+// clock: here one master's clock runs an hour ahead (an event it appended
+// then), and the profile's next change, in another partition of the next
+// generation, still sorts after it.
+func TestFeedSwitchRaisesStreams(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	db := int(server.nextDB.Load() % databases)
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var email string
+	for _, e := range storetest.Spread(50, "ahead") {
+		if partmap.PartitionOf(e, partmap.DefaultPartitions) != partmap.PartitionOf(e, 7) {
+			email = e
+			break
+		}
+	}
+	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
+	defer c.Close()
+	feedKey := func(p partmap.Partition) string { return "{" + p.String() + "}::feed" }
+	ahead := time.Now().Add(time.Hour).UnixMilli()
+	head := record.AppendEventHead(nil, partmap.OpDelete, "ahead@example.com", true)
+	if err := c.XAdd(ctx, &goredis.XAddArgs{Stream: feedKey(partmap.PartitionOf(email, partmap.DefaultPartitions)),
+		ID: fmt.Sprintf("%d-0", ahead), Values: []any{"e", head}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resize(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WaitResized(t, s)
+	if _, err := s.PatchProfile(ctx, email, partmap.Patch{"a": ptr("1")}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := c.XRevRangeN(ctx, feedKey(partmap.PartitionOf(email, 7)), "+", "-", 1).Result()
+	if err != nil || len(last) != 1 {
+		t.Fatalf("the new partition's stream: %v %v", last, err)
+	}
+	if ms, _ := strconv.ParseInt(strings.Split(last[0].ID, "-")[0], 10, 64); ms <= ahead {
+		t.Fatalf("the change after the switch is %s, not after %d-0", last[0].ID, ahead)
+	}
 }

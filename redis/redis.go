@@ -72,6 +72,9 @@ type Options struct {
 	// directory.DefaultRetention. Its Events are shared evenly between the
 	// partitions' feeds, so the bound is approximate (DESIGN.md).
 	FeedRetention *directory.Retention
+	// FeedTrimInterval is how often the feed is trimmed: 0 means every
+	// 10 s, a negative one never (tests that count commands).
+	FeedTrimInterval time.Duration
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -119,7 +122,14 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
 		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval,
-		FeedRetention: o.FeedRetention, FeedPoll: feedPoll})
+		FeedRetention: o.FeedRetention, FeedPoll: feedPoll, FeedTrimInterval: o.FeedTrimInterval})
+	if err == nil {
+		// Before this server's first write: the change feed's readers read
+		// a feed per partition of every layout there has been.
+		if err = b.ensureStreams(ctx, dir.Layout().Partitions); err != nil {
+			dir.Close()
+		}
+	}
 	if err != nil {
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)

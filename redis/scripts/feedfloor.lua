@@ -5,12 +5,12 @@
 -- KEYS[1]  the partition number's feed, a stream
 -- ARGV[1]  the floor, an ID "ms-0" with ms > 0
 --
--- Returns 1 if it raised the last ID, 0 if it was there already.
+-- Returns the stream's last ID now.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   -- A stream that exists and is empty, its last ID the floor.
   redis.call('XADD', KEYS[1], ARGV[1], 'e', '')
   redis.call('XDEL', KEYS[1], ARGV[1])
-  return 1
+  return ARGV[1]
 end
 local info = redis.call('XINFO', 'STREAM', KEYS[1])
 local last = nil
@@ -23,6 +23,6 @@ local function parse(id)
 end
 local lm, ls = parse(last)
 local fm, fs = parse(ARGV[1])
-if lm > fm or (lm == fm and ls >= fs) then return 0 end
+if lm > fm or (lm == fm and ls >= fs) then return last end
 redis.call('XSETID', KEYS[1], ARGV[1])
-return 1
+return ARGV[1]
