@@ -27,6 +27,7 @@ var redisServers = sync.OnceValues(func() (*redistest.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeAtEnd(dir)
 	return redistest.StartCluster(filepath.Join(dir, "cluster"))
 })
 
@@ -35,8 +36,21 @@ var single = sync.OnceValues(func() (*redistest.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeAtEnd(dir)
 	return redistest.StartServer(dir, 1)
 })
+
+// tempDirs are the shared servers' directories, removed when the tests end.
+var (
+	tempDirsMu sync.Mutex
+	tempDirs   []string
+)
+
+func removeAtEnd(dir string) {
+	tempDirsMu.Lock()
+	defer tempDirsMu.Unlock()
+	tempDirs = append(tempDirs, dir)
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -45,6 +59,9 @@ func TestMain(m *testing.M) {
 	}
 	if s, err := single(); err == nil {
 		s.Stop()
+	}
+	for _, dir := range tempDirs {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }

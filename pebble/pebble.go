@@ -27,6 +27,7 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing of
@@ -210,6 +211,10 @@ func (s *Store) Close() error {
 // Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
+
+// TrimFeed trims the change feed to its retention now, as the directory
+// does every few seconds, and describes what is left.
+func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {

@@ -1,10 +1,6 @@
 package redis
 
-import (
-	"context"
-
-	"github.com/partmap/partmap/internal/engine"
-)
+import "github.com/partmap/partmap/internal/engine"
 
 // Engine is the directory's engine, for tests that hold a partition's lock
 // or invoke the engine directly.
@@ -15,6 +11,3 @@ func (s *Store) Engine() *engine.Engine { return s.dir.Engine() }
 // "decided", "rolled" (once per other partition), so that a test can stop
 // the committer there. Nil removes it.
 func SetTxHook(f func(step string)) { txHook = f }
-
-// TrimFeed trims the change feed to the store's retention now.
-func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }

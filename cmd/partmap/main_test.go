@@ -105,6 +105,7 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	removeAtEnd(dir)
 	bin := filepath.Join(dir, "partmap")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {

@@ -26,6 +26,7 @@ type serveConfig struct {
 	commitDelay   time.Duration
 	siblings      int
 	sweepInterval time.Duration
+	feedRetention directory.Retention
 	indexes       string // --index: "" keeps the directory's (or the default), "none" or a comma list
 	namespace     string // --redis-namespace
 	logFormat     string
@@ -94,7 +95,7 @@ func (c serveConfig) Validate() error {
 // storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
 	return &pebble.Options{LockWait: c.lockWait, CommitDelay: c.commitDelay, CommitSiblings: c.siblings, Indexes: c.indexList(),
-		SweepInterval: c.sweepInterval}
+		SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention}
 }
 
 // indexList reads --index: nil leaves the choice to the directory.
@@ -121,6 +122,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
 	fs.DurationVar(&c.sweepInterval, "sweep-interval", directory.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
+	c.feedRetention = directory.DefaultRetention
+	fs.Func("feed-retention", "how long the change feed keeps changes, how many, or both: `DURATION,COUNT` such as 24h, 7d, 1000000 or 24h,1000000; none keeps all (default "+directory.DefaultRetention.String()+")", func(s string) error {
+		r, err := directory.ParseRetention(s)
+		c.feedRetention = r
+		return err
+	})
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")

@@ -92,13 +92,30 @@ var testCluster = sync.OnceValues(func() (*redistest.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeAtEnd(dir)
 	return redistest.StartCluster(dir)
 })
+
+// tempDirs are what the package's shared fixtures made outside any test's
+// own directory, removed when the tests end.
+var (
+	tempDirsMu sync.Mutex
+	tempDirs   []string
+)
+
+func removeAtEnd(dir string) {
+	tempDirsMu.Lock()
+	defer tempDirsMu.Unlock()
+	tempDirs = append(tempDirs, dir)
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if c, err := testCluster(); err == nil {
 		c.Stop()
+	}
+	for _, dir := range tempDirs {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }

@@ -49,7 +49,7 @@ var storeOpeners = map[string]func(ctx context.Context, rest string, c serveConf
 
 func openRedis(ctx context.Context, client goredis.UniversalClient, c serveConfig) (store, error) {
 	s, err := redis.Open(ctx, client, &redis.Options{LockWait: c.lockWait, MinReplicasAck: c.replicaAcks, Indexes: c.indexList(), Namespace: c.namespace,
-		SweepInterval: c.sweepInterval})
+		SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention})
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -211,4 +213,50 @@ func (d *Directory) stopTrimmer() {
 	}
 	t.once.Do(func() { close(t.stop) })
 	<-t.done
+}
+
+// ParseRetention reads --feed-retention: a duration ("24h", "7d"), a
+// number of changes ("1000000"), both separated by a comma, or "none".
+func ParseRetention(s string) (Retention, error) {
+	var r Retention
+	if s == "none" {
+		return r, nil
+	}
+	bad := func(part string) error {
+		return fmt.Errorf("feed retention %q: %q is neither a duration (24h, 7d) nor a number of changes (1000000); write DURATION, COUNT, DURATION,COUNT or none", s, part)
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if n, err := strconv.ParseInt(part, 10, 64); err == nil && n > 0 && r.Events == 0 {
+			r.Events = n
+			continue
+		}
+		d, err := time.ParseDuration(part)
+		if days, ok := strings.CutSuffix(part, "d"); ok && err != nil {
+			var n int64
+			if n, err = strconv.ParseInt(days, 10, 64); err == nil && n > 0 && n < 1<<20 {
+				d = time.Duration(n) * 24 * time.Hour
+			}
+		}
+		if err != nil || d <= 0 || r.Age != 0 {
+			return Retention{}, bad(part)
+		}
+		r.Age = d
+	}
+	return r, nil
+}
+
+// String writes r as ParseRetention reads it.
+func (r Retention) String() string {
+	var parts []string
+	if r.Age > 0 {
+		parts = append(parts, r.Age.String())
+	}
+	if r.Events > 0 {
+		parts = append(parts, strconv.FormatInt(r.Events, 10))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
 }
