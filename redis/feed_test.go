@@ -114,7 +114,28 @@ func checkPerProfile(t *testing.T, changes []partmap.Change, wants []want) {
 		if !changes[i-1].Time.Before(changes[i].Time.Add(time.Millisecond)) {
 			t.Errorf("change %d at %v after change %d at %v", i-1, changes[i-1].Time, i, changes[i].Time)
 		}
+		if a, b := place(t, changes[i-1].Cursor), place(t, changes[i].Cursor); slices.Compare(a, b) >= 0 {
+			t.Errorf("change %d at %v, not before change %d at %v", i-1, a, i, b)
+		}
 	}
+}
+
+// place reads an event's cursor, ms-partition-seq, as numbers: the feed's
+// order is theirs.
+func place(t *testing.T, cursor string) []uint64 {
+	t.Helper()
+	var out []uint64
+	for _, f := range strings.Split(cursor, "-") {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			t.Fatalf("cursor %q: %v", cursor, err)
+		}
+		out = append(out, n)
+	}
+	if len(out) != 3 {
+		t.Fatalf("an event's cursor %q", cursor)
+	}
+	return out
 }
 
 // Every kind of write records exactly one change per profile it changes,
@@ -412,6 +433,7 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 		opts := redis.DefaultOptions()
 		opts.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		opts.FeedRetention = &directory.Retention{Age: time.Hour}
+		opts.FeedTrimInterval = -1 // the test trims
 		s := open(t, &opts)
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -495,4 +517,41 @@ func TestFeedSwitchRaisesStreams(t *testing.T) {
 	if ms, _ := strconv.ParseInt(strings.Split(last[0].ID, "-")[0], 10, 64); ms <= ahead {
 		t.Fatalf("the change after the switch is %s, not after %d-0", last[0].ID, ahead)
 	}
+}
+
+// A trim to a count keeps about that many per partition's feed: a cursor
+// behind what it deleted expires, one at the last deleted event does not.
+func TestFeedTrimKeep(t *testing.T) {
+	onBoth(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		opts := redis.DefaultOptions()
+		opts.FeedRetention = &directory.Retention{Events: 1} // one per partition, at least
+		opts.FeedTrimInterval = -1                           // the test trims
+		s := open(t, &opts)
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "keep@example.com", "i": strconv.Itoa(i)}, partmap.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, _ := readFeed(t, s, "", 10)
+		if len(all) != 3 {
+			t.Fatalf("%d changes, want 3", len(all))
+		}
+		if st, err := s.TrimFeed(ctx); err != nil || st.Events != 1 || st.Oldest != all[2].Time.UnixMilli() {
+			t.Fatalf("trim: %+v %v", st, err)
+		}
+		if _, err := s.Changes(ctx, partmap.ChangeQuery{After: all[0].Cursor}); partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
+			t.Fatalf("after a deleted change's predecessor: got %v, want cursor expired", err)
+		}
+		rest, _ := readFeed(t, s, all[1].Cursor, 10)
+		if len(rest) != 1 || rest[0].Cursor != all[2].Cursor {
+			t.Fatalf("after the last deleted change: %d changes, want the last", len(rest))
+		}
+		if rest, _ := readFeed(t, s, "", 10); len(rest) != 1 || rest[0].Cursor != all[2].Cursor {
+			t.Fatalf("from the oldest kept: %d changes, want the last", len(rest))
+		}
+	})
 }
