@@ -175,6 +175,11 @@ func (c position) start(q uint32) (ms, seq uint64) {
 	return c.ms, c.seq + 1
 }
 
+// aheadTolerance is how far (ms) a cursor may be ahead of the horizon
+// before it is refused as not this store's: the horizon may step back a
+// little after a failover to a replica whose clock is behind.
+const aheadTolerance = 60_000
+
 // streamPage is what the read script returned for one stream.
 type streamPage struct {
 	timeMs uint64
@@ -250,6 +255,10 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 				bound, whole = last, false
 			}
 		}
+	}
+	if from != nil && from.ms > horizon+aheadTolerance {
+		return nil, "", &partmap.Error{Code: partmap.EINVALID, Field: "after",
+			Message: fmt.Sprintf("cursor %s is ahead of the change feed; it was not issued by this store", after)}
 	}
 	// Checked after reading, in the same step as each stream's read: a
 	// trim deletes and records its cut together.

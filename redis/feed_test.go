@@ -258,7 +258,7 @@ func TestFeedBadCursors(t *testing.T) {
 	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "a@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"x", "1-2", "01-2-3", "1-2-3-4", "-1-2-3", "1--3", "+1", "1733040000000-4294967295-0", "0", "1 ", "1-2-99999999999999999999"} {
+	for _, c := range []string{"x", "1-2", "01-2-3", "1-2-3-4", "-1-2-3", "1--3", "+1", "1733040000000-4294967295-0", "0", "1 ", "1-2-99999999999999999999", "9007199254740992", fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())} {
 		_, err := s.Changes(ctx, partmap.ChangeQuery{After: c})
 		var perr *partmap.Error
 		if !errors.As(err, &perr) || perr.Code != partmap.EINVALID || perr.Field != "after" {
