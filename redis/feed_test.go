@@ -555,3 +555,52 @@ func TestFeedTrimKeep(t *testing.T) {
 		}
 	})
 }
+
+// A transaction whose committer is gone after its commit point is rolled
+// forward by whoever meets its intents, and each rolled partition's event
+// is appended then, once: the intent carries it.
+func TestFeedRolledForwardTransaction(t *testing.T) {
+	onBoth(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond})
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		emails := storetest.Spread(3, "rolled")
+		type abandoned struct{}
+		redis.SetTxHook(func(step string) {
+			if step == "decided" {
+				panic(abandoned{})
+			}
+		})
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					if _, ok := r.(abandoned); !ok {
+						panic(r)
+					}
+				}
+			}()
+			var ops []partmap.Operation
+			for _, e := range emails {
+				ops = append(ops, partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: e}})
+			}
+			s.Transact(ctx, ops)
+			t.Fatal("the committer was not abandoned")
+		}()
+		redis.SetTxHook(nil)
+		time.Sleep(300 * time.Millisecond) // its locks expire
+		var wants []want
+		for _, e := range emails {
+			wants = append(wants, expect(t, s, partmap.OpPut, e)) // reads roll it forward
+		}
+		for _, e := range emails {
+			wants = append(wants, expect(t, s, partmap.OpPut, e)) // once
+		}
+		changes, _ := readFeed(t, s, "", 100)
+		checkPerProfile(t, changes, wants[:len(emails)])
+		if wants[0].deleted {
+			t.Fatal("the transaction was not applied")
+		}
+	})
+}
