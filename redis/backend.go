@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -30,7 +31,9 @@ type backend struct {
 	ns         string // the directory's namespace
 	acks       int
 	ackTimeout time.Duration
-	batch      *batcher // the commands of lookups and commits
+	batch      *batcher     // the commands of lookups and commits
+	streams    atomic.Int64 // how many change feeds there are, as far as this process knows (feed.go)
+	streamsMu  sync.Mutex   // one raise of streams at a time
 }
 
 var _ engine.Backend = (*backend)(nil)
@@ -232,6 +235,9 @@ func (l *lease) Release() error {
 // actually held is polled. A named lease takes each lock with a script
 // that also accepts one held under the same name.
 func (b *backend) Lock(ctx context.Context, parts []engine.Part, wait time.Duration, named engine.Named) (engine.Lease, error) {
+	if err := b.ensureStreams(ctx, streamsOf(parts)); err != nil {
+		return nil, err
+	}
 	l := &lease{b: b, token: named.Lease, named: named.Lease != ""}
 	ttl := b.ttl
 	if l.named {
@@ -371,6 +377,9 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 		}
 		byPart[w.Part] = append(byPart[w.Part], w)
 	}
+	if err := b.ensureStreams(ctx, streamsOf(order)); err != nil {
+		return nil, err
+	}
 	if len(order) > 1 {
 		if token == "" {
 			return nil, errors.New("redis: a commit of several partitions needs their locks")
@@ -438,6 +447,12 @@ type partWrite struct {
 	Value []byte    `json:"v,omitempty"` // the encoded record; none deletes
 	Prev  []byte    `json:"p,omitempty"` // the version replaced; none creates
 	Index []indexOp `json:"x,omitempty"`
+	// Head is the head of the write's change feed event
+	// (record.AppendEventHead), which the script completes with Value;
+	// none for a write that records no event (engine.Move). An intent
+	// carries it, so that whoever rolls the partition forward appends the
+	// event.
+	Head []byte `json:"h,omitempty"`
 }
 
 type indexOp struct {
@@ -450,6 +465,9 @@ func partWrites(writes []engine.Write) []partWrite {
 	out := make([]partWrite, len(writes))
 	for i, w := range writes {
 		pw := partWrite{Email: w.Email}
+		if w.Change != engine.Move {
+			pw.Head = record.AppendEventHead(nil, w.Change, w.Email, w.Record == nil)
+		}
 		if w.Record != nil {
 			pw.Value = record.Encode(*w.Record)
 		}
@@ -473,13 +491,13 @@ func (b *backend) step(ctx context.Context, p engine.Part, mode, token, accept, 
 	if txKey == "" {
 		txKey = b.pendingKey(p)
 	}
-	keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p), b.pendingKey(p), txKey}
+	keys := []string{b.lockKey(p), b.countKey(p), b.emailsKey(p), b.stateKey(p), b.pendingKey(p), txKey, b.feedKey(p.Partition)}
 	args := []any{mode, token, len(ws), accept, txid, intent}
 	var indexKeys []string
 	var indexArgs []any
 	for _, w := range ws {
 		keys = append(keys, b.recordKey(p, w.Email))
-		args = append(args, w.Email, string(w.Value), string(w.Prev))
+		args = append(args, w.Email, string(w.Value), string(w.Prev), string(w.Head))
 		for _, x := range w.Index {
 			indexKeys = append(indexKeys, b.indexKey(p, x.Field))
 			op := "-"
@@ -643,7 +661,19 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 	}
 }
 
-// Mark sets every partition's state in one pipeline per thousand.
+// streamsOf is how many change feeds writes to parts need.
+func streamsOf(parts []engine.Part) int {
+	n := 0
+	for _, p := range parts {
+		n = max(n, int(p.Partition)+1)
+	}
+	return n
+}
+
+// Mark sets every partition's state in one pipeline per thousand. Marking
+// a generation retired (a resize's switch, under the whole-map lock, before
+// the next generation takes writes) also raises the change feeds' IDs past
+// every event it wrote (raiseFloors).
 func (b *backend) Mark(ctx context.Context, l engine.Layout, stage engine.Stage) error {
 	for lo := 0; lo < l.Partitions; lo += 1000 {
 		pipe := b.client.Pipeline()
@@ -654,11 +684,15 @@ func (b *backend) Mark(ctx context.Context, l engine.Layout, stage engine.Stage)
 			return unavailable(err)
 		}
 	}
+	if stage == engine.StageRetired {
+		return b.raiseFloors(ctx, l.Partitions)
+	}
 	return nil
 }
 
 // Drop deletes a generation's keys partition by partition, keeping each
-// partition's mark for servers that have not noticed.
+// partition's mark for servers that have not noticed, and the change
+// feeds, which every generation shares.
 func (b *backend) Drop(ctx context.Context, l engine.Layout) error {
 	for p := range partmap.Partition(l.Partitions) {
 		part := engine.Part{Generation: l.Generation, Partition: p}

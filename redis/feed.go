@@ -1,16 +1,506 @@
 package redis
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/record"
 )
 
-func (b *backend) Feed(context.Context, string, int) ([]engine.Event, string, error) {
-	return nil, "", partmap.Errorf(partmap.EUNSUPPORTED, "the change feed on Redis is not built yet")
+// The change feed is one Redis Stream per partition number, shared by
+// every generation that has that partition (DESIGN.md, "The change feed on
+// Redis"):
+//
+//	{partition-NNN}:NS:feed      the events of partition NNN, whatever the generation
+//	{partition-NNN}:NS:feedcut   the ID of the newest event a trim deleted
+//	partmap:NS:feedstreams       how many feeds there are: the most partitions any generation had
+//
+// The commit script appends a write's event (XADD *) in the step that
+// applies the write, so an event's ID is its commit time and its
+// partition's order. The feed's order is (ms, partition, seq), where ms-seq
+// is the stream ID. A reader reads every stream with the server's time in
+// one step, and shows only events up to the horizon, one millisecond
+// before the earliest of those times: any event appended later gets a
+// later ID. A cursor is "ms-partition-seq", the last event returned, or
+// "ms", the horizon, after which no event was returned.
+
+func (b *backend) feedKey(p partmap.Partition) string {
+	return "{" + p.String() + "}:" + b.ns + ":feed"
 }
 
-func (b *backend) TrimFeed(context.Context, int64, int64) (engine.FeedStats, error) {
-	return engine.FeedStats{}, nil
+func (b *backend) feedCutKey(p partmap.Partition) string {
+	return "{" + p.String() + "}:" + b.ns + ":feedcut"
+}
+
+func (b *backend) feedStreamsKey() string { return "partmap:" + b.ns + ":feedstreams" }
+
+var (
+	feedReadScript    = script("feedread")
+	feedTrimScript    = script("feedtrim")
+	feedFloorScript   = script("feedfloor")
+	feedStreamsScript = script("feedstreams")
+)
+
+// feedTrimRun bounds the events one trim deletes from one stream to keep
+// a count, so that a script stays short; the next trim goes on.
+const feedTrimRun = 10_000
+
+// ensureStreams records that there are at least n feeds, before a write
+// to partition n-1 can append to one: Open raises it to the layout's
+// partitions, and a resize's switch, which locks every partition of the
+// next generation, to the next one's (Lock), so that a commit seldom needs
+// to (a server that learned a new layout). One caller at a time raises it,
+// and the others find it raised.
+func (b *backend) ensureStreams(ctx context.Context, n int) error {
+	if int64(n) <= b.streams.Load() {
+		return nil
+	}
+	b.streamsMu.Lock()
+	defer b.streamsMu.Unlock()
+	if int64(n) <= b.streams.Load() {
+		return nil
+	}
+	got, err := feedStreamsScript.Run(ctx, b.client, []string{b.feedStreamsKey()}, n).Int64()
+	if err != nil {
+		return unavailable(err)
+	}
+	b.raiseStreams(got)
+	return nil
+}
+
+func (b *backend) raiseStreams(n int64) {
+	for {
+		old := b.streams.Load()
+		if n <= old || b.streams.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// feedStreams reads how many feeds there are.
+func (b *backend) feedStreams(ctx context.Context) (int, error) {
+	v, err := b.client.Get(ctx, b.feedStreamsKey()).Int64()
+	if errors.Is(err, goredis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	b.raiseStreams(v)
+	return int(v), nil
+}
+
+// position is a place in the feed's order.
+type position struct {
+	ms  uint64
+	p   uint32
+	seq uint64
+}
+
+func (a position) compare(c position) int {
+	return cmp.Or(cmp.Compare(a.ms, c.ms), cmp.Compare(a.p, c.p), cmp.Compare(a.seq, c.seq))
+}
+
+// afterMs is the position after every event of millisecond ms: a
+// horizon cursor's.
+func afterMs(ms uint64) position { return position{ms, math.MaxUint32, math.MaxUint64} }
+
+func (a position) cursor() string {
+	if a.p == math.MaxUint32 {
+		return strconv.FormatUint(a.ms, 10)
+	}
+	return fmt.Sprintf("%d-%d-%d", a.ms, a.p, a.seq)
+}
+
+// parseCursor reads what cursor wrote, exactly: no sign, no leading zero.
+func parseCursor(s string) (position, error) {
+	bad := &partmap.Error{Code: partmap.EINVALID, Field: "after", Message: fmt.Sprintf("%q is not a change feed cursor of this store", s)}
+	parts := strings.Split(s, "-")
+	if len(parts) != 1 && len(parts) != 3 {
+		return position{}, bad
+	}
+	var n [3]uint64
+	for i, x := range parts {
+		v, err := strconv.ParseUint(x, 10, 64)
+		if err != nil || strconv.FormatUint(v, 10) != x {
+			return position{}, bad
+		}
+		n[i] = v
+	}
+	if n[0] == 0 || n[0] > 1<<53 {
+		return position{}, bad
+	}
+	if len(parts) == 1 {
+		return afterMs(n[0]), nil
+	}
+	if n[1] >= math.MaxUint32 {
+		return position{}, bad
+	}
+	return position{n[0], uint32(n[1]), n[2]}, nil
+}
+
+// parseID reads a stream ID, "ms-seq".
+func parseID(id string) (ms, seq uint64, ok bool) {
+	a, c, found := strings.Cut(id, "-")
+	if !found {
+		return 0, 0, false
+	}
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(c, 10, 64)
+	return ms, seq, err1 == nil && err2 == nil
+}
+
+// start is the first stream ID of partition q's feed after position c,
+// inclusive.
+func (c position) start(q uint32) (ms, seq uint64) {
+	switch {
+	case q < c.p:
+		return c.ms + 1, 0
+	case q > c.p:
+		return c.ms, 0
+	case c.seq == math.MaxUint64:
+		return c.ms + 1, 0
+	}
+	return c.ms, c.seq + 1
+}
+
+// aheadTolerance is how far (ms) a cursor may be ahead of the horizon
+// before it is refused as not this store's: the horizon may step back a
+// little after a failover to a replica whose clock is behind.
+const aheadTolerance = 60_000
+
+// streamPage is what the read script returned for one stream.
+type streamPage struct {
+	timeMs uint64
+	cut    string
+	events []engine.Event
+	pos    []position
+}
+
+func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.Event, string, error) {
+	var from *position // nil: from the oldest kept
+	switch after {
+	case "":
+	case partmap.FeedNow:
+		lo, _, err := b.masterTimes(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return nil, afterMs(lo - 1).cursor(), nil
+	default:
+		c, err := parseCursor(after)
+		if err != nil {
+			return nil, "", err
+		}
+		from = &c
+	}
+	limit = max(limit, 1)
+	s := int(b.streams.Load())
+	if s == 0 {
+		var err error
+		if s, err = b.feedStreams(ctx); err != nil {
+			return nil, "", err
+		}
+	}
+	for try := 0; ; try++ {
+		if s == 0 {
+			return nil, after, nil // nothing was ever written
+		}
+		count := min(limit, max(16, 4*limit/s))
+		pages, err := b.readStreams(ctx, s, from, count)
+		if err != nil {
+			return nil, "", err
+		}
+		// A write to a partition past those read records the new number of
+		// feeds first: read after the streams, an unchanged number means
+		// that any such write comes after the reads, and past the horizon.
+		now, err := b.feedStreams(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		if now > s {
+			if try == 3 {
+				return nil, "", partmap.Errorf(partmap.EUNAVAILABLE, "the change feed's partitions kept growing; retry")
+			}
+			s = now
+			continue
+		}
+		return b.feedPage(pages, from, after, count, limit)
+	}
+}
+
+// feedPage merges the streams' pages into the feed's order, up to the
+// horizon, and to the last event read of each stream read to its count:
+// what that stream holds beyond it was not read.
+func (b *backend) feedPage(pages []streamPage, from *position, after string, count, limit int) ([]engine.Event, string, error) {
+	var horizon uint64 = math.MaxUint64
+	for _, pg := range pages {
+		horizon = min(horizon, pg.timeMs-1)
+	}
+	bound, whole := afterMs(horizon), true
+	for _, pg := range pages {
+		if len(pg.pos) == count {
+			if last := pg.pos[len(pg.pos)-1]; last.compare(bound) < 0 {
+				bound, whole = last, false
+			}
+		}
+	}
+	if from != nil && from.ms > horizon+aheadTolerance {
+		return nil, "", &partmap.Error{Code: partmap.EINVALID, Field: "after",
+			Message: fmt.Sprintf("cursor %s is ahead of the change feed; it was not issued by this store", after)}
+	}
+	// Checked after reading, in the same step as each stream's read: a
+	// trim deletes and records its cut together.
+	if from != nil {
+		for q, pg := range pages {
+			if pg.cut == "" {
+				continue
+			}
+			ms, seq, ok := parseID(pg.cut)
+			if !ok {
+				return nil, "", fmt.Errorf("redis: malformed feed cut %q of %s", pg.cut, partmap.Partition(q))
+			}
+			sms, sseq := from.start(uint32(q))
+			if ms > sms || (ms == sms && seq >= sseq) {
+				return nil, "", &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
+					Message: fmt.Sprintf("the change feed no longer holds the changes after cursor %s (retention); start again from a full listing or an export", after)}
+			}
+		}
+	}
+	type item struct {
+		pos position
+		ev  engine.Event
+	}
+	var all []item
+	for _, pg := range pages {
+		for i, p := range pg.pos {
+			if p.compare(bound) <= 0 {
+				all = append(all, item{p, pg.events[i]})
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, c item) int { return a.pos.compare(c.pos) })
+	if len(all) > limit {
+		all, whole = all[:limit], false
+	}
+	out := make([]engine.Event, len(all))
+	next := after
+	var last *position = from
+	for i, it := range all {
+		out[i] = it.ev
+		next, last = it.ev.Cursor, &all[i].pos
+	}
+	// Everything up to the horizon returned: the cursor moves on to it,
+	// but never back.
+	if h := afterMs(horizon); whole && (last == nil || h.compare(*last) > 0) {
+		next = h.cursor()
+	}
+	return out, next, nil
+}
+
+// readStreams runs the read script on every stream.
+func (b *backend) readStreams(ctx context.Context, s int, from *position, count int) ([]streamPage, error) {
+	cmds, err := b.pipeScript(ctx, feedReadScript, s, func(q int) ([]string, []any) {
+		start := "-"
+		if from != nil {
+			ms, seq := from.start(uint32(q))
+			start = fmt.Sprintf("%d-%d", ms, seq)
+		}
+		return []string{b.feedKey(partmap.Partition(q)), b.feedCutKey(partmap.Partition(q))}, []any{start, count}
+	})
+	if err != nil {
+		return nil, err
+	}
+	pages := make([]streamPage, s)
+	for q, c := range cmds {
+		pg, err := parseStreamPage(uint32(q), c.Val())
+		if err != nil {
+			return nil, fmt.Errorf("redis: feed of %s: %w", partmap.Partition(q), err)
+		}
+		pages[q] = pg
+	}
+	return pages, nil
+}
+
+func parseStreamPage(q uint32, v any) (streamPage, error) {
+	var pg streamPage
+	r, ok := v.([]any)
+	if !ok || len(r) != 4 {
+		return pg, fmt.Errorf("unexpected reply %T", v)
+	}
+	sec, err1 := strconv.ParseUint(fmt.Sprint(r[0]), 10, 64)
+	usec, err2 := strconv.ParseUint(fmt.Sprint(r[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return pg, fmt.Errorf("unexpected time %v %v", r[0], r[1])
+	}
+	pg.timeMs = sec*1000 + usec/1000
+	pg.cut, _ = r[2].(string)
+	entries, _ := r[3].([]any)
+	for _, e := range entries {
+		entry, ok := e.([]any)
+		if !ok || len(entry) != 2 {
+			return pg, fmt.Errorf("unexpected entry %v", e)
+		}
+		id, _ := entry[0].(string)
+		fields, _ := entry[1].([]any)
+		ms, seq, ok := parseID(id)
+		if !ok || len(fields) != 2 {
+			return pg, fmt.Errorf("unexpected entry %q", id)
+		}
+		raw, _ := fields[1].(string)
+		op, email, rec, err := record.DecodeEventHead([]byte(raw))
+		if err != nil {
+			return pg, fmt.Errorf("event %s: %w", id, err)
+		}
+		p := position{ms, q, seq}
+		pg.pos = append(pg.pos, p)
+		pg.events = append(pg.events, engine.Event{Cursor: p.cursor(), Time: int64(ms), Op: op, Email: email, Record: rec})
+	}
+	return pg, nil
+}
+
+// masterTimes returns the earliest and the latest time of the masters, in
+// Unix ms.
+func (b *backend) masterTimes(ctx context.Context) (lo, hi uint64, err error) {
+	var mu sync.Mutex
+	lo = math.MaxUint64
+	add := func(c goredis.Cmdable) error {
+		t, err := c.Time(ctx).Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ms := uint64(t.UnixMilli())
+		lo, hi = min(lo, ms), max(hi, ms)
+		return nil
+	}
+	if c, ok := b.client.(*goredis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return add(n) })
+	} else {
+		err = add(b.client)
+	}
+	if err != nil {
+		return 0, 0, unavailable(err)
+	}
+	return lo, hi, nil
+}
+
+// raiseFloors raises every feed's last ID past the latest time of any
+// master, and past every feed's own last ID (which a floor, or a clock
+// that stepped back, may have put ahead of its master's time), at a
+// resize's switch, before the next generation takes writes: its events
+// then sort after every event of the generation it replaces, even on a
+// master whose clock is behind, and a profile's order holds across the
+// resize. It only ever raises them, so running it again (a reopen
+// finishing the switch) is harmless.
+func (b *backend) raiseFloors(ctx context.Context, partitions int) error {
+	s, err := b.feedStreams(ctx)
+	if err != nil {
+		return err
+	}
+	s = max(s, partitions)
+	_, hi, err := b.masterTimes(ctx)
+	if err != nil {
+		return err
+	}
+	floor := hi + 1
+	for range 2 { // a second pass past a stream found ahead
+		cmds, err := b.pipeScript(ctx, feedFloorScript, s, func(q int) ([]string, []any) {
+			return []string{b.feedKey(partmap.Partition(q))}, []any{fmt.Sprintf("%d-0", floor)}
+		})
+		if err != nil {
+			return err
+		}
+		ahead := floor
+		for _, c := range cmds {
+			if ms, seq, ok := parseID(fmt.Sprint(c.Val())); ok && (ms > floor || ms == floor && seq > 0) {
+				ahead = max(ahead, ms+1)
+			}
+		}
+		if ahead == floor {
+			return nil
+		}
+		floor = ahead
+	}
+	return nil
+}
+
+// pipeScript runs script on n key sets in pipelines of a thousand, which
+// go-redis splits by master: EVALSHA, then EVAL again where a server lacks
+// the script (a restart, a failover).
+func (b *backend) pipeScript(ctx context.Context, script *goredis.Script, n int, call func(i int) ([]string, []any)) ([]*goredis.Cmd, error) {
+	cmds := make([]*goredis.Cmd, n)
+	for lo := 0; lo < n; lo += 1000 {
+		hi := min(lo+1000, n)
+		run := func(eval bool) error {
+			pipe := b.client.Pipeline()
+			for i := lo; i < hi; i++ {
+				keys, args := call(i)
+				if eval {
+					cmds[i] = script.Eval(ctx, pipe, keys, args...)
+				} else {
+					cmds[i] = script.EvalSha(ctx, pipe, keys, args...)
+				}
+			}
+			_, err := pipe.Exec(ctx)
+			return err
+		}
+		err := run(false)
+		if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
+			err = run(true)
+		}
+		if err != nil {
+			return nil, unavailable(err)
+		}
+	}
+	return cmds, nil
+}
+
+// TrimFeed trims every stream: keep is shared
+// evenly between the streams, so a store keeps about keep events when its
+// partitions are written about evenly.
+func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engine.FeedStats, error) {
+	s, err := b.feedStreams(ctx)
+	if err != nil {
+		return engine.FeedStats{}, err
+	}
+	var per int64
+	if keep > 0 {
+		per = max(1, (keep+int64(s)-1)/max(1, int64(s)))
+	}
+	cmds, err := b.pipeScript(ctx, feedTrimScript, s, func(q int) ([]string, []any) {
+		p := partmap.Partition(q)
+		return []string{b.feedKey(p), b.feedCutKey(p)}, []any{max(0, before), per, feedTrimRun}
+	})
+	if err != nil {
+		return engine.FeedStats{}, err
+	}
+	var st engine.FeedStats
+	for _, c := range cmds {
+		r, _ := c.Val().([]any)
+		if len(r) != 2 {
+			return engine.FeedStats{}, fmt.Errorf("redis: trimming the feed: unexpected reply %v", c.Val())
+		}
+		n, _ := r[0].(int64)
+		st.Events += n
+		if first, _ := r[1].(string); first != "" {
+			ms, _, ok := parseID(first)
+			if ok && (st.Oldest == 0 || int64(ms) < st.Oldest) {
+				st.Oldest = int64(ms)
+			}
+		}
+	}
+	return st, nil
 }

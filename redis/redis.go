@@ -70,8 +70,12 @@ type Options struct {
 	Clock         func() time.Time
 	SweepInterval time.Duration
 	// FeedRetention bounds the change feed; nil means
-	// directory.DefaultRetention.
+	// directory.DefaultRetention. Its Events are shared evenly between the
+	// partitions' feeds, so the bound is approximate (DESIGN.md).
 	FeedRetention *directory.Retention
+	// FeedTrimInterval is how often the feed is trimmed: 0 means every
+	// 10 s, a negative one never (tests that count commands).
+	FeedTrimInterval time.Duration
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -79,6 +83,10 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{LockWait: directory.DefaultLockWait}
 }
+
+// feedPoll is how often a long-poll of the change feed reads it again:
+// each read runs a script on every partition's feed.
+const feedPoll = 200 * time.Millisecond
 
 // Store is a customer directory in Redis. It is a partmap.Store; Close
 // closes the client.
@@ -114,7 +122,15 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention})
+		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval,
+		FeedRetention: o.FeedRetention, FeedPoll: feedPoll, FeedTrimInterval: o.FeedTrimInterval})
+	if err == nil {
+		// Before this server's first write: the change feed's readers read
+		// a feed per partition of every layout there has been.
+		if err = b.ensureStreams(ctx, dir.Layout().Partitions); err != nil {
+			dir.Close()
+		}
+	}
 	if err != nil {
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)

@@ -131,9 +131,10 @@ func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.S
 	t.Cleanup(srv.Stop)
 	admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
 	t.Cleanup(func() { admin.Close() })
-	// No sweeper: its passes would land in the commands counted.
+	// No sweeper, no feed trimmer: their passes would land in the
+	// commands counted.
 	opts := redis.DefaultOptions()
-	opts.SweepInterval = -1
+	opts.SweepInterval, opts.FeedTrimInterval = -1, -1
 	s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 	if err != nil {
 		t.Fatal(err)

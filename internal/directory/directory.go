@@ -68,6 +68,10 @@ type Options struct {
 	// means 20 ms (a backend that other servers write too says more).
 	FeedRetention *Retention
 	FeedPoll      time.Duration
+	// FeedTrimInterval is how often the feed is trimmed to its retention;
+	// 0 means every 10 s, and a negative one never (a test that counts
+	// the commands a store sends).
+	FeedTrimInterval time.Duration
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
@@ -186,7 +190,9 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	if opts.SweepInterval >= 0 {
 		d.startSweeper(cmp.Or(opts.SweepInterval, DefaultSweepInterval))
 	}
-	d.startTrimmer()
+	if opts.FeedTrimInterval >= 0 {
+		d.startTrimmer(cmp.Or(opts.FeedTrimInterval, trimInterval))
+	}
 	return d, nil
 }
 

@@ -25,7 +25,8 @@ type Retention struct {
 // DefaultRetention keeps a day of changes, and at most ten million.
 var DefaultRetention = Retention{Age: 24 * time.Hour, Events: 10_000_000}
 
-// trimInterval is how often the feed is trimmed to its retention.
+// trimInterval is how often the feed is trimmed to its retention, unless
+// Options say otherwise.
 const trimInterval = 10 * time.Second
 
 // defaultFeedPoll is how often a long-poll looks for new changes.
@@ -176,8 +177,8 @@ func (d *Directory) TrimFeed(ctx context.Context) (engine.FeedStats, error) {
 	return st, nil
 }
 
-// startTrimmer trims every trimInterval until the directory closes.
-func (d *Directory) startTrimmer() {
+// startTrimmer trims every interval until the directory closes.
+func (d *Directory) startTrimmer(interval time.Duration) {
 	t := d.trimmer
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -188,7 +189,7 @@ func (d *Directory) startTrimmer() {
 			<-t.stop
 			cancel()
 		}()
-		tick := time.NewTicker(trimInterval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		var lastLog time.Time
 		for {

@@ -27,17 +27,19 @@
 -- KEYS[4]  the partition's state mark
 -- KEYS[5]  the partition's pending intent
 -- KEYS[6]  the transaction's record (primary, decide); any key of the slot otherwise
--- KEYS[7 .. 6+W]          one record key per write
--- KEYS[7+W .. #KEYS]      one index key per index change
+-- KEYS[7]  the partition number's change feed, a stream
+-- KEYS[8 .. 7+W]          one record key per write
+-- KEYS[8+W .. #KEYS]      one index key per index change
 -- ARGV[1]  the mode
 -- ARGV[2]  the lock's token, or "" for a caller that holds no lock
 -- ARGV[3]  W, the number of writes
 -- ARGV[4]  the marks the caller accepts, as ",a,b," ("" is no mark)
 -- ARGV[5]  the transaction's id (32 characters), or ""
 -- ARGV[6]  the pending intent to store (prepare, primary), or ""
--- ARGV[7 ..]  per write: email, encoded record ("" deletes), and the
---             first 8 bytes (the version) of the record it replaces, ""
---             when it creates one;
+-- ARGV[7 ..]  per write: email, encoded record ("" deletes), the first
+--             8 bytes (the version) of the record it replaces ("" when it
+--             creates one), and the head of its change feed event
+--             (record.AppendEventHead), "" for a write that records none;
 --             then per index change: "+" or "-", and the member
 --
 -- Errors, each a code and a message (a reply without a space would get
@@ -48,6 +50,10 @@
 -- partition: resolve it and run again), PARTMAP_CHANGED (a record is not
 -- the one the caller read), PARTMAP_ABORTED (decide: the transaction was
 -- aborted, or is not there).
+--
+-- Each write with an event head appends one entry to the feed when, and
+-- only when, the write is applied (commit, decide, roll): its one field,
+-- "e", is the head and the encoded record; its ID, the commit time.
 local mode = ARGV[1]
 local writes = tonumber(ARGV[3])
 
@@ -79,7 +85,7 @@ else
     end
     for w = 1, writes do
       -- GETRANGE reads only the version, and "" for a missing record.
-      if redis.call('GETRANGE', KEYS[6 + w], 0, 7) ~= ARGV[7 + (w - 1) * 3 + 2] then
+      if redis.call('GETRANGE', KEYS[7 + w], 0, 7) ~= ARGV[7 + (w - 1) * 4 + 2] then
         return redis.error_reply('PARTMAP_CHANGED a record changed since it was read')
       end
     end
@@ -93,8 +99,8 @@ end
 
 local delta = 0
 for w = 1, writes do
-  local k, a = 6 + w, 7 + (w - 1) * 3
-  local email, value, prev = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local k, a = 7 + w, 7 + (w - 1) * 4
+  local email, value, prev, head = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   if value == '' then
     redis.call('DEL', KEYS[k])
     redis.call('ZREM', KEYS[3], email)
@@ -104,9 +110,10 @@ for w = 1, writes do
     redis.call('ZADD', KEYS[3], 0, email)
     if prev == '' then delta = delta + 1 end
   end
+  if head ~= '' then redis.call('XADD', KEYS[7], '*', 'e', head .. value) end
 end
-for k = 7 + writes, #KEYS do
-  local a = 7 + writes * 3 + (k - 7 - writes) * 2
+for k = 8 + writes, #KEYS do
+  local a = 7 + writes * 4 + (k - 8 - writes) * 2
   if ARGV[a] == '+' then
     redis.call('ZADD', KEYS[k], 0, ARGV[a + 1])
   else
