@@ -115,9 +115,12 @@ func TestWriteCostIndependentOfPartitionSize(t *testing.T) {
 	bigPut, bigPatch, bigCreate := measure(20000)
 	t.Logf("WAL bytes per write, 10 vs 20,000 profiles: put %d/%d, patch %d/%d, create %d/%d",
 		smallPut, bigPut, smallPatch, bigPatch, smallCreate, bigCreate)
-	// Emails differ in length by a few bytes, and so does a count's varint.
+	// Emails differ in length by a few bytes, and a write holds its email
+	// three times (the key, the record and its change feed event); a
+	// count's varint differs too. Rewriting the partition would be
+	// hundreds of kilobytes.
 	for _, c := range [][2]uint64{{smallPut, bigPut}, {smallPatch, bigPatch}, {smallCreate, bigCreate}} {
-		if c[1] > c[0]+16 {
+		if c[1] > c[0]+32 {
 			t.Fatalf("a write into a partition of 20,000 profiles wrote %d bytes, against %d with 10", c[1], c[0])
 		}
 	}

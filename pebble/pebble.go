@@ -101,9 +101,6 @@ type Options struct {
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
-	// FeedRetention bounds the change feed; nil means
-	// directory.DefaultRetention.
-	FeedRetention *directory.Retention
 }
 
 // DefaultOptions are the options of Open(path, nil): a write waits up to
@@ -223,10 +220,6 @@ func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
 	return s.dir.Changes(ctx, q)
 }
-
-// TrimFeed trims the change feed to its retention now
-// (directory.TrimFeed), for tests that cannot wait for the trimmer.
-func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Collectors returns the store's Prometheus metrics: partition-lock waits,
 // commit latencies, and Pebble's own figures (metrics.go).

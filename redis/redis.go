@@ -43,6 +43,11 @@ type Options struct {
 	// fails with a lock conflict; 0 fails at once, as the original engine
 	// does.
 	LockWait time.Duration
+	// Partitions is the partition count a new directory is created with;
+	// an existing one with another count is refused. 0 means
+	// partmap.DefaultPartitions for a new directory, and whatever an
+	// existing one has.
+	Partitions int
 	// LockTTL bounds how long a lock outlives a server that died holding
 	// it, or a release lost in a failover; a live holder renews its locks
 	// every third of it. 0 means 2 s.
@@ -121,7 +126,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// again, needlessly since commits became atomic). The commit script
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
-	dir, err := directory.Open(ctx, b, directory.Options{LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
+	dir, err := directory.Open(ctx, b, directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
 		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval,
 		FeedRetention: o.FeedRetention, FeedPoll: feedPoll, FeedTrimInterval: o.FeedTrimInterval})
 	if err == nil {
