@@ -37,7 +37,7 @@ func TestFeed(t *testing.T) {
 		s := MustReopen(t, dir.(string), feedOptions(o))
 		dirs.Store(s, dir)
 		return s
-	})
+	}, storetest.FeedTraits{})
 }
 
 // A backup taken while writers run holds every change up to its feed

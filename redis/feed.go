@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -193,11 +194,8 @@ func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.E
 	switch after {
 	case "":
 	case partmap.FeedNow:
-		lo, _, err := b.masterTimes(ctx)
-		if err != nil {
-			return nil, "", err
-		}
-		return nil, afterMs(lo - 1).cursor(), nil
+		now, err := b.feedNow(ctx)
+		return nil, now, err
 	default:
 		c, err := parseCursor(after)
 		if err != nil {
@@ -213,6 +211,7 @@ func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.E
 			return nil, "", err
 		}
 	}
+	waits := 0
 	for try := 0; ; try++ {
 		if s == 0 {
 			return nil, after, nil // nothing was ever written
@@ -236,14 +235,49 @@ func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.E
 			s = now
 			continue
 		}
-		return b.feedPage(pages, from, after, count, limit)
+		out, next, pending, err := b.feedPage(pages, from, after, count, limit)
+		// Caught up, but with events in the millisecond of a read, past its
+		// horizon: read again once the clocks have moved on, so that a
+		// change acknowledged before the call is on its page, or behind
+		// the cursor it returns (a reader that saw nothing new is
+		// up to date), as on Pebble. Only an empty page waits, so a busy
+		// feed is not read twice.
+		if err != nil || len(out) > 0 || !pending || waits == 3 {
+			return out, next, err
+		}
+		waits++
+		time.Sleep(time.Millisecond)
 	}
+}
+
+// feedNow is the cursor of "from now on": the latest time of the masters,
+// once every master's clock has passed it. Every event up to it was
+// appended before the call returned, and every later one gets a later
+// ID. If the clocks do not get there (a master's clock far behind), the
+// cursor is the horizon instead, which may leave a few earlier changes
+// after it: delivery is at least once.
+func (b *backend) feedNow(ctx context.Context) (string, error) {
+	lo, hi, err := b.masterTimes(ctx)
+	if err != nil {
+		return "", err
+	}
+	for range 50 {
+		if lo > hi {
+			return afterMs(hi).cursor(), nil
+		}
+		time.Sleep(time.Millisecond)
+		if lo, _, err = b.masterTimes(ctx); err != nil {
+			return "", err
+		}
+	}
+	return afterMs(lo - 1).cursor(), nil
 }
 
 // feedPage merges the streams' pages into the feed's order, up to the
 // horizon, and to the last event read of each stream read to its count:
-// what that stream holds beyond it was not read.
-func (b *backend) feedPage(pages []streamPage, from *position, after string, count, limit int) ([]engine.Event, string, error) {
+// what that stream holds beyond it was not read. pending says that some
+// stream holds an event past the horizon.
+func (b *backend) feedPage(pages []streamPage, from *position, after string, count, limit int) (_ []engine.Event, next string, pending bool, _ error) {
 	var horizon uint64 = math.MaxUint64
 	for _, pg := range pages {
 		horizon = min(horizon, pg.timeMs-1)
@@ -257,7 +291,7 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 		}
 	}
 	if from != nil && from.ms > horizon+aheadTolerance {
-		return nil, "", &partmap.Error{Code: partmap.EINVALID, Field: "after",
+		return nil, "", false, &partmap.Error{Code: partmap.EINVALID, Field: "after",
 			Message: fmt.Sprintf("cursor %s is ahead of the change feed; it was not issued by this store", after)}
 	}
 	// Checked after reading, in the same step as each stream's read: a
@@ -269,11 +303,11 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 			}
 			ms, seq, ok := parseID(pg.cut)
 			if !ok {
-				return nil, "", fmt.Errorf("redis: malformed feed cut %q of %s", pg.cut, partmap.Partition(q))
+				return nil, "", false, fmt.Errorf("redis: malformed feed cut %q of %s", pg.cut, partmap.Partition(q))
 			}
 			sms, sseq := from.start(uint32(q))
 			if ms > sms || (ms == sms && seq >= sseq) {
-				return nil, "", &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
+				return nil, "", false, &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
 					Message: fmt.Sprintf("the change feed no longer holds the changes after cursor %s (retention); start again from a full listing or an export", after)}
 			}
 		}
@@ -287,6 +321,8 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 		for i, p := range pg.pos {
 			if p.compare(bound) <= 0 {
 				all = append(all, item{p, pg.events[i]})
+			} else {
+				pending = true
 			}
 		}
 	}
@@ -295,7 +331,7 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 		all, whole = all[:limit], false
 	}
 	out := make([]engine.Event, len(all))
-	next := after
+	next = after
 	var last *position = from
 	for i, it := range all {
 		out[i] = it.ev
@@ -306,7 +342,7 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 	if h := afterMs(horizon); whole && (last == nil || h.compare(*last) > 0) {
 		next = h.cursor()
 	}
-	return out, next, nil
+	return out, next, pending && whole, nil
 }
 
 // readStreams runs the read script on every stream.
