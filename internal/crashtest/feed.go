@@ -38,6 +38,9 @@ type FeedConfig struct {
 	// live feed after the backup's cursor replayed on top must be the live
 	// directory. Empty: no backup (a store kept by Redis has none).
 	Backup string
+	// Load is how long the load runs before each kill, at least: 50 ms by
+	// default, and up to 250 ms more at random.
+	Load time.Duration
 }
 
 // FeedResult counts what a feed run checked.
@@ -75,6 +78,9 @@ func RunFeed(ctx context.Context, cfg FeedConfig) (FeedResult, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Load == 0 {
+		cfg.Load = 50 * time.Millisecond
 	}
 	serve := Config{Binary: cfg.Binary, Data: cfg.Data, Store: cfg.Store}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 13))
@@ -164,7 +170,7 @@ func RunFeed(ctx context.Context, cfg FeedConfig) (FeedResult, error) {
 				}
 			}
 		})
-		time.Sleep(time.Duration(50+rng.IntN(250)) * time.Millisecond)
+		time.Sleep(cfg.Load + time.Duration(rng.IntN(250))*time.Millisecond)
 		if cfg.Backup != "" && cycle == cfg.Cycles/2 {
 			info, dir, err := takeBackup(ctx, cfg, srv.url)
 			if err != nil {
