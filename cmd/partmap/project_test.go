@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partmap/partmap"
@@ -194,6 +196,9 @@ func TestProjectKill9(t *testing.T) {
 		t.Errorf("table has %d rows, directory %d profiles", got, len(want))
 	}
 
+	// The searches the directory answers, SQL on the table answers alike.
+	compareSearches(t, pool, cl)
+
 	// Its lag and count are in /metrics.
 	addr := <-metrics
 	resp, err := http.Get(addr)
@@ -210,6 +215,63 @@ func TestProjectKill9(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err != nil || !strings.Contains(logs.String(), "projection stopped") {
 		t.Errorf("after SIGINT: %v\n%s", err, logs)
+	}
+}
+
+// compareSearches runs the searches of projectWorkload's values through
+// the server (ListProfiles with Where, on indexed fields) and through SQL
+// on the projected table, and wants the same profiles.
+func compareSearches(t *testing.T, pool *pgxpool.Pool, cl *pmhttp.Client) {
+	t.Helper()
+	ctx := context.Background()
+	var searches [][]partmap.Match
+	for c := range 5 {
+		company := partmap.Match{Field: partmap.FieldCompanyName, Value: "Co " + strconv.Itoa(c)}
+		searches = append(searches, []partmap.Match{company})
+		for _, tier := range []string{"gold", "silver", "bronze"} {
+			searches = append(searches, []partmap.Match{company, {Field: partmap.FieldCustomerTier, Value: tier}})
+		}
+	}
+	found := 0
+	for _, where := range searches {
+		query := `SELECT email FROM customer_profiles WHERE true`
+		var args []any
+		for _, m := range where {
+			args = append(args, m.Field, m.Value)
+			query += fmt.Sprintf(` AND profile->>$%d = $%d`, len(args)-1, len(args))
+		}
+		rows, err := pool.Query(ctx, query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		opts := partmap.ListOptions{Where: where, Limit: 41}
+		for {
+			page, err := cl.ListProfiles(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Profiles {
+				want = append(want, r.Profile.Email())
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			opts.Cursor = page.NextCursor
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: SQL found %d %v, partmap %d %v", where, len(got), got, len(want), want)
+		}
+		found += len(want)
+	}
+	if found == 0 {
+		t.Fatal("no search found anything: the searches test nothing")
 	}
 }
 
