@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -118,5 +120,21 @@ func TestMedian(t *testing.T) {
 		if got := median(tc.xs); got != tc.want {
 			t.Errorf("median(%v): got %v, want %v", tc.xs, got, tc.want)
 		}
+	}
+}
+
+func TestParsePhases(t *testing.T) {
+	c, err := parseConfig([]string{"--phases", "put, get,put"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.phases) != 2 || c.phases[0].name != "put" || c.phases[1].name != "get" {
+		t.Fatalf("--phases put, get,put: %v", c.phases)
+	}
+	if c, _ := parseConfig(nil, io.Discard); len(c.phases) != 3 {
+		t.Fatalf("no --phases: %d phases, want all 3", len(c.phases))
+	}
+	if _, err := parseConfig([]string{"--phases", "put,post"}, io.Discard); err == nil || !strings.Contains(err.Error(), `"post"`) {
+		t.Fatalf("--phases put,post: %v", err)
 	}
 }
