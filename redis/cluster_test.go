@@ -54,7 +54,7 @@ func TestClusterEngine(t *testing.T) {
 }
 
 func TestClusterModel(t *testing.T) {
-	storetest.RunModel(t, func(t *testing.T) partmap.Store { return openCluster(t, nil) })
+	storetest.RunModel(t, func(t *testing.T) partmap.Store { return openCluster(t, modelOptions()) })
 }
 
 // With MinReplicasAck, a commit returns only once a replica has it; on a

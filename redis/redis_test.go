@@ -89,8 +89,16 @@ func TestEngine(t *testing.T) {
 	})
 }
 
+// The model on 16 partitions: its every check lists the directory, and
+// a listing on Redis reads each partition.
 func TestModel(t *testing.T) {
-	storetest.RunModel(t, func(t *testing.T) partmap.Store { return open(t, nil) })
+	storetest.RunModel(t, func(t *testing.T) partmap.Store { return open(t, modelOptions()) })
+}
+
+func modelOptions() *redis.Options {
+	o := redis.DefaultOptions()
+	o.Partitions = 16
+	return &o
 }
 
 // openShared returns two stores on one emptied database, as two partmap
