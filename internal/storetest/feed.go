@@ -110,6 +110,12 @@ func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTrai
 		}
 		assertTrimmed(t, s, all, all[len(old):])
 	})
+	t.Run("Expiry", func(t *testing.T) {
+		var skew atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		s, _ := start(t, FeedOptions{Partitions: 16, Clock: clock})
+		runFeedExpiry(t, s, &skew)
+	})
 	t.Run("Restart", func(t *testing.T) {
 		o := FeedOptions{Partitions: 16}
 		s, _ := start(t, o)
@@ -689,6 +695,70 @@ func runFeedResume(t *testing.T, s FeedStore) {
 	if len(got) != 1 || got[0].Email != "later@example.com" || !sameChanges(got, full[len(all):]) {
 		t.Fatalf("from now, after one write: %d changes", len(got))
 	}
+}
+
+// runFeedExpiry checks that the sweeper's work is in the feed: a profile
+// past its deadline is one expired deletion, a record that lost fields one
+// expired change to the record as lookups show it; and that a deadline set
+// is an expire change.
+func runFeedExpiry(t *testing.T, s FeedStore, skew *atomic.Int64) {
+	ctx := context.Background()
+	sweeper, ok := s.(interface {
+		Sweep(context.Context) (directory.SweepStats, error)
+	})
+	if !ok {
+		t.Fatalf("%T has no Sweep", s)
+	}
+	gone, part := "gone@example.com", "part@example.com"
+	put(t, s, gone, "gone soon")
+	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: part, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	mark := feedNow(t, s)
+	in := partmap.When{Millis: 60_000, Relative: true}
+	for _, op := range []partmap.Operation{{Op: partmap.OpExpire, Email: gone, When: in}, {Op: partmap.OpExpire, Email: part, Fields: []string{"a"}, When: in}} {
+		if _, err := s.Apply(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two partitions' changes: the feed orders them by commit time first.
+	set := feedAll(t, s, partmap.ChangeQuery{After: mark})
+	deadline := map[string]int64{}
+	for _, c := range set {
+		if c.Op == partmap.OpExpire && c.Record != nil {
+			deadline[c.Email] = max(c.Record.Deadlines.Profile, c.Record.Deadlines.Fields["a"])
+		}
+	}
+	if len(set) != 2 || deadline[gone] == 0 || deadline[part] == 0 {
+		t.Fatalf("two deadlines set: %d changes, want two expire changes with their deadlines:\n%s", len(set), diffChanges(set, nil))
+	}
+	mark = set[len(set)-1].Cursor
+	skew.Store(int64(2 * time.Minute))
+	if _, err := sweeper.Sweep(ctx); err != nil { // the background sweeper may have done it first
+		t.Fatal(err)
+	}
+	swept := feedAll(t, s, partmap.ChangeQuery{After: mark})
+	rec, err := s.FindProfile(ctx, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byEmail := map[string]partmap.Change{}
+	for _, c := range swept {
+		if c.Op != partmap.OpExpired || byEmail[c.Email].Email != "" {
+			t.Fatalf("after the deadlines passed: %s, want one expired change for each profile", showChange(c))
+		}
+		byEmail[c.Email] = c
+	}
+	if c, ok := byEmail[gone]; len(swept) != 2 || !ok || c.Record != nil {
+		t.Fatalf("after the deadlines passed: %d changes, want 2 with %s deleted:\n%s", len(swept), gone, diffChanges(swept, nil))
+	}
+	if c := byEmail[part]; c.Record == nil || !SameRecord(c.Record, &rec) || c.Record.Profile["a"] != "" {
+		t.Fatalf("the record that lost a field: %s, lookups show v%x %v", showChange(c), uint64(rec.Version), rec.Profile)
+	}
+	if again := feedAll(t, s, partmap.ChangeQuery{After: swept[len(swept)-1].Cursor}); len(again) != 0 {
+		t.Fatalf("a second sweep wrote %d changes", len(again))
+	}
+	assertReplay(t, s, feedAll(t, s, partmap.ChangeQuery{}))
 }
 
 // runFeedLongPoll checks that a waiting reader wakes for a write.
