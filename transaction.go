@@ -75,7 +75,8 @@ type OperationResult struct {
 	// rename); nil after a delete.
 	Record  *Record
 	Created bool // put: the profile was new
-	// FieldsAdded and FieldsDeleted count a patch's changes.
+	// FieldsAdded and FieldsDeleted count a patch's changes; FieldsAdded
+	// also the fields setFields added (HSET's reply).
 	FieldsAdded, FieldsDeleted int
 	Value                      int64 // increment: the field's new value
 

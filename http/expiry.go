@@ -202,7 +202,9 @@ type opReply struct {
 	Results []codeResult        `json:"results,omitempty"` // expire, persist
 	Values  *partmap.Projection `json:"values,omitempty"`  // getDelete, getExpire
 	Set     *bool               `json:"set,omitempty"`     // setIfAbsent, setFields
-	Profile partmap.Profile     `json:"profile,omitempty"`
+	// FieldsAdded counts the fields setFields added, like HSET's reply.
+	FieldsAdded *int            `json:"fieldsAdded,omitempty"`
+	Profile     partmap.Profile `json:"profile,omitempty"`
 }
 
 // apply runs op under the request's If-Match and If-None-Match and writes
@@ -224,7 +226,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, op partmap.Operat
 	case partmap.OpSetIfAbsent:
 		reply.Field, reply.Set = op.Field, &res.Set
 	case partmap.OpSetFields:
-		reply.Set = &res.Set
+		reply.Set, reply.FieldsAdded = &res.Set, &res.FieldsAdded
 	}
 	status := http.StatusOK
 	if res.Record != nil {
@@ -543,6 +545,9 @@ func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.Opera
 		res.Codes = append(res.Codes, r.Code)
 	}
 	res.Values = valuesIn(op, reply.Values)
+	if reply.FieldsAdded != nil {
+		res.FieldsAdded = *reply.FieldsAdded
+	}
 	if reply.Set != nil {
 		res.Set = *reply.Set
 	}

@@ -301,6 +301,9 @@ func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
 			w.Field = op.Field
 		}
 		w.Set = &res.Set
+		if res.Op == partmap.OpSetFields {
+			w.FieldsAdded = &res.FieldsAdded
+		}
 		if res.Created {
 			w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
 		}

@@ -376,6 +376,9 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 		if f == partmap.FieldEmail {
 			continue // restated, as planExpiry made sure
 		}
+		if _, had := base.Profile[f]; !had {
+			res.FieldsAdded++ // HSET's reply
+		}
 		next.Profile[f] = *set[f]
 		switch {
 		case op.Expiry.KeepTTL:

@@ -405,8 +405,8 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 			t.Fatal("FXX on a missing profile set")
 		}
 		mustBeGone(t, s, e)
-		if res := setex(partmap.Patch{"a": ptr("1"), "b": ptr("2")}, partmap.SetIfNoFieldExist, partmap.FieldExpiry{When: &w2100}); !res.Set {
-			t.Fatal("FNX on a missing profile did not set")
+		if res := setex(partmap.Patch{"a": ptr("1"), "b": ptr("2")}, partmap.SetIfNoFieldExist, partmap.FieldExpiry{When: &w2100}); !res.Set || res.FieldsAdded != 2 {
+			t.Fatalf("FNX on a missing profile: set %v, %d fields added; want true and 2", res.Set, res.FieldsAdded)
 		}
 		rec := mustFind(t, s, e)
 		assertProfile(t, rec.Profile, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"})
@@ -427,8 +427,11 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		rec = wantVersion(t, s, e, rec.Version, false)
 		wantDeadlines(t, s, e, -1, []string{"a", "b"}, year2100, year2100)
-		// EX sets new deadlines; a field not written keeps its own.
-		setex(partmap.Patch{"a": ptr("x"), "c": ptr("3")}, "", partmap.FieldExpiry{When: &w2101})
+		// EX sets new deadlines; a field not written keeps its own. A
+		// field replaced is not added (HSET's count).
+		if res := setex(partmap.Patch{"a": ptr("x"), "c": ptr("3")}, "", partmap.FieldExpiry{When: &w2101}); res.FieldsAdded != 1 {
+			t.Fatalf("setting a present and a new field added %d, want 1", res.FieldsAdded)
+		}
 		wantDeadlines(t, s, e, -1, []string{"a", "b", "c"}, year2101, year2100, year2101)
 		// By default, a written field loses its deadline, even with its
 		// value unchanged.
