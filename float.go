@@ -1,6 +1,7 @@
 package partmap
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -22,6 +23,11 @@ const (
 	maxFloatText = 5 * 1024
 )
 
+// ErrInfiniteIncrement is the cause of ParseFloatIncrement's error for an
+// increment that reads as infinite, which Redis words apart from one that
+// is no float ("value is NaN or Infinity").
+var ErrInfiniteIncrement = errors.New("infinite increment")
+
 // ParseFloatIncrement checks an increment as Redis 7.0 HINCRBYFLOAT does:
 // the text must be what glibc's strtold reads whole, with no space before
 // or after, and finite. Decimal and hexadecimal ("0x1p3") forms are
@@ -39,7 +45,7 @@ func parseIncrement(s string) (*big.Float, error) {
 		return nil, &Error{Code: EINVALID, Field: "by",
 			Message: fmt.Sprintf("by is %s, which is not a float: want a decimal or hexadecimal number, with no spaces, of magnitude under about 1.19e4932", quoteBytes(clip(s)))}
 	case x.IsInf():
-		return nil, &Error{Code: EINVALID, Field: "by",
+		return nil, &Error{Code: EINVALID, Field: "by", Err: ErrInfiniteIncrement,
 			Message: fmt.Sprintf("by is %s, which is infinite: an increment must be finite", quoteBytes(clip(s)))}
 	}
 	return x, nil

@@ -155,6 +155,13 @@ func (t *Tokens) authenticate(token string) (tokenEntry, bool) {
 	return found, match == 1
 }
 
+// Lookup says which token this is, by its name and scope, for another
+// listener of the same server (the Redis protocol's AUTH).
+func (t *Tokens) Lookup(token string) (name string, scope Scope, ok bool) {
+	e, ok := t.authenticate(token)
+	return e.name, e.scope, ok
+}
+
 // authorize checks the request's bearer token against the scope a route
 // needs. The token itself is never logged or echoed.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Scope) error {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -14,10 +15,12 @@ import (
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
+	"github.com/partmap/partmap/resp"
 )
 
 type serveConfig struct {
 	addr          string
+	respAddr      string // --resp-addr: "" serves no Redis protocol
 	data          string
 	dataSet       bool // --data was given
 	store         string
@@ -85,9 +88,11 @@ func (c serveConfig) Validate() error {
 			return usagef("%s must be positive", name)
 		}
 	}
-	if c.authFile == "" && !c.insecure && !pmhttp.IsLoopback(c.addr) {
-		return usagef("refusing to serve %s without --auth-file: anyone who can reach it could read and change every profile. "+
-			"Give --auth-file (see `partmap token`), listen on a loopback address, or pass --insecure if the network is trusted", c.addr)
+	for _, addr := range []string{c.addr, c.respAddr} {
+		if addr != "" && c.authFile == "" && !c.insecure && !pmhttp.IsLoopback(addr) {
+			return usagef("refusing to serve %s without --auth-file: anyone who can reach it could read and change every profile. "+
+				"Give --auth-file (see `partmap token`), listen on a loopback address, or pass --insecure if the network is trusted", addr)
+		}
 	}
 	return nil
 }
@@ -113,6 +118,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var c serveConfig
 	fs := newFlagSet(e, "serve", "")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "`address` to listen on (port 0 picks a free port)")
+	fs.StringVar(&c.respAddr, "resp-addr", "", "also serve the Redis protocol (RESP2 and RESP3) on this `address`, for redis-cli and Redis clients; off unless given. The same TLS, tokens and loopback rule apply")
 	fs.StringVar(&c.data, "data", "./partmap-data", "`directory` of the embedded Pebble store; created if missing")
 	fs.StringVar(&c.store, "store", "", "the store as a `URL`: pebble://DIR (the default, as --data DIR), redis://HOST:PORT[/DB] or redis-cluster://HOST:PORT[,HOST:PORT...]")
 	fs.IntVar(&c.replicaAcks, "redis-min-replicas-ack", 0, "with a Redis store, make each commit WAIT for `N` replica acknowledgements (0: do not wait)")
@@ -165,12 +171,25 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer ln.Close()
+	var respLn net.Listener
+	if c.respAddr != "" {
+		if respLn, err = pmhttp.Listen(c.respAddr, c.tlsCert, c.tlsKey); err != nil {
+			return fmt.Errorf("--resp-addr: %w", err)
+		}
+		defer respLn.Close()
+	}
 	store, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	srv := pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens})
+	var rs *resp.Server
+	if respLn != nil {
+		rs = resp.New(store, &resp.Options{Tokens: tokens, Log: log})
+		go rs.Serve(respLn)
+		log.Info("serving the Redis protocol", "addr", respLn.Addr().String())
+	}
 	scheme := "http"
 	if c.tlsCert != "" {
 		scheme = "https"
@@ -184,7 +203,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		log.Warn("bearer tokens will cross the network in clear text; serve HTTPS with --tls-cert and --tls-key")
 	}
 
-	if err := srv.Serve(ctx, ln, &c.serve); err != nil {
+	err = srv.Serve(ctx, ln, &c.serve)
+	if rs != nil {
+		rs.Close() // before the store closes
+	}
+	if err != nil {
 		return err
 	}
 	if err := store.Close(); err != nil {

@@ -1,0 +1,350 @@
+package resp_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/redistest"
+	"github.com/partmap/partmap/pebble"
+	"github.com/partmap/partmap/resp"
+)
+
+// redisSocket is the real redis-server TestMain starts, to compare with.
+var redisSocket string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "partmap-resp-")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := redistest.StartServer(dir, 16)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	redisSocket = srv.Socket
+	code := m.Run()
+	srv.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// serve starts a RESP server on a started Pebble store of its own and
+// returns its address and the store.
+func serve(t *testing.T, opts *resp.Options) (string, partmap.Store) {
+	t.Helper()
+	store, err := pebble.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resp.New(store, opts)
+	go s.Serve(ln)
+	t.Cleanup(func() {
+		s.Close()
+		store.Close()
+	})
+	return ln.Addr().String(), store
+}
+
+func client(t *testing.T, addr string, proto int) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: proto, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// redisClient is a client of a flushed database of the real Redis.
+func redisClient(t *testing.T, db, proto int) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: redisSocket, DB: db, Protocol: proto, DisableIdentity: true})
+	if err := c.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// reply is a command's outcome, comparable across servers: its value and
+// its error's text.
+type reply struct {
+	val any
+	err string
+}
+
+func do(c *goredis.Client, args ...any) reply {
+	v, err := c.Do(context.Background(), args...).Result()
+	r := reply{val: v}
+	if err != nil && err != goredis.Nil {
+		r.err = err.Error()
+	}
+	return r
+}
+
+// unordered sorts what a hash command lists, whose order partmap (byte
+// order) and Redis (insertion order) do not share.
+func unordered(name string, r reply) reply {
+	switch v := r.val.(type) {
+	case []any:
+		switch name {
+		case "hkeys", "hvals":
+			s := slices.Clone(v)
+			sort.Slice(s, func(i, j int) bool { return fmt.Sprint(s[i]) < fmt.Sprint(s[j]) })
+			r.val = s
+		case "hgetall": // RESP2: field, value, field, value
+			var pairs []string
+			for i := 0; i+1 < len(v); i += 2 {
+				pairs = append(pairs, fmt.Sprint(v[i])+"\x00"+fmt.Sprint(v[i+1]))
+			}
+			slices.Sort(pairs)
+			r.val = pairs
+		}
+	}
+	return r
+}
+
+// The hash commands answer exactly as Debian's redis-server does, over
+// RESP2 and RESP3, step after random step. Redis's hash gets the profile's
+// emailAddress field too, written after each command that may create the
+// key, as partmap's profile has it from its creation.
+func TestHashCommandsMatchRedis(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			addr, _ := serve(t, nil)
+			pm, rd := client(t, addr, proto), redisClient(t, proto, proto)
+			rng := rand.New(rand.NewPCG(uint64(proto), 7))
+			keys := []string{"a@x.io", "b@x.io", "c@x.io"}
+			fields := []string{"f", "g", "visits", "n.x", "é"}
+			values := []string{"", "0", "7", "-3", "abc", "9223372036854775807", "-9223372036854775808", "1.5", "007", "1e3", "inf", " 5", "é🙂"}
+			for step := range 3000 {
+				key, field, value := keys[rng.IntN(len(keys))], fields[rng.IntN(len(fields))], values[rng.IntN(len(values))]
+				var args []any
+				switch rng.IntN(16) {
+				case 0, 1:
+					args = []any{"hset", key, field, value}
+					if rng.IntN(2) == 0 {
+						args = append(args, fields[rng.IntN(len(fields))], values[rng.IntN(len(values))])
+					}
+				case 2:
+					args = []any{"hmset", key, field, value}
+				case 3:
+					args = []any{"hsetnx", key, field, value}
+				case 4:
+					args = []any{"hget", key, field}
+				case 5:
+					args = []any{"hmget", key, field, fields[rng.IntN(len(fields))], field}
+				case 6:
+					args = []any{[]string{"hgetall", "hkeys", "hvals", "hlen", "type", "exists"}[rng.IntN(6)], key}
+				case 7:
+					args = []any{[]string{"hexists", "hstrlen"}[rng.IntN(2)], key, field}
+				case 8:
+					args = []any{"hdel", key, field}
+					if rng.IntN(2) == 0 {
+						args = append(args, fields[rng.IntN(len(fields))])
+					}
+				case 9, 10:
+					args = []any{"hincrby", key, field, []string{"1", "-1", "5", "9223372036854775807", "x", "1.5", "-9223372036854775808"}[rng.IntN(7)]}
+				case 11, 12:
+					args = []any{"hincrbyfloat", key, field, []string{"1", "-1.25", "0.1", "1e3", "x", "inf", "5.0e3"}[rng.IntN(7)]}
+				case 13:
+					if rng.IntN(4) == 0 {
+						args = []any{"del", key, keys[rng.IntN(len(keys))]}
+					} else {
+						args = []any{"exists", key, key, keys[rng.IntN(len(keys))]}
+					}
+				case 14:
+					args = []any{[]string{"get", "strlen"}[rng.IntN(2)], key}
+				default:
+					args = []any{"hset", key, field} // wrong arity
+				}
+				name := args[0].(string)
+				got, want := unordered(name, do(pm, args...)), unordered(name, do(rd, args...))
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d %q: partmap %#v, redis %#v", step, args, got, want)
+				}
+				if n, _ := rd.Exists(context.Background(), key).Result(); n == 1 {
+					rd.HSet(context.Background(), key, partmap.FieldEmail, key)
+				}
+			}
+			for _, key := range keys {
+				got, want := unordered("hgetall", do(pm, "hgetall", key)), unordered("hgetall", do(rd, "hgetall", key))
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("at the end, %s: partmap %v, redis %v", key, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Connection commands and errors that need no store state match Redis's
+// too.
+func TestConnectionCommandsMatchRedis(t *testing.T) {
+	addr, _ := serve(t, nil)
+	for _, proto := range []int{2, 3} {
+		pm, rd := client(t, addr, proto), redisClient(t, 10+proto, proto)
+		for _, args := range [][]any{
+			{"ping"}, {"ping", "hi"}, {"ping", "a", "b"}, {"echo", "x y"}, {"echo"},
+			{"select", "0"}, {"select", "1x"}, {"nosuchcommand", "a", "b"},
+			{"client", "setname", "has space"}, {"client", "setname", "me"}, {"client", "getname"},
+			{"client", "nosuch"}, {"hello", "4"}, {"hello", "x"}, {"auth", "secret"},
+			{"hget", "k@x.io"}, {"hincrby", "k@x.io", "f", "nope"}, {"hincrbyfloat", "k@x.io", "f", "nope"},
+		} {
+			if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(got, want) {
+				t.Errorf("RESP%d %q: partmap %#v, redis %#v", proto, args, got, want)
+			}
+		}
+	}
+}
+
+// A key is a customer email, canonicalised: any spelling reaches the same
+// profile, and what RESP writes the HTTP API's store reads.
+func TestKeysAreCanonicalEmails(t *testing.T) {
+	addr, store := serve(t, nil)
+	c := client(t, addr, 3)
+	ctx := context.Background()
+	if n, err := c.HSet(ctx, " Alice@Example.COM ", "fullName", "Alice").Result(); err != nil || n != 1 {
+		t.Fatalf("HSET: %d %v", n, err)
+	}
+	if v, err := c.HGet(ctx, "alice@example.com", "fullName").Result(); err != nil || v != "Alice" {
+		t.Fatalf("HGET of another spelling: %q %v", v, err)
+	}
+	rec, err := store.FindProfile(ctx, "alice@example.com")
+	if err != nil || rec.Profile["fullName"] != "Alice" || rec.Profile.Email() != "alice@example.com" {
+		t.Fatalf("the store has %v, %v", rec.Profile, err)
+	}
+	all, err := c.HGetAll(ctx, "ALICE@example.com").Result()
+	if err != nil || !reflect.DeepEqual(all, map[string]string{partmap.FieldEmail: "alice@example.com", "fullName": "Alice"}) {
+		t.Fatalf("HGETALL: %v %v", all, err)
+	}
+	// emailAddress is the key: HDEL of it fails and deletes nothing.
+	if err := c.HDel(ctx, "alice@example.com", "fullName", partmap.FieldEmail).Err(); err == nil || !strings.Contains(err.Error(), "emailAddress") {
+		t.Fatalf("HDEL emailAddress: %v", err)
+	}
+	if n, _ := c.HLen(ctx, "alice@example.com").Result(); n != 2 {
+		t.Fatalf("after a refused HDEL, HLEN %d", n)
+	}
+	// Setting it to the key is a no-op; to anything else an error.
+	if n, err := c.HSet(ctx, "alice@example.com", partmap.FieldEmail, "alice@example.com").Result(); err != nil || n != 0 {
+		t.Fatalf("HSET emailAddress to itself: %d %v", n, err)
+	}
+	if err := c.HSet(ctx, "alice@example.com", partmap.FieldEmail, "bob@example.com").Err(); err == nil {
+		t.Fatal("HSET emailAddress to another email succeeded")
+	}
+	// A key that is no email is an error that names it.
+	if err := c.HSet(ctx, "caf\u00e9@example.com", "f", "v").Err(); err == nil || !strings.Contains(err.Error(), "café@example.com") {
+		t.Fatalf("a non-ASCII key: %v", err)
+	}
+	if err := c.HGet(ctx, "  ", "f").Err(); err == nil || !strings.Contains(err.Error(), "not a customer email") {
+		t.Fatalf("a blank key: %v", err)
+	}
+	// Invalid UTF-8 in a value is refused, naming the field, and writes nothing.
+	if err := c.HSet(ctx, "alice@example.com", "bad", "\xff").Err(); err == nil || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("invalid UTF-8: %v", err)
+	}
+	if ok, _ := c.HExists(ctx, "alice@example.com", "bad").Result(); ok {
+		t.Fatal("the invalid value was stored")
+	}
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Fatalf("DBSIZE %d %v", n, err)
+	}
+}
+
+// Pipelined commands are answered in order.
+func TestPipeline(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 2)
+	ctx := context.Background()
+	cmds, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range 200 {
+			p.HIncrBy(ctx, fmt.Sprintf("p%d@x.io", i%7), "n", 1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[int]int64{}
+	for i, cmd := range cmds {
+		counts[i%7]++
+		if v := cmd.(*goredis.IntCmd).Val(); v != counts[i%7] {
+			t.Fatalf("reply %d: %d, want %d", i, v, counts[i%7])
+		}
+	}
+}
+
+// With tokens, nothing but HELLO, AUTH, PING and QUIT works before AUTH, a
+// wrong token is WRONGPASS, and a read token's writes are NOPERM.
+func TestAuth(t *testing.T) {
+	readTok, readLine, _ := pmhttp.NewToken("reader", pmhttp.ScopeRead)
+	writeTok, writeLine, _ := pmhttp.NewToken("writer", pmhttp.ScopeWrite)
+	tokens, err := pmhttp.ParseTokens(strings.NewReader(readLine + "\n" + writeLine + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := serve(t, &resp.Options{Tokens: tokens})
+	ctx := context.Background()
+	anon := client(t, addr, 2)
+	if err := anon.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING before AUTH: %v", err)
+	}
+	if err := anon.HGet(ctx, "a@x.io", "f").Err(); err == nil || err.Error() != "NOAUTH Authentication required." {
+		t.Fatalf("HGET before AUTH: %v", err)
+	}
+	if err := anon.Do(ctx, "auth", "wrong").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+		t.Fatalf("AUTH with a wrong token: %v", err)
+	}
+	reader := goredis.NewClient(&goredis.Options{Addr: addr, Password: readTok, Protocol: 3, DisableIdentity: true})
+	defer reader.Close()
+	if err := reader.HGet(ctx, "a@x.io", "f").Err(); err != goredis.Nil {
+		t.Fatalf("a reader's HGET: %v", err)
+	}
+	if err := reader.HSet(ctx, "a@x.io", "f", "v").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("a reader's HSET: %v", err)
+	}
+	writer := goredis.NewClient(&goredis.Options{Addr: addr, Username: "anyone", Password: writeTok, Protocol: 2, DisableIdentity: true})
+	defer writer.Close()
+	if err := writer.HSet(ctx, "a@x.io", "f", "v").Err(); err != nil {
+		t.Fatalf("a writer's HSET: %v", err)
+	}
+	if v, err := reader.HGet(ctx, "a@x.io", "f").Result(); err != nil || v != "v" {
+		t.Fatalf("the reader reads %q %v", v, err)
+	}
+}
+
+// Before the directory is started, commands that need it say so.
+func TestNotStarted(t *testing.T) {
+	store, err := pebble.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resp.New(store, nil)
+	go s.Serve(ln)
+	defer s.Close()
+	c := client(t, ln.Addr().String(), 2)
+	if err := c.HSet(context.Background(), "a@x.io", "f", "v").Err(); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Fatalf("HSET before start: %v", err)
+	}
+}

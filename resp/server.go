@@ -1,0 +1,171 @@
+// Package resp serves the customer directory over the Redis protocol
+// (RESP2, and RESP3 after HELLO 3), so that redis-cli, redis-benchmark and
+// any Redis client read and write the same store, with the same locks, as
+// the HTTP API. A key is a customer email, canonicalised as everywhere
+// else; a profile is a hash whose fields are the profile's, emailAddress
+// among them. Replies and error strings are Redis's wherever partmap has
+// the command; README.md, "Use it from Redis clients", lists them.
+//
+// The wire protocol is github.com/tidwall/redcon's; this package is the
+// command layer.
+package resp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
+)
+
+// Options configure New. A nil *Options means defaults.
+type Options struct {
+	// Tokens, when set, make every command but HELLO, AUTH, PING and QUIT
+	// wait for an AUTH with a partmap token; a read token's writes are
+	// refused with NOPERM. Nil: every client may do everything.
+	Tokens *pmhttp.Tokens
+	// Log receives connection errors; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Server answers Redis clients from a partmap.Store.
+type Server struct {
+	store  partmap.Store
+	tokens *pmhttp.Tokens
+	log    *slog.Logger
+
+	nextID atomic.Int64
+
+	mu      sync.Mutex
+	clients map[redcon.Conn]*client
+	lns     []net.Listener
+	closed  bool
+}
+
+// New returns a server of store.
+func New(store partmap.Store, opts *Options) *Server {
+	s := &Server{store: store, log: slog.Default(), clients: map[redcon.Conn]*client{}}
+	if opts != nil {
+		s.tokens = opts.Tokens
+		if opts.Log != nil {
+			s.log = opts.Log
+		}
+	}
+	return s
+}
+
+// Serve answers the clients of ln until Close; it always returns a
+// non-nil error, net.ErrClosed after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return net.ErrClosed
+	}
+	s.lns = append(s.lns, ln)
+	s.mu.Unlock()
+	err := redcon.Serve(ln, s.handle, s.accept, s.hangUp)
+	if err == nil {
+		err = net.ErrClosed
+	}
+	return err
+}
+
+// Close stops every listener and hangs up on every client.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	lns, conns := s.lns, make([]redcon.Conn, 0, len(s.clients))
+	for c := range s.clients {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, ln := range lns {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// Clients is how many clients are connected.
+func (s *Server) Clients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	c := &client{id: s.nextID.Add(1), proto: 2, addr: conn.RemoteAddr()}
+	if s.tokens == nil {
+		c.authed, c.scope = true, pmhttp.ScopeAdmin
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.clients[conn] = c
+	conn.SetContext(c)
+	return true
+}
+
+func (s *Server) hangUp(conn redcon.Conn, err error) {
+	s.mu.Lock()
+	delete(s.clients, conn)
+	s.mu.Unlock()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("resp: client hung up", "addr", conn.RemoteAddr(), "err", err)
+	}
+}
+
+// client is one connection's state.
+type client struct {
+	id     int64
+	addr   string
+	proto  int // 2 or 3
+	name   string
+	authed bool
+	user   string // the token's name
+	scope  pmhttp.Scope
+}
+
+// handle runs one command and writes its reply.
+func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+	c, _ := conn.Context().(*client)
+	if c == nil || len(cmd.Args) == 0 {
+		return
+	}
+	w := &writer{Conn: conn, proto: c.proto}
+	name := lower(cmd.Args[0])
+	spec, ok := commands[name]
+	if !ok {
+		w.WriteError(unknownCommand(cmd.Args))
+		return
+	}
+	if !c.authed && !spec.beforeAuth {
+		w.WriteError("NOAUTH Authentication required.")
+		return
+	}
+	if !spec.arity.ok(len(cmd.Args)) {
+		w.WriteError("ERR wrong number of arguments for '" + name + "' command")
+		return
+	}
+	if spec.write && c.scope < pmhttp.ScopeWrite {
+		w.WriteError("NOPERM this user has no permissions to run the '" + name + "' command")
+		return
+	}
+	spec.run(&call{s: s, c: c, w: w, conn: conn, ctx: context.Background(), args: cmd.Args})
+	w.proto = c.proto
+}
