@@ -32,12 +32,14 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget $$pkg || exit 1; \
 	done
 
-# The Redis store's tests start their own redis-server, the PostgreSQL
+# The Redis store's tests start their own redis-server (the Redis
+# protocol's tests drive redis-cli too), the PostgreSQL
 # projection's their own postgres (internal/pgtest), and the console's test
 # drives a headless chromium: all are Debian's packages.
 deps:
 	@missing=; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -z "$$missing" ] || { \
