@@ -52,12 +52,20 @@ func (w *writer) strings(vs []string) {
 	}
 }
 
-// unknownCommand is Redis's reply to a command it does not have.
+// unknownCommand is Redis's reply to a command it does not have: the
+// arguments it quotes stop once they reach 128 bytes, as Redis's do.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", clip(args[0]))
+	quoted := 0
 	for _, a := range args[1:] {
-		fmt.Fprintf(&b, "'%s' ", clip(a))
+		if quoted >= 128 {
+			break
+		}
+		a = a[:min(len(a), 128-quoted)]
+		q := "'" + clip(a) + "' "
+		b.WriteString(q)
+		quoted += len(q)
 	}
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -206,6 +207,8 @@ func TestConnectionCommandsMatchRedis(t *testing.T) {
 			{"client", "setname", "has space"}, {"client", "setname", "me"}, {"client", "getname"},
 			{"client", "nosuch"}, {"hello", "4"}, {"hello", "x"}, {"auth", "secret"},
 			{"hget", "k@x.io"}, {"hincrby", "k@x.io", "f", "nope"}, {"hincrbyfloat", "k@x.io", "f", "nope"},
+			manyArgs("nosuch", strings.Split(strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789 ", 20), " ")),
+			{"nosuch", strings.Repeat("y", 300)},
 		} {
 			if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(got, want) {
 				t.Errorf("RESP%d %q: partmap %#v, redis %#v", proto, args, got, want)
@@ -347,4 +350,99 @@ func TestNotStarted(t *testing.T) {
 	if err := c.HSet(context.Background(), "a@x.io", "f", "v").Err(); err == nil || !strings.Contains(err.Error(), "not started") {
 		t.Fatalf("HSET before start: %v", err)
 	}
+}
+
+// A client that sends more than MaxPending bytes without a whole command
+// (a huge bulk string, a million arguments) is hung up on, and the others
+// are served meanwhile.
+func TestHostileClients(t *testing.T) {
+	addr, _ := serve(t, nil)
+	ctx := context.Background()
+	good := client(t, addr, 2)
+	for name, head := range map[string]string{
+		"HugeBulk":        "*3\r\n$4\r\nHGET\r\n$6\r\na@x.io\r\n$2000000000\r\n",
+		"MillionArgs":     "*100000000\r\n",
+		"EndlessInline":   "HGET ",
+		"MalformedLength": "*1\r\n$x\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write([]byte(head)); err != nil {
+				t.Fatal(err)
+			}
+			if name == "MalformedLength" {
+				buf := make([]byte, 256)
+				n, _ := c.Read(buf)
+				if !strings.HasPrefix(string(buf[:n]), "-ERR Protocol error") {
+					t.Fatalf("a malformed length: %q", buf[:n])
+				}
+				return
+			}
+			chunk := make([]byte, 1<<20)
+			for i := range chunk {
+				chunk[i] = 'a'
+			}
+			if name == "MillionArgs" {
+				chunk = []byte(strings.Repeat("$1\r\na\r\n", 1<<17))
+			}
+			sent := 0
+			for ; sent < 8*resp.MaxPending; sent += len(chunk) {
+				if _, err := c.Write(chunk); err != nil {
+					break // hung up on
+				}
+				if sent == 2*resp.MaxPending {
+					// Meanwhile another client is served.
+					if err := good.Ping(ctx).Err(); err != nil {
+						t.Fatalf("another client's PING: %v", err)
+					}
+				}
+			}
+			if sent >= 8*resp.MaxPending {
+				t.Fatalf("sent %d bytes without a whole command and was not hung up on", sent)
+			}
+		})
+	}
+	if err := good.HSet(ctx, "a@x.io", "f", "v").Err(); err != nil {
+		t.Fatalf("after the hostile clients: %v", err)
+	}
+}
+
+// A client that pipelines commands and never reads the replies is hung up
+// on once a reply has waited WriteTimeout, and the others are served.
+func TestClientThatNeverReads(t *testing.T) {
+	addr, _ := serve(t, &resp.Options{WriteTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ping := []byte(strings.Repeat("*2\r\n$4\r\nECHO\r\n$1024\r\n"+strings.Repeat("x", 1024)+"\r\n", 64))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write(ping); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() && time.Now().Before(deadline) {
+				continue // the server's buffers are full: it stopped reading until it can write
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a client that never reads was not hung up on in 30 s")
+		}
+	}
+	if err := client(t, addr, 2).Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+}
+
+func manyArgs(name string, args []string) []any {
+	out := []any{name}
+	for _, a := range args {
+		out = append(out, a)
+	}
+	return out
 }

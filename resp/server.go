@@ -17,6 +17,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -32,13 +33,17 @@ type Options struct {
 	Tokens *pmhttp.Tokens
 	// Log receives connection errors; nil means slog.Default().
 	Log *slog.Logger
+	// WriteTimeout is how long a reply may wait for a client that does not
+	// read it before the client is hung up on; 0 means 10 s.
+	WriteTimeout time.Duration
 }
 
 // Server answers Redis clients from a partmap.Store.
 type Server struct {
-	store  partmap.Store
-	tokens *pmhttp.Tokens
-	log    *slog.Logger
+	store        partmap.Store
+	tokens       *pmhttp.Tokens
+	log          *slog.Logger
+	writeTimeout time.Duration
 
 	nextID atomic.Int64
 
@@ -50,11 +55,14 @@ type Server struct {
 
 // New returns a server of store.
 func New(store partmap.Store, opts *Options) *Server {
-	s := &Server{store: store, log: slog.Default(), clients: map[redcon.Conn]*client{}}
+	s := &Server{store: store, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second}
 	if opts != nil {
 		s.tokens = opts.Tokens
 		if opts.Log != nil {
 			s.log = opts.Log
+		}
+		if opts.WriteTimeout > 0 {
+			s.writeTimeout = opts.WriteTimeout
 		}
 	}
 	return s
@@ -71,7 +79,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
-	err := redcon.Serve(ln, s.handle, s.accept, s.hangUp)
+	err := redcon.Serve(limitListener{ln, s.writeTimeout}, s.handle, s.accept, s.hangUp)
 	if err == nil {
 		err = net.ErrClosed
 	}
@@ -147,6 +155,9 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	if c == nil || len(cmd.Args) == 0 {
 		return
 	}
+	if lc, ok := conn.NetConn().(*limitConn); ok {
+		lc.pending.Store(0) // a whole command arrived
+	}
 	w := &writer{Conn: conn, proto: c.proto}
 	name := lower(cmd.Args[0])
 	spec, ok := commands[name]
@@ -169,3 +180,53 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	spec.run(&call{s: s, c: c, w: w, conn: conn, ctx: context.Background(), args: cmd.Args})
 	w.proto = c.proto
 }
+
+// MaxPending bounds the bytes a client may send without completing a
+// command: redcon buffers a command whole before it is parsed, so a huge
+// bulk string, a million arguments or an endless line would otherwise
+// take the server's memory. No command partmap takes needs more than a
+// few profiles' worth; past the bound the client is hung up on.
+const MaxPending = 8 << 20
+
+// limitListener's connections bound what a client may leave unparsed
+// (MaxPending) and how long a reply may wait for it to read (a client that
+// never reads would otherwise hold its replies, and its goroutine, for
+// ever).
+type limitListener struct {
+	net.Listener
+	writeTimeout time.Duration
+}
+
+func (l limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &limitConn{Conn: c, writeTimeout: l.writeTimeout}, nil
+}
+
+type limitConn struct {
+	net.Conn
+	pending      atomic.Int64
+	writeTimeout time.Duration
+}
+
+func (c *limitConn) Write(b []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	return c.Conn.Write(b)
+}
+
+func (c *limitConn) Read(b []byte) (int, error) {
+	left := MaxPending - c.pending.Load()
+	if left <= 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(b)) > left {
+		b = b[:left+1] // one byte past the bound fails the next read
+	}
+	n, err := c.Conn.Read(b)
+	c.pending.Add(int64(n))
+	return n, err
+}
+
+var errTooLarge = errors.New("resp: the client sent more than MaxPending bytes without a whole command")
