@@ -55,7 +55,7 @@ type Server struct {
 
 // New returns a server of store.
 func New(store partmap.Store, opts *Options) *Server {
-	s := &Server{store: store, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second}
+	s := &Server{store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second}
 	if opts != nil {
 		s.tokens = opts.Tokens
 		if opts.Log != nil {
@@ -147,6 +147,10 @@ type client struct {
 	authed bool
 	user   string // the token's name
 	scope  pmhttp.Scope
+
+	// ctx defers the durability of the current pipeline's writes to wait.
+	ctx  context.Context
+	wait func() error
 }
 
 // handle runs one command and writes its reply.
@@ -158,6 +162,14 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	if lc, ok := conn.NetConn().(*limitConn); ok {
 		lc.pending.Store(0) // a whole command arrived
 	}
+	// The writes of one pipeline share fsyncs: each returns once visible,
+	// and after the last command, whatever its reply, the wait for them
+	// all ends before redcon writes the replies out. A failed wait hangs
+	// up, and no reply of the pipeline is sent.
+	if c.wait == nil {
+		c.ctx, c.wait = partmap.DeferDurability(context.Background())
+	}
+	defer s.endOfCommand(conn, c)
 	w := &writer{Conn: conn, proto: c.proto}
 	name := lower(cmd.Args[0])
 	spec, ok := commands[name]
@@ -177,8 +189,22 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 		w.WriteError("NOPERM this user has no permissions to run the '" + name + "' command")
 		return
 	}
-	spec.run(&call{s: s, c: c, w: w, conn: conn, ctx: context.Background(), args: cmd.Args})
-	w.proto = c.proto
+	spec.run(&call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, args: cmd.Args})
+}
+
+// endOfCommand waits for the durability of the pipeline's writes after its
+// last command.
+func (s *Server) endOfCommand(conn redcon.Conn, c *client) {
+	if len(conn.PeekPipeline()) > 0 {
+		return
+	}
+	err := c.wait()
+	c.ctx, c.wait = nil, nil
+	if err != nil {
+		s.log.Error("resp: a write did not become durable; hanging up without the replies", "addr", c.addr, "err", err)
+		redcon.BaseWriter(conn).SetBuffer(nil) // Close would send them
+		conn.Close()
+	}
 }
 
 // MaxPending bounds the bytes a client may send without completing a

@@ -105,7 +105,19 @@ func (e *Engine) SetHooks(h Hooks) { e.hooks.Store(&h) }
 // record changed or the partition locked by another server. Only the last
 // run's writes commit, so anything fn reports outside the Tx must be set
 // by each run, not accumulated across runs.
+//
+// Under partmap.DeferDurability, Invoke returns once the writes are
+// visible and leaves the wait for their durability to the context's
+// owner, who acknowledges nothing before it.
 func (e *Engine) Invoke(ctx context.Context, inv Invocation, fn func(*Tx) error) error {
+	if partmap.Deferring(ctx) {
+		durable, err := e.invoke(ctx, inv, fn, true)
+		if err != nil {
+			return err
+		}
+		partmap.Defer(ctx, durable)
+		return nil
+	}
 	durable, err := e.invoke(ctx, inv, fn, false)
 	if err != nil {
 		return err
