@@ -446,3 +446,34 @@ func manyArgs(name string, args []string) []any {
 	}
 	return out
 }
+
+// EXPIRE and its siblings answer as Redis does; the times are far enough
+// ahead that the two servers' clocks agree on them to the second.
+func TestKeyExpiryMatchesRedis(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		addr, _ := serve(t, nil)
+		pm, rd := client(t, addr, proto), redisClient(t, 4+proto, proto)
+		far := "4102444800" // 2100-01-01, in seconds
+		for i, args := range [][]any{
+			{"ttl", "e@x.io"}, {"pttl", "e@x.io"}, {"expire", "e@x.io", "100"}, {"persist", "e@x.io"},
+			{"hset", "e@x.io", "emailAddress", "e@x.io"},
+			{"ttl", "e@x.io"}, {"expiretime", "e@x.io"}, {"persist", "e@x.io"},
+			{"expire", "e@x.io", "100", "xx"}, {"expire", "e@x.io", "100", "gt"}, {"expire", "e@x.io", "100", "nx"},
+			{"ttl", "e@x.io"}, {"expire", "e@x.io", "50", "nx"}, {"expire", "e@x.io", "50", "gt"}, {"expire", "e@x.io", "200", "gt"},
+			{"ttl", "e@x.io"}, {"expire", "e@x.io", "300", "lt"}, {"expire", "e@x.io", "150", "lt"}, {"ttl", "e@x.io"},
+			{"expire", "e@x.io", "150", "xx", "lt"}, {"expire", "e@x.io", "120", "xx", "lt"}, {"ttl", "e@x.io"},
+			{"expireat", "e@x.io", far}, {"expiretime", "e@x.io"}, {"pexpireat", "e@x.io", far + "000"}, {"pexpiretime", "e@x.io"},
+			{"pexpire", "e@x.io", "100000000"}, {"ttl", "e@x.io"},
+			{"persist", "e@x.io"}, {"ttl", "e@x.io"}, {"persist", "e@x.io"},
+			{"expire", "e@x.io", "10", "nx", "xx"}, {"expire", "e@x.io", "10", "gt", "lt"}, {"expire", "e@x.io", "10", "bogus"},
+			{"expire", "e@x.io", "ten"}, {"expire", "e@x.io"}, {"ttl"},
+			{"expire", "e@x.io", "-1"}, {"exists", "e@x.io"}, {"ttl", "e@x.io"},
+			{"hset", "f@x.io", "emailAddress", "f@x.io"}, {"expireat", "f@x.io", "1"}, {"exists", "f@x.io"},
+			{"hset", "g@x.io", "emailAddress", "g@x.io"}, {"expire", "g@x.io", "0"}, {"exists", "g@x.io"},
+		} {
+			if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(got, want) {
+				t.Errorf("RESP%d step %d %q: partmap %#v, redis %#v", proto, i, args, got, want)
+			}
+		}
+	}
+}

@@ -374,6 +374,9 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 	}
 	for f := range set {
 		if f == partmap.FieldEmail {
+			if cur == nil {
+				res.FieldsAdded++ // named, on a profile it creates
+			}
 			continue // restated, as planExpiry made sure
 		}
 		if _, had := base.Profile[f]; !had {
