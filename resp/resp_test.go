@@ -477,3 +477,91 @@ func TestKeyExpiryMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// scanAll runs a whole SCAN and returns the keys, sorted, and how many
+// calls it took.
+func scanAll(t *testing.T, c *goredis.Client, args ...any) ([]string, int) {
+	t.Helper()
+	var keys []string
+	cursor, calls := "0", 0
+	for {
+		v, err := c.Do(context.Background(), append([]any{"scan", cursor}, args...)...).Slice()
+		if err != nil {
+			t.Fatalf("SCAN %s %v: %v", cursor, args, err)
+		}
+		calls++
+		cursor = v[0].(string)
+		for _, k := range v[1].([]any) {
+			keys = append(keys, k.(string))
+		}
+		if cursor == "0" {
+			slices.Sort(keys)
+			return keys, calls
+		}
+	}
+}
+
+// SCAN finds the keys Redis's SCAN finds, with the same MATCH and TYPE;
+// HSCAN the same fields; HRANDFIELD picks as Redis's does.
+func TestScanMatchesRedis(t *testing.T) {
+	addr, _ := serve(t, nil)
+	pm, rd := client(t, addr, 2), redisClient(t, 9, 2)
+	ctx := context.Background()
+	for i := range 300 {
+		key := fmt.Sprintf("user%d@ex%d.io", i, i%3)
+		for _, c := range []*goredis.Client{pm, rd} {
+			c.HSet(ctx, key, partmap.FieldEmail, key, "n", i, "tier", []string{"gold", "silver"}[i%2])
+		}
+	}
+	for _, args := range [][]any{nil, {"count", "7"}, {"match", "user1*"}, {"match", "*@ex2.io", "count", "1000"},
+		{"match", "user?@*"}, {"match", "user[1-3]0@*"}, {"match", "user[^1]*@ex1.io"}, {"type", "hash"}, {"type", "string"}} {
+		got, calls := scanAll(t, pm, args...)
+		want, _ := scanAll(t, rd, args...)
+		if !slices.Equal(got, want) {
+			t.Errorf("SCAN %v: partmap %d keys, redis %d", args, len(got), len(want))
+		}
+		if slices.Equal(args, []any{"count", "7"}) && calls < 300/7 {
+			t.Errorf("SCAN COUNT 7 took %d calls for 300 keys", calls)
+		}
+	}
+	for _, args := range [][]any{{"scan", "x"}, {"scan", "0", "count", "0"}, {"scan", "0", "count", "x"}, {"scan", "0", "match"},
+		{"scan", "0", "bogus", "1"}, {"hscan", "user1@ex1.io", "x"}, {"hscan", "user1@ex1.io", "0", "type", "hash"},
+		{"hrandfield", "user1@ex1.io", "x"}, {"hrandfield", "user1@ex1.io", "1", "bogus"}, {"hrandfield", "nobody@x.io"},
+		{"hrandfield", "nobody@x.io", "3"}, {"hrandfield", "nobody@x.io", "-3", "withvalues"}} {
+		if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: partmap %#v, redis %#v", args, got, want)
+		}
+	}
+	for _, args := range [][]any{{"hscan", "user1@ex1.io", "0"}, {"hscan", "user1@ex1.io", "0", "match", "t*"}, {"hscan", "nobody@x.io", "0"}} {
+		got, want := do(pm, args...), do(rd, args...)
+		g, w := got.val.([]any), want.val.([]any)
+		if !reflect.DeepEqual(unordered("hgetall", reply{val: g[1]}), unordered("hgetall", reply{val: w[1]})) || g[0] != w[0] {
+			t.Errorf("%q: partmap %#v, redis %#v", args, got, want)
+		}
+	}
+	// HRANDFIELD: distinct fields up to the count, repeats for a negative
+	// one, pairs with WITHVALUES (RESP3: one array per pair).
+	fields := []string{partmap.FieldEmail, "n", "tier"}
+	if v, err := pm.HRandField(ctx, "user1@ex1.io", 5).Result(); err != nil || len(v) != 3 || !slices.Equal(sorted(v), fields) {
+		t.Errorf("HRANDFIELD 5: %v %v", v, err)
+	}
+	if v, err := pm.Do(ctx, "hrandfield", "user1@ex1.io", "-7").StringSlice(); err != nil || len(v) != 7 {
+		t.Errorf("HRANDFIELD -7: %v %v", v, err)
+	}
+	if v, err := pm.Do(ctx, "hrandfield", "user1@ex1.io").Text(); err != nil || !slices.Contains(fields, v) {
+		t.Errorf("HRANDFIELD: %v %v", v, err)
+	}
+	r3 := client(t, addr, 3)
+	v, err := r3.Do(ctx, "hrandfield", "user1@ex1.io", "2", "withvalues").Slice()
+	if err != nil || len(v) != 2 {
+		t.Fatalf("HRANDFIELD 2 WITHVALUES over RESP3: %v %v", v, err)
+	}
+	for _, pair := range v {
+		p, ok := pair.([]any)
+		if !ok || len(p) != 2 {
+			t.Fatalf("HRANDFIELD WITHVALUES over RESP3: %#v, want [field value] pairs", v)
+		}
+	}
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }

@@ -45,7 +45,8 @@ type Server struct {
 	log          *slog.Logger
 	writeTimeout time.Duration
 
-	nextID atomic.Int64
+	nextID  atomic.Int64
+	cursors scanCursors // SCAN's
 
 	mu      sync.Mutex
 	clients map[redcon.Conn]*client

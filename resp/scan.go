@@ -1,0 +1,305 @@
+package resp
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	"github.com/partmap/partmap"
+)
+
+// SCAN, HSCAN and HRANDFIELD.
+
+func init() {
+	key := [3]int{1, 1, 1}
+	commands["scan"] = spec{arity: -2, flags: []string{"readonly"}, run: cmdScan}
+	commands["hscan"] = spec{arity: -3, flags: []string{"readonly"}, keys: key, run: cmdHScan}
+	commands["hrandfield"] = spec{arity: -2, flags: []string{"readonly"}, keys: key, run: cmdHRandField}
+}
+
+// scanCursors maps the numbers SCAN hands out, as Redis clients expect a
+// cursor to be, to the directory's own cursors, which hold a partition and
+// an email. The newest maxScanCursors are kept; an older one is refused,
+// and the client starts again from 0.
+type scanCursors struct {
+	mu    sync.Mutex
+	byID  map[uint64]string
+	order []uint64
+}
+
+const maxScanCursors = 100_000
+
+func (sc *scanCursors) put(cursor string) uint64 {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.byID == nil {
+		sc.byID = map[uint64]string{}
+	}
+	id := rand.Uint64() | 1 // never 0, which starts and ends a scan
+	for sc.byID[id] != "" {
+		id = rand.Uint64() | 1
+	}
+	sc.byID[id] = cursor
+	sc.order = append(sc.order, id)
+	if len(sc.order) > maxScanCursors {
+		delete(sc.byID, sc.order[0])
+		sc.order = sc.order[1:]
+	}
+	return id
+}
+
+func (sc *scanCursors) get(id uint64) (string, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	c, ok := sc.byID[id]
+	return c, ok
+}
+
+// scanOptions reads MATCH, COUNT and, where typed, TYPE.
+func (k *call) scanOptions(from int, typed bool) (match string, count int, kind string, ok bool) {
+	count = 10
+	for i := from; i < len(k.args); i += 2 {
+		opt := lower(k.args[i])
+		if i+1 >= len(k.args) || !(opt == "match" || opt == "count" || (typed && opt == "type")) {
+			k.w.WriteError(errSyntax)
+			return "", 0, "", false
+		}
+		v := k.arg(i + 1)
+		switch opt {
+		case "match":
+			match = v
+		case "count":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				k.w.WriteError(errNotInteger)
+				return "", 0, "", false
+			}
+			if n < 1 {
+				k.w.WriteError(errSyntax)
+				return "", 0, "", false
+			}
+			count = n
+		case "type":
+			kind = lower(k.args[i+1])
+		}
+	}
+	return match, count, kind, true
+}
+
+// cmdScan pages through every profile's key: a profile that exists for
+// the whole of a scan is returned exactly once, across resizes too, as
+// the directory's listing guarantees. COUNT is the page's size (at most
+// the directory's largest page); MATCH filters each page.
+func cmdScan(k *call) {
+	id, err := strconv.ParseUint(k.arg(1), 10, 64)
+	if err != nil {
+		k.w.WriteError("ERR invalid cursor")
+		return
+	}
+	match, count, kind, ok := k.scanOptions(2, true)
+	if !ok {
+		return
+	}
+	opts := partmap.ListOptions{Limit: min(count, partmap.MaxPageLimit)}
+	if id != 0 {
+		if opts.Cursor, ok = k.s.cursors.get(id); !ok {
+			k.w.WriteError("ERR invalid cursor: it is not one this server handed out, or too old; start again from 0")
+			return
+		}
+	}
+	var keys []string
+	next := "0"
+	if kind == "" || kind == "hash" { // every key is a profile's hash
+		page, err := k.s.store.ListProfiles(k.ctx, opts)
+		if err != nil {
+			k.w.WriteError(storeError(err))
+			return
+		}
+		for _, r := range page.Profiles {
+			if e := r.Profile.Email(); match == "" || globMatch(match, e) {
+				keys = append(keys, e)
+			}
+		}
+		if page.NextCursor != "" {
+			next = strconv.FormatUint(k.s.cursors.put(page.NextCursor), 10)
+		}
+	}
+	k.w.WriteArray(2)
+	k.w.WriteBulkString(next)
+	k.w.strings(keys)
+}
+
+// cmdHScan returns a profile's fields in one go, cursor 0, as Redis does
+// for a small hash: a profile holds at most a few hundred fields.
+func cmdHScan(k *call) {
+	if _, err := strconv.ParseUint(k.arg(2), 10, 64); err != nil {
+		k.w.WriteError("ERR invalid cursor")
+		return
+	}
+	match, _, _, ok := k.scanOptions(3, false)
+	if !ok {
+		return
+	}
+	rec, ok := k.find(1)
+	if !ok {
+		return
+	}
+	var out []string
+	if rec != nil {
+		for _, f := range sortedFields(rec.Profile) {
+			if match == "" || globMatch(match, f) {
+				out = append(out, f, rec.Profile[f])
+			}
+		}
+	}
+	k.w.WriteArray(2)
+	k.w.WriteBulkString("0")
+	k.w.strings(out)
+}
+
+// cmdHRandField answers one random field, or count distinct ones (a
+// negative count: that many, repeats allowed), with their values after
+// WITHVALUES, as Redis does.
+func cmdHRandField(k *call) {
+	if len(k.args) > 4 || (len(k.args) == 4 && lower(k.args[3]) != "withvalues") {
+		k.w.WriteError(errSyntax)
+		return
+	}
+	var count int64
+	if len(k.args) >= 3 {
+		n, err := strconv.ParseInt(k.arg(2), 10, 64)
+		if err != nil {
+			k.w.WriteError(errNotInteger)
+			return
+		}
+		if n < -(1<<62) || n > 1<<62 {
+			k.w.WriteError("ERR value is out of range")
+			return
+		}
+		count = n
+	}
+	withValues := len(k.args) == 4
+	rec, ok := k.find(1)
+	if !ok {
+		return
+	}
+	var names []string
+	if rec != nil {
+		names = sortedFields(rec.Profile)
+	}
+	if len(k.args) == 2 {
+		if len(names) == 0 {
+			k.w.null()
+			return
+		}
+		k.w.WriteBulkString(names[rand.IntN(len(names))])
+		return
+	}
+	var picked []string
+	switch {
+	case count >= 0:
+		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+		picked = names[:min(int(count), len(names))]
+	case len(names) > 0:
+		if -count > int64(MaxPending) { // each reply element takes bytes of its own
+			k.w.WriteError("ERR value is out of range")
+			return
+		}
+		for range -count {
+			picked = append(picked, names[rand.IntN(len(names))])
+		}
+	}
+	if !withValues {
+		k.w.strings(picked)
+		return
+	}
+	if k.w.proto == 3 {
+		k.w.WriteArray(len(picked))
+		for _, f := range picked {
+			k.w.WriteArray(2)
+			k.w.WriteBulkString(f)
+			k.w.WriteBulkString(rec.Profile[f])
+		}
+		return
+	}
+	k.w.WriteArray(2 * len(picked))
+	for _, f := range picked {
+		k.w.WriteBulkString(f)
+		k.w.WriteBulkString(rec.Profile[f])
+	}
+}
+
+// globMatch is Redis's glob (stringmatchlen): * any run, ? any byte,
+// [abc], [^abc] and [a-z] sets, and \ to quote the next byte. It
+// backtracks only to the last *, so a pattern of many stars costs
+// O(len(pattern)·len(s)), not exponential time.
+func globMatch(pattern, s string) bool {
+	p, i := 0, 0
+	star, mark := -1, 0 // the last * seen, and where s stood then
+	for i < len(s) {
+		if p < len(pattern) && pattern[p] == '*' {
+			star, mark = p, i
+			p++
+			continue
+		}
+		if p < len(pattern) {
+			if n, ok := matchOne(pattern[p:], s[i]); ok {
+				p += n
+				i++
+				continue
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		mark++
+		p, i = star+1, mark
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// matchOne matches c against the token at the start of pattern, which is
+// not a *, and says how long the token is.
+func matchOne(pattern string, c byte) (int, bool) {
+	switch pattern[0] {
+	case '?':
+		return 1, true
+	case '\\':
+		if len(pattern) >= 2 {
+			return 2, pattern[1] == c
+		}
+		return 1, c == '\\'
+	case '[':
+		p := 1
+		not := p < len(pattern) && pattern[p] == '^'
+		if not {
+			p++
+		}
+		matched := false
+		for p < len(pattern) && pattern[p] != ']' {
+			switch {
+			case pattern[p] == '\\' && p+1 < len(pattern):
+				matched = matched || pattern[p+1] == c
+				p += 2
+			case p+2 < len(pattern) && pattern[p+1] == '-':
+				lo, hi := pattern[p], pattern[p+2]
+				if lo > hi {
+					lo, hi = hi, lo
+				}
+				matched = matched || (lo <= c && c <= hi)
+				p += 3
+			default:
+				matched = matched || pattern[p] == c
+				p++
+			}
+		}
+		if p < len(pattern) {
+			p++ // the ]
+		}
+		return p, matched != not
+	}
+	return 1, pattern[0] == c
+}
