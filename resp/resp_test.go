@@ -565,3 +565,63 @@ func TestScanMatchesRedis(t *testing.T) {
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// PARTMAP.SEARCH pages through the same profiles as the store's search.
+func TestSearch(t *testing.T) {
+	addr, store := serve(t, nil)
+	c := client(t, addr, 2)
+	ctx := context.Background()
+	for i := range 120 {
+		c.HSet(ctx, fmt.Sprintf("s%d@x.io", i), partmap.FieldCompanyName, []string{"Acme", "Initech"}[i%2], partmap.FieldCustomerTier, []string{"gold", "silver", "bronze"}[i%3])
+	}
+	search := func(args ...any) []string {
+		var keys []string
+		cursor := "0"
+		for {
+			v, err := c.Do(ctx, append([]any{"partmap.search", cursor}, args...)...).Slice()
+			if err != nil {
+				t.Fatalf("PARTMAP.SEARCH %v: %v", args, err)
+			}
+			cursor = v[0].(string)
+			for _, k := range v[1].([]any) {
+				keys = append(keys, k.(string))
+			}
+			if cursor == "0" {
+				return keys
+			}
+		}
+	}
+	for _, where := range [][]partmap.Match{
+		{{Field: partmap.FieldCompanyName, Value: "Acme"}},
+		{{Field: partmap.FieldCompanyName, Value: "Initech"}, {Field: partmap.FieldCustomerTier, Value: "gold"}},
+		{{Field: partmap.FieldCustomerTier, Value: "none"}},
+	} {
+		var want []string
+		opts := partmap.ListOptions{Where: where}
+		for {
+			page, err := store.ListProfiles(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Profiles {
+				want = append(want, r.Profile.Email())
+			}
+			if opts.Cursor = page.NextCursor; opts.Cursor == "" {
+				break
+			}
+		}
+		var args []any
+		for _, m := range where {
+			args = append(args, m.Field, m.Value)
+		}
+		if got := search(append(args, "count", "7")...); !slices.Equal(got, want) {
+			t.Errorf("PARTMAP.SEARCH %v: %d keys, the store's search %d", args, len(got), len(want))
+		}
+	}
+	if err := c.Do(ctx, "partmap.search", "0", "fullName", "x").Err(); err == nil || !strings.Contains(err.Error(), "fullName") {
+		t.Errorf("a search of a field without an index: %v", err)
+	}
+	if err := c.Do(ctx, "partmap.search", "0", "companyName", "Acme", "customerTier").Err(); err == nil || err.Error() != "ERR syntax error" {
+		t.Errorf("a field without a value: %v", err)
+	}
+}

@@ -303,3 +303,63 @@ func matchOne(pattern string, c byte) (int, bool) {
 	}
 	return 1, pattern[0] == c
 }
+
+func init() {
+	commands["partmap.search"] = spec{arity: -4, flags: []string{"readonly"}, run: cmdSearch}
+}
+
+// cmdSearch is partmap's own command, the HTTP API's search:
+//
+//	PARTMAP.SEARCH cursor field value [field value ...] [COUNT n]
+//
+// pages, as SCAN does, through the profiles whose fields hold exactly
+// every value given (AND, on indexed fields), and answers the next cursor
+// and the keys of the page.
+func cmdSearch(k *call) {
+	id, err := strconv.ParseUint(k.arg(1), 10, 64)
+	if err != nil {
+		k.w.WriteError("ERR invalid cursor")
+		return
+	}
+	args := k.args[2:]
+	count := 10
+	if n := len(args); n >= 2 && lower(args[n-2]) == "count" && n%2 == 0 {
+		c, err := strconv.Atoi(string(args[n-1]))
+		if err != nil || c < 1 {
+			k.w.WriteError(errNotInteger)
+			return
+		}
+		count, args = c, args[:n-2]
+	}
+	if len(args) == 0 || len(args)%2 != 0 {
+		k.w.WriteError(errSyntax)
+		return
+	}
+	opts := partmap.ListOptions{Limit: min(count, partmap.MaxPageLimit)}
+	for i := 0; i < len(args); i += 2 {
+		opts.Where = append(opts.Where, partmap.Match{Field: string(args[i]), Value: string(args[i+1])})
+	}
+	if id != 0 {
+		var ok bool
+		if opts.Cursor, ok = k.s.cursors.get(id); !ok {
+			k.w.WriteError("ERR invalid cursor: it is not one this server handed out, or too old; start again from 0")
+			return
+		}
+	}
+	page, err := k.s.store.ListProfiles(k.ctx, opts)
+	if err != nil {
+		k.w.WriteError(storeError(err))
+		return
+	}
+	next := "0"
+	if page.NextCursor != "" {
+		next = strconv.FormatUint(k.s.cursors.put(page.NextCursor), 10)
+	}
+	keys := make([]string, len(page.Profiles))
+	for i, r := range page.Profiles {
+		keys[i] = r.Profile.Email()
+	}
+	k.w.WriteArray(2)
+	k.w.WriteBulkString(next)
+	k.w.strings(keys)
+}
