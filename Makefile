@@ -10,7 +10,8 @@ GO ?= go
 # 1.27). `make fuzz FUZZTIME=60s` still runs every target for a duration.
 FUZZ_TARGETS = .:FuzzCanonicalEmail:500000x .:FuzzProfileValueUTF8:100000x \
 	.:FuzzParseProfileJSON:400000x .:FuzzFlatObjectSyntax:300000x ./internal/directory:FuzzDecodeCursor:1000000x \
-	.:FuzzAddFloat:100000x ./internal/record:FuzzDecode:300000x ./internal/record:FuzzDecodeEvent:300000x
+	.:FuzzAddFloat:100000x ./internal/record:FuzzDecode:300000x ./internal/record:FuzzDecodeEvent:300000x \
+	./resp:FuzzCommands:60000x
 FUZZTIME ?=
 
 .PHONY: test run build lint fuzz deps console-screenshot
