@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/testcert"
 )
 
 // partmap serve --resp-addr: redis-cli (interactive commands, and --pipe
@@ -186,4 +190,40 @@ func TestRESPCrash(t *testing.T) {
 		t.Fatal("no increment was acknowledged: the kills tested nothing")
 	}
 	t.Logf("%d acknowledged increments checked after the kills", total)
+}
+
+// With --tls-cert, the Redis protocol is served over TLS too; with an auth
+// file, AUTH takes a token.
+func TestServeRESPOverTLSWithTokens(t *testing.T) {
+	cert, key, pool := testcert.Write(t)
+	tok, line, err := pmhttp.NewToken("ops", pmhttp.ScopeWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(auth, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	serveInProcess(t, "--tls-cert", cert, "--tls-key", key, "--auth-file", auth, "--resp-addr", addr)
+	ctx := context.Background()
+	plain := goredis.NewClient(&goredis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1})
+	defer plain.Close()
+	if err := plain.Ping(ctx).Err(); err == nil {
+		t.Fatal("a client without TLS was answered")
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: tok, DisableIdentity: true, TLSConfig: &tls.Config{RootCAs: pool}})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING over TLS with a token: %v", err)
+	}
+	// The directory is not started yet: the store says so.
+	if err := c.HSet(ctx, "a@x.io", "f", "v").Err(); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Fatalf("HSET before start: %v", err)
+	}
+	bad := goredis.NewClient(&goredis.Options{Addr: addr, Password: "wrong", DisableIdentity: true, TLSConfig: &tls.Config{RootCAs: pool}})
+	defer bad.Close()
+	if err := bad.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("a wrong token: %v", err)
+	}
 }
