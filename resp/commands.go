@@ -15,12 +15,13 @@ import (
 
 // call is one command being run.
 type call struct {
-	s    *Server
-	c    *client
-	w    *writer
-	conn redcon.Conn
-	ctx  context.Context
-	args [][]byte
+	s     *Server
+	c     *client
+	w     *writer
+	conn  redcon.Conn
+	ctx   context.Context
+	store partmap.Store // the server's, or a transaction's copy (multi.go)
+	args  [][]byte
 }
 
 func (k *call) arg(i int) string { return string(k.args[i]) }
@@ -43,6 +44,7 @@ type spec struct {
 	beforeAuth bool // allowed before AUTH
 	flags      []string
 	keys       [3]int // first key, last key, step (COMMAND INFO)
+	queued     bool   // MULTI may queue it (multi.go)
 	run        func(k *call)
 }
 
@@ -110,7 +112,7 @@ func (k *call) find(i int) (rec *partmap.Record, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	r, err := k.s.store.FindProfile(k.ctx, email)
+	r, err := k.store.FindProfile(k.ctx, email)
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		return nil, true
@@ -357,7 +359,7 @@ func cmdInfo(k *call) {
 	}
 	if all || sections["keyspace"] {
 		b.WriteString("# Keyspace\r\n")
-		if st, err := k.s.store.ListPartitions(k.ctx); err == nil && st.TotalProfiles > 0 {
+		if st, err := k.store.ListPartitions(k.ctx); err == nil && st.TotalProfiles > 0 {
 			fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", st.TotalProfiles)
 		}
 		b.WriteString("\r\n")
@@ -366,7 +368,7 @@ func cmdInfo(k *call) {
 }
 
 func cmdDBSize(k *call) {
-	st, err := k.s.store.ListPartitions(k.ctx)
+	st, err := k.store.ListPartitions(k.ctx)
 	if err != nil {
 		k.w.WriteError(storeError(err))
 		return
@@ -399,7 +401,7 @@ func cmdHSet(k *call) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetFields, Email: email, Set: set})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetFields, Email: email, Set: set})
 	if err != nil {
 		k.w.WriteError(storeError(err))
 		return
@@ -416,7 +418,7 @@ func cmdHSetNX(k *call) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: k.arg(2), Value: k.arg(3)})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: k.arg(2), Value: k.arg(3)})
 	if err != nil {
 		k.w.WriteError(storeError(err))
 		return
@@ -436,7 +438,7 @@ func cmdHGet(k *call) {
 	if !ok {
 		return
 	}
-	proj, err := k.s.store.ProjectProfile(k.ctx, email, []string{k.arg(2)})
+	proj, err := k.store.ProjectProfile(k.ctx, email, []string{k.arg(2)})
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		k.w.null()
@@ -458,7 +460,7 @@ func cmdHMGet(k *call) {
 	}
 	// A projection names each field once; HMGET may repeat them.
 	distinct := slices.Compact(slices.Sorted(slices.Values(fields)))
-	proj, err := k.s.store.ProjectProfile(k.ctx, email, distinct)
+	proj, err := k.store.ProjectProfile(k.ctx, email, distinct)
 	if err != nil && partmap.ErrorCode(err) != partmap.ENOTFOUND {
 		k.w.WriteError(storeError(err))
 		return
@@ -572,7 +574,7 @@ func cmdHDel(k *call) {
 		}
 		patch[string(f)] = nil
 	}
-	res, err := k.s.store.PatchProfile(k.ctx, email, patch, partmap.Condition{})
+	res, err := k.store.PatchProfile(k.ctx, email, patch, partmap.Condition{})
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		k.w.WriteInt(0)
@@ -599,9 +601,9 @@ func cmdHIncrBy(k *call) {
 	}
 	field := k.arg(2)
 	for {
-		inc, err := k.s.store.IncrementField(k.ctx, email, field, by, partmap.Condition{})
+		inc, err := k.store.IncrementField(k.ctx, email, field, by, partmap.Condition{})
 		if partmap.ErrorCode(err) == partmap.ENOTFOUND {
-			res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: field, Value: strconv.FormatInt(by, 10)})
+			res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: field, Value: strconv.FormatInt(by, 10)})
 			if err != nil {
 				k.w.WriteError(storeError(err))
 				return
@@ -635,14 +637,14 @@ func cmdHIncrByFloat(k *call) {
 		return
 	}
 	for {
-		res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: by})
+		res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: by})
 		if partmap.ErrorCode(err) == partmap.ENOTFOUND {
 			v, err := partmap.AddFloat(field, "", false, by)
 			if err != nil {
 				k.w.WriteError(floatError(err))
 				return
 			}
-			set, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: field, Value: v})
+			set, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: field, Value: v})
 			if err != nil {
 				k.w.WriteError(storeError(err))
 				return
@@ -679,7 +681,7 @@ func cmdDel(k *call) {
 		if !ok {
 			return
 		}
-		err := k.s.store.DeleteProfile(k.ctx, email, partmap.Condition{})
+		err := k.store.DeleteProfile(k.ctx, email, partmap.Condition{})
 		switch {
 		case err == nil:
 			n++
@@ -700,7 +702,7 @@ func cmdExists(k *call) {
 		}
 		emails = append(emails, email)
 	}
-	recs, err := k.s.store.FindProfiles(k.ctx, emails)
+	recs, err := k.store.FindProfiles(k.ctx, emails)
 	if err != nil {
 		k.w.WriteError(storeError(err))
 		return

@@ -101,14 +101,14 @@ func cmdExpire(k *call, seconds, relative bool) {
 	if cond == "XXLT" {
 		// XX LT: only a profile that has a deadline, and only sooner; in
 		// two steps, as partmap's conditions have no XX LT of their own.
-		ttl, err := k.s.store.Deadlines(k.ctx, email, nil)
+		ttl, err := k.store.Deadlines(k.ctx, email, nil)
 		if partmap.ErrorCode(err) == partmap.ENOTFOUND || (err == nil && ttl.Profile == partmap.ExpiryNone) {
 			k.w.WriteInt(0)
 			return
 		}
 		cond = partmap.ExpireIfSooner
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpExpire, Email: email, When: when, ExpireCond: cond})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpExpire, Email: email, When: when, ExpireCond: cond})
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		k.w.WriteInt(0)
@@ -131,7 +131,7 @@ func cmdTTL(k *call, seconds, absolute bool) {
 	if !ok {
 		return
 	}
-	ttl, err := k.s.store.Deadlines(k.ctx, email, nil)
+	ttl, err := k.store.Deadlines(k.ctx, email, nil)
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		k.w.WriteInt(-2)
@@ -162,7 +162,7 @@ func cmdPersist(k *call) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpPersist, Email: email})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpPersist, Email: email})
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		k.w.WriteInt(0)

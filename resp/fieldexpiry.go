@@ -111,7 +111,7 @@ func cmdHExpire(k *call, seconds, relative bool) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpExpire, Email: email, Fields: fields, When: when, ExpireCond: cond})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpExpire, Email: email, Fields: fields, When: when, ExpireCond: cond})
 	k.codes(fields, res, err)
 }
 
@@ -124,7 +124,7 @@ func cmdHTTL(k *call, seconds, absolute bool) {
 	if !ok {
 		return
 	}
-	ttl, err := k.s.store.Deadlines(k.ctx, email, fields)
+	ttl, err := k.store.Deadlines(k.ctx, email, fields)
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		ttl.Deadlines = nil
@@ -161,7 +161,7 @@ func cmdHPersist(k *call) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpPersist, Email: email, Fields: fields})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpPersist, Email: email, Fields: fields})
 	k.codes(fields, res, err)
 }
 
@@ -194,7 +194,7 @@ func cmdHGetDel(k *call) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpGetDelete, Email: email, Fields: fields})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpGetDelete, Email: email, Fields: fields})
 	k.values(fields, res, err)
 }
 
@@ -241,7 +241,7 @@ func cmdHGetEx(k *call) {
 	if !ok {
 		return
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpGetExpire, Email: email, Fields: fields, Expiry: x})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpGetExpire, Email: email, Fields: fields, Expiry: x})
 	k.values(fields, res, err)
 }
 
@@ -270,7 +270,7 @@ func cmdHSetEx(k *call) {
 		v := pairs[i+1]
 		set[pairs[i]] = &v
 	}
-	res, err := k.s.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetFields, Email: email, Set: set, FieldSet: cond, Expiry: x})
+	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetFields, Email: email, Set: set, FieldSet: cond, Expiry: x})
 	if err != nil {
 		k.w.WriteError(storeError(err))
 		return

@@ -36,6 +36,15 @@ func (w *writer) null() {
 
 func (w *writer) ok() { w.WriteString("OK") }
 
+// nullArray is EXEC's reply when a watched key changed.
+func (w *writer) nullArray() {
+	if w.proto == 3 {
+		w.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	w.WriteRaw([]byte("*-1\r\n"))
+}
+
 // bulkOrNull writes v, or a null for a missing value.
 func (w *writer) bulkOrNull(v *string) {
 	if v == nil {

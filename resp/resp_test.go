@@ -9,7 +9,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -624,4 +626,109 @@ func TestSearch(t *testing.T) {
 	if err := c.Do(ctx, "partmap.search", "0", "companyName", "Acme", "customerTier").Err(); err == nil || err.Error() != "ERR syntax error" {
 		t.Errorf("a field without a value: %v", err)
 	}
+}
+
+// MULTI and EXEC, and their errors, answer as Redis's do; the queued
+// commands apply all or none.
+func TestMultiMatchesRedis(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		addr, _ := serve(t, nil)
+		pm, rd := client(t, addr, proto), redisClient(t, 6+proto, proto)
+		// One connection each: a transaction is the connection's.
+		pm.Options().PoolSize, rd.Options().PoolSize = 1, 1
+		steps := [][]any{
+			{"exec"}, {"discard"},
+			{"hset", "m@x.io", "emailAddress", "m@x.io", "n", "1"},
+			{"multi"}, {"multi"}, {"hincrby", "m@x.io", "n", "2"}, {"hget", "m@x.io", "n"}, {"hset", "m2@x.io", "emailAddress", "m2@x.io", "a", "b"},
+			{"hgetall", "m2@x.io"}, {"del", "m@x.io"}, {"exists", "m@x.io", "m2@x.io"}, {"exec"},
+			{"exists", "m@x.io"}, {"hgetall", "m2@x.io"},
+			// An error inside a command fails that command only.
+			{"multi"}, {"hset", "m2@x.io", "c", "d"}, {"hincrby", "m2@x.io", "a", "1"}, {"hlen", "m2@x.io"}, {"exec"},
+			// A refused command dooms the transaction.
+			{"multi"}, {"hset", "m2@x.io", "e", "f"}, {"nosuch"}, {"exec"}, {"hexists", "m2@x.io", "e"},
+			{"multi"}, {"hset", "m2@x.io"}, {"exec"},
+			{"multi"}, {"hset", "m2@x.io", "g", "h"}, {"discard"}, {"hexists", "m2@x.io", "g"},
+			{"multi"}, {"watch", "m2@x.io"}, {"discard"},
+			{"watch", "m2@x.io", "m3@x.io"}, {"multi"}, {"hset", "m2@x.io", "w", "1"}, {"exec"}, {"unwatch"},
+		}
+		for i, args := range steps {
+			norm := execUnordered
+			if args[0] == "hgetall" {
+				norm = func(r reply) reply { return unordered("hgetall", r) }
+			}
+			if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(norm(got), norm(want)) {
+				t.Errorf("RESP%d step %d %q: partmap %#v, redis %#v", proto, i, args, got, want)
+			}
+		}
+	}
+}
+
+// A WATCHed key changed by another client makes EXEC answer null and
+// write nothing; concurrent transactions of HINCRBY lose no increment.
+func TestWatchAndConcurrentExec(t *testing.T) {
+	addr, store := serve(t, nil)
+	ctx := context.Background()
+	a, b := client(t, addr, 2), client(t, addr, 2)
+	a.Options().PoolSize, b.Options().PoolSize = 1, 1
+	if err := a.HSet(ctx, "w@x.io", "n", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	do(a, "watch", "w@x.io")
+	if err := b.HSet(ctx, "w@x.io", "n", "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	do(a, "multi")
+	do(a, "hset", "w@x.io", "n", "3")
+	if r := do(a, "exec"); r.val != nil || r.err != "" {
+		t.Fatalf("EXEC after a watched key changed: %#v, want null", r)
+	}
+	if v, _ := a.HGet(ctx, "w@x.io", "n").Result(); v != "2" {
+		t.Fatalf("after the aborted EXEC: n = %q", v)
+	}
+	// Transactions that increment two counters, from many clients at once:
+	// each applies whole, and none is lost.
+	const workers, each = 8, 25
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			c := client(t, addr, 2)
+			c.Options().PoolSize = 1
+			for range each {
+				_, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+					p.HIncrBy(ctx, "t1@x.io", "n", 1)
+					p.HIncrBy(ctx, "t2@x.io", "n", -1)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r1, err1 := store.FindProfile(ctx, "t1@x.io")
+	r2, err2 := store.FindProfile(ctx, "t2@x.io")
+	if err1 != nil || err2 != nil || r1.Profile["n"] != strconv.Itoa(workers*each) || r2.Profile["n"] != strconv.Itoa(-workers*each) {
+		t.Fatalf("after %d transactions: %v %v, %v %v", workers*each, r1.Profile, err1, r2.Profile, err2)
+	}
+}
+
+// execUnordered sorts the HGETALL replies among EXEC's (arrays and maps),
+// whose field order partmap and Redis do not share.
+func execUnordered(r reply) reply {
+	vs, ok := r.val.([]any)
+	if !ok {
+		return r
+	}
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		switch v := v.(type) {
+		case []any:
+			out[i] = unordered("hgetall", reply{val: v}).val
+		default:
+			out[i] = v
+		}
+	}
+	return reply{val: out, err: r.err}
 }

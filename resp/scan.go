@@ -110,7 +110,7 @@ func cmdScan(k *call) {
 	var keys []string
 	next := "0"
 	if kind == "" || kind == "hash" { // every key is a profile's hash
-		page, err := k.s.store.ListProfiles(k.ctx, opts)
+		page, err := k.store.ListProfiles(k.ctx, opts)
 		if err != nil {
 			k.w.WriteError(storeError(err))
 			return
@@ -346,7 +346,7 @@ func cmdSearch(k *call) {
 			return
 		}
 	}
-	page, err := k.s.store.ListProfiles(k.ctx, opts)
+	page, err := k.store.ListProfiles(k.ctx, opts)
 	if err != nil {
 		k.w.WriteError(storeError(err))
 		return

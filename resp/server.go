@@ -103,7 +103,9 @@ func (s *Server) Close() error {
 		}
 	}
 	for _, c := range conns {
-		c.Close()
+		// The socket, not redcon's Close, which flushes the connection's
+		// writer under its own goroutine's feet.
+		c.NetConn().Close()
 	}
 	return errors.Join(errs...)
 }
@@ -152,6 +154,8 @@ type client struct {
 	// ctx defers the durability of the current pipeline's writes to wait.
 	ctx  context.Context
 	wait func() error
+
+	tx transaction // MULTI and WATCH (multi.go)
 }
 
 // handle runs one command and writes its reply.
@@ -173,24 +177,36 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	defer s.endOfCommand(conn, c)
 	w := &writer{Conn: conn, proto: c.proto}
 	name := lower(cmd.Args[0])
+	inMulti := c.tx.queue != nil
+	refuse := func(msg string) {
+		c.tx.failed = c.tx.failed || inMulti
+		w.WriteError(msg)
+	}
 	spec, ok := commands[name]
-	if !ok {
-		w.WriteError(unknownCommand(cmd.Args))
+	switch {
+	case !ok:
+		refuse(unknownCommand(cmd.Args))
+		return
+	case !c.authed && !spec.beforeAuth:
+		refuse("NOAUTH Authentication required.")
+		return
+	case !spec.arity.ok(len(cmd.Args)):
+		refuse("ERR wrong number of arguments for '" + name + "' command")
+		return
+	case spec.write && c.scope < pmhttp.ScopeWrite:
+		refuse("NOPERM this user has no permissions to run the '" + name + "' command")
 		return
 	}
-	if !c.authed && !spec.beforeAuth {
-		w.WriteError("NOAUTH Authentication required.")
-		return
+	k := &call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store, args: cmd.Args}
+	switch name {
+	case "exec", "discard", "multi", "watch", "quit":
+	default:
+		if inMulti {
+			k.enqueue(spec)
+			return
+		}
 	}
-	if !spec.arity.ok(len(cmd.Args)) {
-		w.WriteError("ERR wrong number of arguments for '" + name + "' command")
-		return
-	}
-	if spec.write && c.scope < pmhttp.ScopeWrite {
-		w.WriteError("NOPERM this user has no permissions to run the '" + name + "' command")
-		return
-	}
-	spec.run(&call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, args: cmd.Args})
+	spec.run(k)
 }
 
 // endOfCommand waits for the durability of the pipeline's writes after its
