@@ -732,3 +732,40 @@ func execUnordered(r reply) reply {
 	}
 	return reply{val: out, err: r.err}
 }
+
+// A client that sends a command a byte at a time (a slowloris) is hung up
+// on once the command has taken CommandTimeout; an idle one is not.
+func TestSlowloris(t *testing.T) {
+	addr, _ := serve(t, &resp.Options{CommandTimeout: 300 * time.Millisecond})
+	// No retries: a hung-up idle connection must fail the PING below.
+	idle := goredis.NewClient(&goredis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
+	defer idle.Close()
+	ctx := context.Background()
+	if err := idle.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	began := time.Now()
+	msg := []byte("*1\r\n$4\r\nPING\r\n")
+	hungUp := false
+	for i := 0; i < len(msg)-1 && !hungUp; i++ { // never the last byte
+		if _, err := c.Write(msg[i : i+1]); err != nil {
+			hungUp = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c.Read(make([]byte, 16)); err == nil {
+		t.Fatalf("the slow client read %d bytes", n)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the slow client was not hung up on after %v", time.Since(began))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := idle.Ping(ctx).Err(); err != nil {
+		t.Fatalf("an idle client after %v: %v", time.Since(began), err)
+	}
+}

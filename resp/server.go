@@ -36,6 +36,11 @@ type Options struct {
 	// WriteTimeout is how long a reply may wait for a client that does not
 	// read it before the client is hung up on; 0 means 10 s.
 	WriteTimeout time.Duration
+	// CommandTimeout is how long a client may take to finish sending a
+	// command it has begun (a slowloris) before it is hung up on; 0 means
+	// 30 s. An idle client, between commands, may stay as long as it likes,
+	// as Redis's default timeout of 0 lets it.
+	CommandTimeout time.Duration
 }
 
 // Server answers Redis clients from a partmap.Store.
@@ -44,6 +49,7 @@ type Server struct {
 	tokens       *pmhttp.Tokens
 	log          *slog.Logger
 	writeTimeout time.Duration
+	cmdTimeout   time.Duration
 
 	nextID  atomic.Int64
 	cursors scanCursors // SCAN's
@@ -56,7 +62,7 @@ type Server struct {
 
 // New returns a server of store.
 func New(store partmap.Store, opts *Options) *Server {
-	s := &Server{store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second}
+	s := &Server{store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
 	if opts != nil {
 		s.tokens = opts.Tokens
 		if opts.Log != nil {
@@ -64,6 +70,9 @@ func New(store partmap.Store, opts *Options) *Server {
 		}
 		if opts.WriteTimeout > 0 {
 			s.writeTimeout = opts.WriteTimeout
+		}
+		if opts.CommandTimeout > 0 {
+			s.cmdTimeout = opts.CommandTimeout
 		}
 	}
 	return s
@@ -80,7 +89,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
-	err := redcon.Serve(limitListener{ln, s.writeTimeout}, s.handle, s.accept, s.hangUp)
+	err := redcon.Serve(limitListener{ln, s.writeTimeout, s.cmdTimeout}, s.handle, s.accept, s.hangUp)
 	if err == nil {
 		err = net.ErrClosed
 	}
@@ -237,7 +246,7 @@ const MaxPending = 8 << 20
 // ever).
 type limitListener struct {
 	net.Listener
-	writeTimeout time.Duration
+	writeTimeout, cmdTimeout time.Duration
 }
 
 func (l limitListener) Accept() (net.Conn, error) {
@@ -245,13 +254,14 @@ func (l limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &limitConn{Conn: c, writeTimeout: l.writeTimeout}, nil
+	return &limitConn{Conn: c, writeTimeout: l.writeTimeout, cmdTimeout: l.cmdTimeout}, nil
 }
 
 type limitConn struct {
 	net.Conn
-	pending      atomic.Int64
-	writeTimeout time.Duration
+	pending                  atomic.Int64
+	writeTimeout, cmdTimeout time.Duration
+	begun                    time.Time // when the unfinished command's first byte came
 }
 
 func (c *limitConn) Write(b []byte) (int, error) {
@@ -263,6 +273,17 @@ func (c *limitConn) Read(b []byte) (int, error) {
 	left := MaxPending - c.pending.Load()
 	if left <= 0 {
 		return 0, errTooLarge
+	}
+	// Part of a command is waiting: the rest must come in time. Between
+	// commands, a read waits for ever.
+	if left < MaxPending {
+		if c.begun.IsZero() {
+			c.begun = time.Now()
+		}
+		c.Conn.SetReadDeadline(c.begun.Add(c.cmdTimeout))
+	} else {
+		c.begun = time.Time{}
+		c.Conn.SetReadDeadline(time.Time{})
 	}
 	if int64(len(b)) > left {
 		b = b[:left+1] // one byte past the bound fails the next read
