@@ -379,19 +379,21 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 			}
 			continue // restated, as planExpiry made sure
 		}
-		if _, had := base.Profile[f]; !had {
-			res.FieldsAdded++ // HSET's reply
-		}
+		_, had := base.Profile[f]
 		next.Profile[f] = *set[f]
 		switch {
 		case op.Expiry.KeepTTL:
 		case op.Expiry.When != nil && at <= now:
 			delete(next.Profile, f) // set and gone at once, as HSETEX with a past time
 			delete(next.Deadlines.Fields, f)
+			continue // not added
 		case op.Expiry.When != nil:
 			setDeadline(&next.Deadlines, f, at)
 		default:
 			delete(next.Deadlines.Fields, f)
+		}
+		if !had {
+			res.FieldsAdded++ // HSET's reply: fields there after that were not before
 		}
 	}
 	if cur != nil && sameRecord(*cur, next) {
@@ -401,7 +403,7 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 	if cur == nil && op.Expiry.When != nil && at <= now {
 		// Every field set is gone at once: as Redis leaves no key behind,
 		// no profile of the email alone is made.
-		res.Created = false
+		res.Created, res.FieldsAdded = false, 0
 		return nil
 	}
 	return d.write(st, cur, next, res)

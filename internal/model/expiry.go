@@ -333,28 +333,37 @@ func (s ExpiryState) setFields(email string, cur Entry, exists bool, op partmap.
 	if next.Deadlines.Fields == nil {
 		next.Deadlines.Fields = map[string]int64{}
 	}
+	added := 0 // HSET's count: fields there after that were not before
 	for f, v := range set {
 		if f == partmap.FieldEmail {
+			if !exists {
+				added++ // named, on the profile it creates
+			}
 			continue // restated, as a patch may: it stays canonical
 		}
+		_, had := base.Profile[f]
 		next.Profile[f] = *v
 		switch w := op.Expiry.When; {
 		case op.Expiry.KeepTTL:
 		case w != nil && resolve(*w, now) <= now:
 			delete(next.Profile, f)
 			delete(next.Deadlines.Fields, f)
+			continue // set and gone: not added
 		case w != nil:
 			next.Deadlines.Fields[f] = resolve(*w, now)
 		default:
 			delete(next.Deadlines.Fields, f)
 		}
+		if !had {
+			added++
+		}
 	}
-	r := ExpiryResult{Set: true, Created: !exists}
+	r := ExpiryResult{Set: true, Created: !exists, Added: added}
 	if !exists && op.Expiry.When != nil && resolve(*op.Expiry.When, now) <= now {
 		return s, ExpiryResult{Set: true} // every field gone at once: no profile of the email alone
 	}
 	if !exists {
-		return s.with(email, next, ExpiryResult{Set: true, Created: true, Writes: true})
+		return s.with(email, next, ExpiryResult{Set: true, Created: true, Writes: true, Added: added})
 	}
 	return s.unlessSame(email, cur, next, r)
 }
