@@ -57,7 +57,7 @@ func init() {
 		"echo":    {arity: 2, flags: []string{"fast"}, run: func(k *call) { k.w.WriteBulk(k.args[1]) }},
 		"hello":   {arity: -1, beforeAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, run: cmdHello},
 		"auth":    {arity: -2, beforeAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, run: cmdAuth},
-		"quit":    {arity: -1, beforeAuth: true, flags: []string{"fast", "no_auth"}, run: func(k *call) { k.w.ok(); k.conn.Close() }},
+		"quit":    {arity: -1, beforeAuth: true, flags: []string{"fast", "no_auth"}, run: cmdQuit},
 		"select":  {arity: 2, flags: []string{"loading", "stale", "fast"}, run: cmdSelect},
 		"client":  {arity: -2, flags: []string{"loading", "stale"}, run: cmdClient},
 		"command": {arity: -1, flags: []string{"loading", "stale"}, run: cmdCommand},
@@ -121,6 +121,15 @@ func (k *call) find(i int) (rec *partmap.Record, ok bool) {
 		return nil, false
 	}
 	return &r, true
+}
+
+// cmdQuit drops what the client sent after it, answers OK and hangs up
+// once the pipeline's writes before it are durable (endOfCommand): closing
+// at once would send their replies first.
+func cmdQuit(k *call) {
+	k.conn.ReadPipeline()
+	k.c.quit = true
+	k.w.ok()
 }
 
 func cmdPing(k *call) {

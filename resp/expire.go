@@ -98,17 +98,13 @@ func cmdExpire(k *call, seconds, relative bool) {
 		k.w.WriteError("ERR invalid expire time in '" + name + "' command")
 		return
 	}
+	op := partmap.Operation{Op: partmap.OpExpire, Email: email, When: when, ExpireCond: cond}
+	var res partmap.OperationResult
 	if cond == "XXLT" {
-		// XX LT: only a profile that has a deadline, and only sooner; in
-		// two steps, as partmap's conditions have no XX LT of their own.
-		ttl, err := k.store.Deadlines(k.ctx, email, nil)
-		if partmap.ErrorCode(err) == partmap.ENOTFOUND || (err == nil && ttl.Profile == partmap.ExpiryNone) {
-			k.w.WriteInt(0)
-			return
-		}
-		cond = partmap.ExpireIfSooner
+		res, err = k.expireXXLT(op)
+	} else {
+		res, err = k.store.Apply(k.ctx, op)
 	}
-	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpExpire, Email: email, When: when, ExpireCond: cond})
 	switch {
 	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
 		k.w.WriteInt(0)
@@ -148,11 +144,7 @@ func cmdTTL(k *call, seconds, absolute bool) {
 		v = ttl.Profile
 	}
 	if seconds {
-		if absolute {
-			v /= 1000
-		} else {
-			v = (v + 500) / 1000
-		}
+		v = (v + 500) / 1000 // rounded, as Redis rounds TTL and EXPIRETIME alike
 	}
 	k.w.WriteInt64(v)
 }
@@ -171,4 +163,27 @@ func cmdPersist(k *call) {
 	default:
 		k.w.WriteInt(boolInt(len(res.Codes) > 0 && res.Codes[0] == partmap.ExpirySet))
 	}
+}
+
+// expireXXLT is EXPIRE's XX LT: only a profile that has a deadline, and
+// only to a sooner one. partmap's conditions have no XX LT, so it reads
+// the deadline and sets the sooner one conditional on the version read,
+// again from the read if the profile changed in between.
+func (k *call) expireXXLT(op partmap.Operation) (partmap.OperationResult, error) {
+	op.ExpireCond = partmap.ExpireIfSooner
+	for range 100 {
+		ttl, err := k.store.Deadlines(k.ctx, op.Email, nil)
+		if err != nil {
+			return partmap.OperationResult{}, err
+		}
+		if ttl.Profile == partmap.ExpiryNone {
+			return partmap.OperationResult{Codes: []int{partmap.ExpiryNotMet}}, nil
+		}
+		op.Cond = partmap.Condition{IfMatch: []partmap.Version{ttl.Version}}
+		res, err := k.store.Apply(k.ctx, op)
+		if partmap.ErrorCode(err) != partmap.EPRECONDITION {
+			return res, err
+		}
+	}
+	return partmap.OperationResult{}, partmap.Errorf(partmap.ELOCKCONFLICT, "the profile kept changing under EXPIRE XX LT; retry")
 }

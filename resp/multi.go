@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tidwall/redcon"
@@ -38,7 +40,7 @@ func init() {
 	commands["unwatch"] = spec{arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, run: cmdUnwatch}
 	// The commands a transaction may queue: those on profiles, named by
 	// their keys.
-	for _, name := range []string{"ping", "echo", "hset", "hmset", "hsetnx", "hget", "hmget", "hgetall", "hkeys", "hvals",
+	for _, name := range []string{"ping", "echo", "unwatch", "hset", "hmset", "hsetnx", "hget", "hmget", "hgetall", "hkeys", "hvals",
 		"hlen", "hexists", "hstrlen", "hdel", "hincrby", "hincrbyfloat", "del", "unlink", "exists", "type",
 		"get", "strlen", "llen", "scard", "zcard", "smembers",
 		"expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "expiretime", "pexpiretime", "persist",
@@ -54,6 +56,7 @@ func init() {
 type transaction struct {
 	queue   [][][]byte // the queued commands' arguments
 	failed  bool       // a command was refused while queued: EXEC aborts
+	bytes   int        // the queued arguments' bytes, at most MaxPending
 	watched map[string]partmap.Version
 }
 
@@ -104,6 +107,10 @@ func cmdWatch(k *call) {
 	if k.c.tx.watched == nil {
 		k.c.tx.watched = map[string]partmap.Version{}
 	}
+	if len(k.c.tx.watched)+len(emails) > partmap.MaxTransactionOps {
+		k.w.WriteError(fmt.Sprintf("ERR a client watches at most %d keys, as a partmap transaction names at most that many profiles", partmap.MaxTransactionOps))
+		return
+	}
 	for i, e := range emails {
 		if _, seen := k.c.tx.watched[e]; seen {
 			continue // watched from its first WATCH
@@ -120,7 +127,11 @@ func cmdWatch(k *call) {
 // enqueue keeps a command for EXEC, or refuses it and dooms the
 // transaction.
 func (k *call) enqueue(sp spec) {
-	if !sp.queued || len(k.c.tx.queue) >= maxQueued {
+	size := 0
+	for _, a := range k.args {
+		size += len(a)
+	}
+	if !sp.queued || len(k.c.tx.queue) >= maxQueued || k.c.tx.bytes+size > MaxPending {
 		k.c.tx.failed = true
 		k.w.WriteError(fmt.Sprintf("ERR '%s' cannot be queued in a partmap transaction", lower(k.args[0])))
 		return
@@ -130,16 +141,18 @@ func (k *call) enqueue(sp spec) {
 		args[i] = bytes.Clone(a)
 	}
 	k.c.tx.queue = append(k.c.tx.queue, args)
+	k.c.tx.bytes += size
 	k.w.WriteString("QUEUED")
 }
 
 func cmdExec(k *call) {
 	tx := k.c.tx
+	if tx.queue == nil {
+		k.w.WriteError("ERR EXEC without MULTI") // the WATCHes stay, as in Redis
+		return
+	}
 	k.c.tx = transaction{}
 	switch {
-	case tx.queue == nil:
-		k.w.WriteError("ERR EXEC without MULTI")
-		return
 	case tx.failed:
 		k.w.WriteError("EXECABORT Transaction discarded because of previous errors.")
 		return
@@ -156,6 +169,11 @@ func cmdExec(k *call) {
 		}
 	}
 	emails := slices.Sorted(maps.Keys(keys))
+	if len(emails) > partmap.MaxTransactionOps {
+		k.w.WriteError(fmt.Sprintf("ERR a partmap transaction names at most %d profiles; this one names %d", partmap.MaxTransactionOps, len(emails)))
+		return
+	}
+	pause := time.Millisecond
 	for attempt := 0; ; attempt++ {
 		replies, committed, err := k.execOnce(tx, emails)
 		switch {
@@ -169,10 +187,14 @@ func cmdExec(k *call) {
 			k.w.WriteArray(len(tx.queue))
 			k.w.WriteRaw(replies)
 			return
-		case attempt == 100:
+		case attempt == 100 || k.ctx.Err() != nil:
 			k.w.WriteError("TRYAGAIN the transaction's profiles kept changing under it; retry")
 			return
 		}
+		// Another client got in between: again from the read, after a
+		// pause that grows, so that contending transactions spread out.
+		time.Sleep(pause/2 + rand.N(pause))
+		pause = min(2*pause, 20*time.Millisecond)
 	}
 }
 

@@ -3,6 +3,7 @@ package resp_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -366,6 +367,8 @@ func TestHostileClients(t *testing.T) {
 		"MillionArgs":     "*100000000\r\n",
 		"EndlessInline":   "HGET ",
 		"MalformedLength": "*1\r\n$x\r\n",
+		"HugeCount":       "*9223372036854775807\r\n",
+		"MillionAndOne":   "*1048577\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := net.Dial("tcp", addr)
@@ -465,6 +468,7 @@ func TestKeyExpiryMatchesRedis(t *testing.T) {
 			{"ttl", "e@x.io"}, {"expire", "e@x.io", "300", "lt"}, {"expire", "e@x.io", "150", "lt"}, {"ttl", "e@x.io"},
 			{"expire", "e@x.io", "150", "xx", "lt"}, {"expire", "e@x.io", "120", "xx", "lt"}, {"ttl", "e@x.io"},
 			{"expireat", "e@x.io", far}, {"expiretime", "e@x.io"}, {"pexpireat", "e@x.io", far + "000"}, {"pexpiretime", "e@x.io"},
+			{"pexpireat", "e@x.io", far + "600"}, {"expiretime", "e@x.io"}, {"pexpireat", "e@x.io", far + "400"}, {"expiretime", "e@x.io"},
 			{"pexpire", "e@x.io", "100000000"}, {"ttl", "e@x.io"},
 			{"persist", "e@x.io"}, {"ttl", "e@x.io"}, {"persist", "e@x.io"},
 			{"expire", "e@x.io", "10", "nx", "xx"}, {"expire", "e@x.io", "10", "gt", "lt"}, {"expire", "e@x.io", "10", "bogus"},
@@ -650,6 +654,7 @@ func TestMultiMatchesRedis(t *testing.T) {
 			{"multi"}, {"hset", "m2@x.io", "g", "h"}, {"discard"}, {"hexists", "m2@x.io", "g"},
 			{"multi"}, {"watch", "m2@x.io"}, {"discard"},
 			{"watch", "m2@x.io", "m3@x.io"}, {"multi"}, {"hset", "m2@x.io", "w", "1"}, {"exec"}, {"unwatch"},
+			{"multi"}, {"unwatch"}, {"hget", "m2@x.io", "w"}, {"exec"},
 		}
 		for i, args := range steps {
 			norm := execUnordered
@@ -767,5 +772,28 @@ func TestSlowloris(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if err := idle.Ping(ctx).Err(); err != nil {
 		t.Fatalf("an idle client after %v: %v", time.Since(began), err)
+	}
+}
+
+// QUIT answers OK after the replies before it, and nothing sent after it
+// runs.
+func TestQuit(t *testing.T) {
+	addr, store := serve(t, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("*4\r\n$4\r\nHSET\r\n$6\r\nq@x.io\r\n$1\r\nf\r\n$1\r\n1\r\nQUIT\r\n*4\r\n$4\r\nHSET\r\n$6\r\nq@x.io\r\n$1\r\ng\r\n$1\r\n2\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != ":1\r\n+OK\r\n" {
+		t.Fatalf("replies %q, %v; want :1 then +OK, then the hang-up", got, err)
+	}
+	rec, err := store.FindProfile(context.Background(), "q@x.io")
+	if err != nil || rec.Profile["f"] != "1" || rec.Profile["g"] != "" {
+		t.Fatalf("after QUIT: %v %v; want f and not g", rec.Profile, err)
 	}
 }

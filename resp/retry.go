@@ -50,3 +50,7 @@ func (r retrying) DeleteProfile(ctx context.Context, email string, cond partmap.
 	_, err := retry(ctx, func() (struct{}, error) { return struct{}{}, r.Store.DeleteProfile(ctx, email, cond) })
 	return err
 }
+
+func (r retrying) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	return retry(ctx, func() ([]partmap.OperationResult, error) { return r.Store.Transact(ctx, ops) })
+}

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -201,8 +202,14 @@ func cmdHRandField(k *call) {
 		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 		picked = names[:min(int(count), len(names))]
 	case len(names) > 0:
-		if -count > int64(MaxPending) { // each reply element takes bytes of its own
-			k.w.WriteError("ERR value is out of range")
+		// A negative count repeats fields: the reply is bounded in bytes,
+		// not only in elements, as a small command could ask for gigabytes.
+		longest := 0
+		for _, f := range names {
+			longest = max(longest, len(f)+len(rec.Profile[f])+32)
+		}
+		if -count > int64(MaxPending/longest) {
+			k.w.WriteError(fmt.Sprintf("ERR value is out of range: at most %d fields of this profile in one reply", MaxPending/longest))
 			return
 		}
 		for range -count {

@@ -54,6 +54,10 @@ type Server struct {
 	nextID  atomic.Int64
 	cursors scanCursors // SCAN's
 
+	base    context.Context // the commands'; Close cancels it
+	cancel  context.CancelFunc
+	running sync.WaitGroup // commands in flight
+
 	mu      sync.Mutex
 	clients map[redcon.Conn]*client
 	lns     []net.Listener
@@ -62,7 +66,8 @@ type Server struct {
 
 // New returns a server of store.
 func New(store partmap.Store, opts *Options) *Server {
-	s := &Server{store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
+	base, cancel := context.WithCancel(context.Background())
+	s := &Server{base: base, cancel: cancel, store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
 	if opts != nil {
 		s.tokens = opts.Tokens
 		if opts.Log != nil {
@@ -116,6 +121,8 @@ func (s *Server) Close() error {
 		// writer under its own goroutine's feet.
 		c.NetConn().Close()
 	}
+	s.cancel() // a retry or a wait stops
+	s.running.Wait()
 	return errors.Join(errs...)
 }
 
@@ -164,7 +171,8 @@ type client struct {
 	ctx  context.Context
 	wait func() error
 
-	tx transaction // MULTI and WATCH (multi.go)
+	tx   transaction // MULTI and WATCH (multi.go)
+	quit bool        // QUIT: hang up after the pipeline's replies
 }
 
 // handle runs one command and writes its reply.
@@ -173,15 +181,23 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	if c == nil || len(cmd.Args) == 0 {
 		return
 	}
-	if lc, ok := conn.NetConn().(*limitConn); ok {
-		lc.pending.Store(0) // a whole command arrived
+	// Close waits for the commands in flight, so that none reaches the
+	// store after serve has closed it.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		conn.NetConn().Close()
+		return
 	}
+	s.running.Add(1)
+	s.mu.Unlock()
+	defer s.running.Done()
 	// The writes of one pipeline share fsyncs: each returns once visible,
 	// and after the last command, whatever its reply, the wait for them
 	// all ends before redcon writes the replies out. A failed wait hangs
 	// up, and no reply of the pipeline is sent.
 	if c.wait == nil {
-		c.ctx, c.wait = partmap.DeferDurability(context.Background())
+		c.ctx, c.wait = partmap.DeferDurability(s.base)
 	}
 	defer s.endOfCommand(conn, c)
 	w := &writer{Conn: conn, proto: c.proto}
@@ -226,10 +242,13 @@ func (s *Server) endOfCommand(conn redcon.Conn, c *client) {
 	}
 	err := c.wait()
 	c.ctx, c.wait = nil, nil
-	if err != nil {
+	switch {
+	case err != nil:
 		s.log.Error("resp: a write did not become durable; hanging up without the replies", "addr", c.addr, "err", err)
 		redcon.BaseWriter(conn).SetBuffer(nil) // Close would send them
 		conn.Close()
+	case c.quit:
+		conn.Close() // sends the replies, QUIT's OK last
 	}
 }
 
@@ -259,8 +278,8 @@ func (l limitListener) Accept() (net.Conn, error) {
 
 type limitConn struct {
 	net.Conn
-	pending                  atomic.Int64
 	writeTimeout, cmdTimeout time.Duration
+	frame                    framer
 	begun                    time.Time // when the unfinished command's first byte came
 }
 
@@ -270,13 +289,13 @@ func (c *limitConn) Write(b []byte) (int, error) {
 }
 
 func (c *limitConn) Read(b []byte) (int, error) {
-	left := MaxPending - c.pending.Load()
-	if left <= 0 {
-		return 0, errTooLarge
+	if c.frame.err != nil {
+		return 0, c.frame.err
 	}
+	left := MaxPending - c.frame.partial
 	// Part of a command is waiting: the rest must come in time. Between
 	// commands, a read waits for ever.
-	if left < MaxPending {
+	if c.frame.partial > 0 {
 		if c.begun.IsZero() {
 			c.begun = time.Now()
 		}
@@ -289,8 +308,118 @@ func (c *limitConn) Read(b []byte) (int, error) {
 		b = b[:left+1] // one byte past the bound fails the next read
 	}
 	n, err := c.Conn.Read(b)
-	c.pending.Add(int64(n))
+	c.frame.scan(b[:n])
+	if c.frame.err != nil {
+		return 0, c.frame.err // redcon never sees what was refused
+	}
+	if c.frame.partial == 0 {
+		c.begun = time.Time{}
+	}
 	return n, err
 }
 
+// framer follows RESP's framing in what a client sends, byte by byte,
+// ahead of redcon: it knows where each command ends, so the bytes of an
+// unfinished command are counted exactly, and it refuses what redcon
+// handles badly: a multibulk count above Redis's 1,048,576 (redcon walks
+// the whole count on every read, so a count of 2^63 spins for ever), and
+// a bulk longer than MaxPending.
+type framer struct {
+	partial int64 // bytes of the command not yet whole
+	state   int
+	n       int64 // the number being read, or the bulk bytes left
+	neg     bool
+	args    int64 // bulks left in the command
+	err     error
+}
+
+const (
+	frameStart = iota
+	frameCount // after '*'
+	frameBulkStart
+	frameBulkLen // after '$'
+	frameBulk
+	frameInline
+	frameLost // framing redcon will refuse: count the bytes, and let it
+)
+
+const maxArgs = 1 << 20
+
 var errTooLarge = errors.New("resp: the client sent more than MaxPending bytes without a whole command")
+
+func (f *framer) scan(b []byte) {
+	for len(b) > 0 && f.err == nil {
+		if f.state == frameBulk { // skip the body at once
+			k := min(int64(len(b)), f.n)
+			f.n -= k
+			f.partial += k
+			b = b[k:]
+			if f.n == 0 {
+				f.args--
+				f.state = frameBulkStart
+				if f.args == 0 {
+					f.done()
+				}
+			}
+			continue
+		}
+		c := b[0]
+		b = b[1:]
+		f.partial++
+		switch f.state {
+		case frameStart:
+			switch c {
+			case '*':
+				f.state, f.n, f.neg = frameCount, 0, false
+			case '\r', '\n':
+				f.done() // blank lines between commands
+			default:
+				f.state = frameInline
+			}
+		case frameInline:
+			if c == '\n' {
+				f.done()
+			}
+		case frameCount, frameBulkLen:
+			switch {
+			case c >= '0' && c <= '9':
+				f.n = f.n*10 + int64(c-'0')
+				if f.n > MaxPending {
+					f.err = errTooLarge
+				}
+			case c == '-' && f.n == 0:
+				f.neg = true
+			case c == '\r':
+			case c == '\n' && f.state == frameCount:
+				switch {
+				case f.neg || f.n == 0:
+					f.done() // redcon answers an empty or negative count
+				case f.n > maxArgs:
+					f.err = errors.New("resp: a command of more than 1,048,576 arguments")
+				default:
+					f.args, f.state = f.n, frameBulkStart
+				}
+			case c == '\n':
+				if f.neg {
+					f.state = frameLost
+					break
+				}
+				f.n += 2 // and the CRLF after the body
+				f.state = frameBulk
+			default:
+				f.state = frameLost
+			}
+		case frameBulkStart:
+			if c != '$' {
+				f.state = frameLost
+				break
+			}
+			f.state, f.n, f.neg = frameBulkLen, 0, false
+		}
+		if f.partial > MaxPending {
+			f.err = errTooLarge
+		}
+	}
+}
+
+func (f *framer) done() { f.partial, f.state = 0, frameStart }
