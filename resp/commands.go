@@ -702,18 +702,27 @@ func cmdDel(k *call) {
 	k.w.WriteInt(n)
 }
 
-func cmdExists(k *call) {
-	emails := make([]string, 0, len(k.args)-1)
+// findAll reads the profiles of every key from argument 1 on, nil for a
+// missing one; ok is false once the reply is written.
+func (k *call) findAll() (emails []string, recs []*partmap.Record, ok bool) {
 	for i := 1; i < len(k.args); i++ {
 		email, ok := k.key(i)
 		if !ok {
-			return
+			return nil, nil, false
 		}
 		emails = append(emails, email)
 	}
 	recs, err := k.store.FindProfiles(k.ctx, emails)
 	if err != nil {
 		k.w.WriteError(storeError(err))
+		return nil, nil, false
+	}
+	return emails, recs, true
+}
+
+func cmdExists(k *call) {
+	_, recs, ok := k.findAll()
+	if !ok {
 		return
 	}
 	n := 0

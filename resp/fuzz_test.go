@@ -3,8 +3,6 @@ package resp
 import (
 	"bytes"
 	"context"
-	"io"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -13,31 +11,6 @@ import (
 
 	"github.com/partmap/partmap/pebble"
 )
-
-// fakeConn is a redcon.Conn whose replies go to a buffer, so that the
-// command layer runs without a socket.
-type fakeConn struct {
-	*redcon.Writer
-	out    *bytes.Buffer
-	ctx    any
-	closed bool
-}
-
-func newFakeConn() *fakeConn {
-	var out bytes.Buffer
-	return &fakeConn{Writer: redcon.NewWriter(&out), out: &out}
-}
-
-func (c *fakeConn) RemoteAddr() string                  { return "fuzz" }
-func (c *fakeConn) Close() error                        { c.closed = true; return nil }
-func (c *fakeConn) Context() any                        { return c.ctx }
-func (c *fakeConn) SetContext(v any)                    { c.ctx = v }
-func (c *fakeConn) SetReadBuffer(int)                   {}
-func (c *fakeConn) Detach() redcon.DetachedConn         { return nil }
-func (c *fakeConn) ReadPipeline() []redcon.Command      { return nil }
-func (c *fakeConn) PeekPipeline() []redcon.Command      { return nil }
-func (c *fakeConn) NetConn() net.Conn                   { return nil }
-func (c *fakeConn) WriteBulkFrom(n int64, rb io.Reader) { c.Writer.WriteBulkFrom(n, rb) }
 
 // FuzzCommands runs arbitrary commands, named from the table or not, with
 // arbitrary arguments, through the command layer on a real store: none
@@ -77,7 +50,8 @@ func FuzzCommands(f *testing.F) {
 		if lower(args[0]) == "quit" {
 			return
 		}
-		conn := newFakeConn()
+		conn := &bufConn{}
+		conn.Writer = redcon.NewWriter(&conn.out)
 		if !s.accept(conn) {
 			t.Fatal("refused")
 		}

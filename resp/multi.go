@@ -91,17 +91,8 @@ func cmdWatch(k *call) {
 		k.w.WriteError("ERR WATCH inside MULTI is not allowed")
 		return
 	}
-	var emails []string
-	for i := 1; i < len(k.args); i++ {
-		email, ok := k.key(i)
-		if !ok {
-			return
-		}
-		emails = append(emails, email)
-	}
-	recs, err := k.store.FindProfiles(k.ctx, emails)
-	if err != nil {
-		k.w.WriteError(storeError(err))
+	emails, recs, ok := k.findAll()
+	if !ok {
 		return
 	}
 	if k.c.tx.watched == nil {
