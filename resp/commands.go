@@ -277,11 +277,19 @@ func cmdClient(k *call) {
 			return
 		}
 		k.w.WriteBulkString(k.c.name)
+	case sub == "setinfo" && len(k.args) == 4:
+		// Redis 7.2's; go-redis sends it on every new connection.
+		switch lower(k.args[2]) {
+		case "lib-name", "lib-ver":
+			k.w.ok()
+		default:
+			k.w.WriteError(fmt.Sprintf("ERR Unrecognized option '%s'", clip(k.args[2])))
+		}
 	case sub == "id" && len(k.args) == 2:
 		k.w.WriteInt64(k.c.id)
 	case sub == "info" && len(k.args) == 2:
 		k.w.WriteBulkString(k.c.info() + "\n")
-	case slices.Contains([]string{"setname", "getname", "id", "info"}, sub):
+	case slices.Contains([]string{"setname", "getname", "id", "info", "setinfo"}, sub):
 		k.w.WriteError("ERR wrong number of arguments for 'client|" + sub + "' command")
 	default:
 		k.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", clip(k.args[1])))

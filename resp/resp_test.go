@@ -797,3 +797,21 @@ func TestQuit(t *testing.T) {
 		t.Fatalf("after QUIT: %v %v; want f and not g", rec.Profile, err)
 	}
 }
+
+// A go-redis client with its defaults (RESP3, and CLIENT SETINFO on each
+// new connection) works as against Redis.
+func TestDefaultGoRedisClient(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.HSet(ctx, "d@x.io", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.HGetAll(ctx, "d@x.io").Result(); err != nil || m["f"] != "v" {
+		t.Fatalf("HGETALL: %v %v", m, err)
+	}
+	if err := c.Do(ctx, "client", "setinfo", "lib-name", "x").Err(); err != nil {
+		t.Fatalf("CLIENT SETINFO: %v", err)
+	}
+}
