@@ -1,9 +1,11 @@
 package resp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +191,7 @@ func cmdHello(k *call) {
 		k.c.name = *name
 	}
 	k.c.proto, k.w.proto = proto, proto
-	k.w.map_(7)
+	k.w.mapLen(7)
 	k.w.WriteBulkString("server")
 	k.w.WriteBulkString("redis")
 	k.w.WriteBulkString("version")
@@ -297,14 +299,7 @@ func cmdClient(k *call) {
 }
 
 func (c *client) info() string {
-	return fmt.Sprintf("id=%d addr=%s name=%s db=0 resp=%d user=%s", c.id, c.addr, c.name, c.proto, cmp(c.user, "default"))
-}
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return fmt.Sprintf("id=%d addr=%s name=%s db=0 resp=%d user=%s", c.id, c.addr, c.name, c.proto, cmp.Or(c.user, "default"))
 }
 
 // cmdCommand answers COMMAND COUNT, INFO and DOCS, enough for redis-cli's
@@ -314,13 +309,7 @@ func cmdCommand(k *call) {
 	if len(k.args) > 1 {
 		sub = lower(k.args[1])
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range commands {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(commands))
 	switch sub {
 	case "count":
 		k.w.WriteInt(len(commands))
@@ -355,7 +344,7 @@ func cmdCommand(k *call) {
 			k.w.WriteArray(0) // subcommands
 		}
 	case "docs":
-		k.w.map_(0)
+		k.w.mapLen(0)
 	default:
 		k.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", clip(k.args[1])))
 	}
@@ -497,13 +486,7 @@ func cmdHMGet(k *call) {
 // partmap keeps them in, where Redis keeps a small hash's in insertion
 // order.
 func sortedFields(p partmap.Profile) []string {
-	return slices.Sorted(func(yield func(string) bool) {
-		for f := range p {
-			if !yield(f) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(p))
 }
 
 func cmdHGetAll(k *call) {
@@ -512,11 +495,11 @@ func cmdHGetAll(k *call) {
 		return
 	}
 	if rec == nil {
-		k.w.map_(0)
+		k.w.mapLen(0)
 		return
 	}
 	names := sortedFields(rec.Profile)
-	k.w.map_(len(names))
+	k.w.mapLen(len(names))
 	for _, f := range names {
 		k.w.WriteBulkString(f)
 		k.w.WriteBulkString(rec.Profile[f])

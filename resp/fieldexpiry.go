@@ -138,15 +138,13 @@ func cmdHTTL(k *call, seconds, absolute bool) {
 		if i < len(ttl.Deadlines) {
 			d = ttl.Deadlines[i]
 		}
-		switch {
-		case d < 0:
-		case !absolute:
-			d = ttl.TTL(d)
-			if seconds {
-				d = (d + 999) / 1000
+		if d >= 0 { // a deadline, not a code
+			if !absolute {
+				d = ttl.TTL(d)
 			}
-		case seconds:
-			d = (d + 999) / 1000
+			if seconds {
+				d = (d + 999) / 1000 // rounded up, as Redis's HTTL and HEXPIRETIME do
+			}
 		}
 		k.w.WriteInt64(d)
 	}

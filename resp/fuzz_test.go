@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -35,13 +36,7 @@ func FuzzCommands(f *testing.F) {
 		f.Fatal(err)
 	}
 	s := New(store, nil)
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range commands {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	names := slices.Sorted(maps.Keys(commands))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		args := bytes.Split(input, []byte{0})
 		if len(args[0]) == 1 { // one byte names a command of the table

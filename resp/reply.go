@@ -18,7 +18,7 @@ type writer struct {
 	proto int
 }
 
-func (w *writer) map_(pairs int) {
+func (w *writer) mapLen(pairs int) {
 	if w.proto == 3 {
 		w.WriteRaw([]byte("%" + strconv.Itoa(pairs) + "\r\n"))
 		return
