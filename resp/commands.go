@@ -344,7 +344,21 @@ func cmdCommand(k *call) {
 			k.w.WriteArray(0) // subcommands
 		}
 	case "docs":
-		k.w.mapLen(0)
+		// Names not known are left out, as Redis does.
+		want := names
+		if len(k.args) > 2 {
+			want = nil
+			for _, a := range k.args[2:] {
+				if n := lower(a); commands[n].run != nil && !slices.Contains(want, n) {
+					want = append(want, n)
+				}
+			}
+		}
+		k.w.mapLen(len(want))
+		for _, n := range want {
+			k.w.WriteBulkString(n)
+			k.w.writeDoc(docs[n])
+		}
 	default:
 		k.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", clip(k.args[1])))
 	}

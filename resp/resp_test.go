@@ -815,3 +815,82 @@ func TestDefaultGoRedisClient(t *testing.T) {
 		t.Fatalf("CLIENT SETINFO: %v", err)
 	}
 }
+
+// COMMAND DOCS documents every command COMMAND lists, and for those Redis
+// has too, their arguments as Redis's do: redis-cli draws its hints from
+// them (cmd/partmap's TestRedisCliInteractive types them).
+func TestCommandDocs(t *testing.T) {
+	addr, _ := serve(t, nil)
+	pm, rd := client(t, addr, 3), redisClient(t, 13, 3)
+	ctx := context.Background()
+	infos, err := pm.Do(ctx, "command").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := pm.Do(ctx, "command", "docs").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := docs.(map[any]any)
+	if len(all) != len(infos) {
+		t.Errorf("COMMAND lists %d commands, COMMAND DOCS %d", len(infos), len(all))
+	}
+	var shared []any
+	for _, info := range infos {
+		name := info.([]any)[0].(string)
+		d, ok := all[name].(map[any]any)
+		if !ok || d["summary"] == "" || d["group"] == "" || d["since"] == "" {
+			t.Errorf("COMMAND DOCS of %s: %#v", name, all[name])
+		}
+		if name != "partmap.search" && !slices.Contains(newerThanRedis7, name) {
+			shared = append(shared, name)
+		}
+	}
+	arguments := func(c *goredis.Client) map[any]any {
+		v, err := c.Do(ctx, append([]any{"command", "docs"}, shared...)...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[any]any{}
+		for name, d := range v.(map[any]any) {
+			out[name] = structure(d.(map[any]any)["arguments"])
+		}
+		return out
+	}
+	got, want := arguments(pm), arguments(rd)
+	if len(got) != len(shared) || len(want) != len(shared) {
+		t.Fatalf("COMMAND DOCS of %d commands: partmap documents %d, Redis %d", len(shared), len(got), len(want))
+	}
+	for _, name := range shared {
+		if !reflect.DeepEqual(got[name], want[name]) {
+			t.Errorf("arguments of %s:\npartmap %v\nredis   %v", name, got[name], want[name])
+		}
+	}
+	if d, _ := pm.Do(ctx, "command", "docs", "nosuch", "HGET").Result(); len(d.(map[any]any)) != 1 {
+		t.Errorf("COMMAND DOCS nosuch HGET: %v", d)
+	}
+}
+
+// newerThanRedis7 are the commands Debian's Redis 7.0 lacks.
+var newerThanRedis7 = []string{"hexpire", "hpexpire", "hexpireat", "hpexpireat", "httl", "hpttl", "hexpiretime", "hpexpiretime", "hpersist", "hgetdel", "hgetex", "hsetex"}
+
+// structure keeps of an argument list what hints and clients read: names,
+// types, tokens, flags and nested arguments.
+func structure(v any) any {
+	args, _ := v.([]any)
+	var out []any
+	for _, a := range args {
+		m := a.(map[any]any)
+		kept := map[any]any{}
+		for _, k := range []string{"name", "type", "token", "flags"} {
+			if x, ok := m[k]; ok {
+				kept[k] = fmt.Sprint(x)
+			}
+		}
+		if sub, ok := m["arguments"]; ok {
+			kept["arguments"] = structure(sub)
+		}
+		out = append(out, kept)
+	}
+	return out
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/redistest"
+)
+
+// An interactive redis-cli, on a terminal, shows the same hints, replies
+// and prompts against partmap's Redis port as against Debian's
+// redis-server: typing a command shows its arguments' hint (which
+// redis-cli builds from COMMAND), MULTI turns the prompt into "(TX)".
+func TestRedisCliInteractive(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatal("redis-cli is not installed (Debian's redis-tools; make deps installs it)")
+	}
+	respAddr := freeAddr(t)
+	url, _ := serveInProcess(t, "--resp-addr", respAddr)
+	cl, err := pmhttp.NewClient(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	redis, err := redistest.StartServer(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer redis.Stop()
+
+	// Each step is typed, then Enter pressed. Only commands whose replies
+	// partmap claims to match (README: "Use it from Redis clients").
+	steps := []string{
+		"HSET alice@example.com fullName Alice visits 1",
+		"HGET alice@example.com fullName",
+		"HMGET alice@example.com fullName nope",
+		"HGET nobody@example.com fullName",
+		"MULTI",
+		"HINCRBY alice@example.com visits 5",
+		"HEXISTS alice@example.com visits",
+		"EXEC",
+		"TTL alice@example.com",
+		"GET alice@example.com",
+		"DISCARD",
+		"HINCRBY alice@example.com fullName 1",
+	}
+	// And the hint of every command both have, typed alone.
+	both := strings.Fields("PING ECHO HELLO AUTH SELECT INFO DBSIZE HSET HMSET HSETNX HGET HMGET HGETALL HKEYS HVALS HLEN " +
+		"HEXISTS HSTRLEN HDEL HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN DEL UNLINK EXISTS TYPE EXPIRE PEXPIRE EXPIREAT PEXPIREAT " +
+		"TTL PTTL EXPIRETIME PEXPIRETIME PERSIST SCAN GET STRLEN LLEN SCARD SMEMBERS ZCARD WATCH")
+	both = append(both, "CLIENT SETNAME", "COMMAND INFO")
+	got := cliSession(t, respAddr, steps, both...)
+	want := cliSession(t, redis.Addr, steps, both...)
+	for i, step := range append(steps, both...) {
+		if got[i] != want[i] {
+			t.Errorf("%q:\npartmap:\n%s\nredis-server:\n%s", step, got[i], want[i])
+		}
+	}
+	// Those Redis 7.0 lacks hint from partmap's COMMAND DOCS alone.
+	mine := map[string]string{ // each after its key
+		"HEXPIRE": "seconds [NX|XX|GT|LT] FIELDS numfields field [field ...]",
+		"HTTL":    "FIELDS numfields field [field ...]",
+		"HGETEX":  "[EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST] FIELDS numfields field [field ...]",
+		"HSETEX":  "[FNX|FXX] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL] FIELDS numfields field value [field value ...]",
+		"HGETDEL": "FIELDS numfields field [field ...]",
+	}
+	names := slices.Sorted(maps.Keys(mine))
+	hints := cliSession(t, respAddr, nil, append(names, "PARTMAP.SEARCH")...)
+	for i, name := range names {
+		if want := "HOST> " + name + " key " + mine[name]; hints[i] != want {
+			t.Errorf("hint of %s: %q, want %q", name, hints[i], want)
+		}
+	}
+	if want := "HOST> PARTMAP.SEARCH cursor field value [field value ...] [COUNT count]"; hints[len(names)] != want {
+		t.Errorf("hint of PARTMAP.SEARCH: %q, want %q", hints[len(names)], want)
+	}
+	// The comparison alone would pass if both showed nothing.
+	for _, s := range []string{
+		"HOST> HSET alice@example.com fullName Alice visits 1 [field value ...]", // the hint
+		"(integer) 2",
+		`1) "Alice"` + "\n" + `2) (nil)`,
+		"HOST(TX)> HINCRBY alice@example.com visits 5\nQUEUED",
+		"1) (integer) 6\n2) (integer) 1",
+		"(error) WRONGTYPE Operation against a key holding the wrong kind of value",
+		"(error) ERR DISCARD without MULTI",
+	} {
+		if !strings.Contains(strings.Join(got, "\n"), s) {
+			t.Errorf("partmap's session lacks %q:\n%s", s, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// cliSession runs redis-cli on a pseudo-terminal against addr and types
+// each step. For each it returns the screen's lines from the typed line,
+// with the hint redis-cli showed just before Enter, to the next prompt,
+// with the address in the prompt written HOST.
+func cliSession(t *testing.T, addr string, steps []string, hints ...string) []string {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-cli", "-h", host, "-p", port)
+	cmd.Env = append(os.Environ(), "TERM=xterm", "HOME="+t.TempDir()) // no history file of ours
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 250})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		f.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	scr := &screen{}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			scr.write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	prompt := host + ":" + port
+	waitFor := func(what string, ok func(lines []string) bool) []string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			lines := scr.snapshot()
+			if ok(lines) {
+				return lines
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redis-cli on %s: no %s; the screen:\n%s", addr, what, strings.Join(lines, "\n"))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	isPrompt := func(l string) bool { return strings.HasPrefix(l, prompt) && strings.HasSuffix(l, "> ") }
+	waitFor("first prompt", func(lines []string) bool { return isPrompt(lines[len(lines)-1]) })
+	out := make([]string, len(steps))
+	for i, step := range steps {
+		start := len(scr.snapshot()) - 1
+		if _, err := f.Write([]byte(step)); err != nil {
+			t.Fatal(err)
+		}
+		// The hint is drawn with the last character typed.
+		typed := waitFor("echo of "+step, func(lines []string) bool {
+			return strings.Contains(lines[len(lines)-1], "> "+step)
+		})
+		hinted := strings.TrimRight(typed[len(typed)-1], " ")
+		if _, err := f.Write([]byte("\r")); err != nil {
+			t.Fatal(err)
+		}
+		lines := waitFor("prompt after "+step, func(lines []string) bool {
+			return len(lines)-1 > start && isPrompt(lines[len(lines)-1])
+		})
+		shown := []string{hinted}
+		for _, l := range lines[start+1 : len(lines)-1] {
+			shown = append(shown, strings.TrimRight(l, " "))
+		}
+		out[i] = strings.ReplaceAll(strings.Join(shown, "\n"), prompt, "HOST")
+	}
+	// A hint alone: the command's name typed, the line shown, and the
+	// line wiped with ^U.
+	for _, name := range hints {
+		if _, err := f.Write([]byte(name + " ")); err != nil {
+			t.Fatal(err)
+		}
+		typed := waitFor("echo of "+name, func(lines []string) bool {
+			return strings.Contains(lines[len(lines)-1], "> "+name+" ")
+		})
+		out = append(out, strings.ReplaceAll(strings.TrimRight(typed[len(typed)-1], " "), prompt, "HOST"))
+		if _, err := f.Write([]byte("\x15")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("an empty line after ^U", func(lines []string) bool { return isPrompt(lines[len(lines)-1]) })
+	}
+	return out
+}
+
+// screen is as much of a terminal as redis-cli's line editor needs:
+// carriage return, newline, erase to the end of the line, cursor right,
+// and colours, which it drops.
+type screen struct {
+	mu    sync.Mutex
+	lines [][]rune
+	col   int
+	esc   []byte // an escape sequence begun
+}
+
+func (s *screen) write(p []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lines == nil {
+		s.lines = [][]rune{nil}
+	}
+	for _, r := range string(p) {
+		row := len(s.lines) - 1
+		if s.esc != nil {
+			s.esc = append(s.esc, byte(r))
+			if len(s.esc) > 1 && r >= '@' && r <= '~' {
+				s.control(row)
+			}
+			continue
+		}
+		switch r {
+		case '\x1b':
+			s.esc = []byte{}
+		case '\r':
+			s.col = 0
+		case '\n':
+			s.lines = append(s.lines, nil)
+			s.col = 0
+		default:
+			line := s.lines[row]
+			for len(line) < s.col {
+				line = append(line, ' ')
+			}
+			if s.col < len(line) {
+				line[s.col] = r
+			} else {
+				line = append(line, r)
+			}
+			s.lines[row] = line
+			s.col++
+		}
+	}
+}
+
+// control carries out the escape sequence in s.esc ("[0K", "[12C", …).
+func (s *screen) control(row int) {
+	seq := string(s.esc)
+	s.esc = nil
+	if !strings.HasPrefix(seq, "[") {
+		return
+	}
+	arg, final := seq[1:len(seq)-1], seq[len(seq)-1]
+	switch final {
+	case 'K':
+		if s.col < len(s.lines[row]) {
+			s.lines[row] = s.lines[row][:s.col]
+		}
+	case 'C':
+		n, err := strconv.Atoi(arg)
+		if err != nil {
+			n = 1
+		}
+		s.col += n
+	}
+}
+
+func (s *screen) snapshot() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.lines))
+	for _, l := range s.lines {
+		out = append(out, string(l))
+	}
+	if len(out) == 0 {
+		out = append(out, "")
+	}
+	return out
+}
