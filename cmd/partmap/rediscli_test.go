@@ -138,8 +138,10 @@ func cliSession(t *testing.T, addr string, steps []string, hints ...string) []st
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			lines := scr.snapshot()
-			if ok(lines) {
+			// Quiet for a while too: a line and its hint may come in two
+			// reads.
+			lines, last := scr.snapshot()
+			if ok(lines) && time.Since(last) > 30*time.Millisecond {
 				return lines
 			}
 			if time.Now().After(deadline) {
@@ -152,7 +154,8 @@ func cliSession(t *testing.T, addr string, steps []string, hints ...string) []st
 	waitFor("first prompt", func(lines []string) bool { return isPrompt(lines[len(lines)-1]) })
 	out := make([]string, len(steps))
 	for i, step := range steps {
-		start := len(scr.snapshot()) - 1
+		lines, _ := scr.snapshot()
+		start := len(lines) - 1
 		if _, err := f.Write([]byte(step)); err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +167,7 @@ func cliSession(t *testing.T, addr string, steps []string, hints ...string) []st
 		if _, err := f.Write([]byte("\r")); err != nil {
 			t.Fatal(err)
 		}
-		lines := waitFor("prompt after "+step, func(lines []string) bool {
+		lines = waitFor("prompt after "+step, func(lines []string) bool {
 			return len(lines)-1 > start && isPrompt(lines[len(lines)-1])
 		})
 		shown := []string{hinted}
@@ -199,11 +202,13 @@ type screen struct {
 	lines [][]rune
 	col   int
 	esc   []byte // an escape sequence begun
+	last  time.Time
 }
 
 func (s *screen) write(p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.last = time.Now()
 	if s.lines == nil {
 		s.lines = [][]rune{nil}
 	}
@@ -262,7 +267,8 @@ func (s *screen) control(row int) {
 	}
 }
 
-func (s *screen) snapshot() []string {
+// snapshot returns the screen's lines and when it last changed.
+func (s *screen) snapshot() ([]string, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]string, 0, len(s.lines))
@@ -272,5 +278,5 @@ func (s *screen) snapshot() []string {
 	if len(out) == 0 {
 		out = append(out, "")
 	}
-	return out
+	return out, s.last
 }
