@@ -280,3 +280,68 @@ func (s *screen) snapshot() ([]string, time.Time) {
 	}
 	return out, s.last
 }
+
+// redis-benchmark, with keys that are emails, runs against partmap as
+// against redis-server, without an error, and leaves what it wrote: its
+// random keys (redis-benchmark 7.0 has no seed, so not the same ones),
+// seen over HTTP too, and a counter that every pipelined increment
+// reached.
+func TestRedisBenchmark(t *testing.T) {
+	bench, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		t.Fatal("redis-benchmark is not installed (Debian's redis-tools; make deps installs it)")
+	}
+	respAddr := freeAddr(t)
+	url, _ := serveInProcess(t, "--resp-addr", respAddr)
+	cl, err := pmhttp.NewClient(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	redis, err := redistest.StartServer(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer redis.Stop()
+
+	cli := func(addr string, args ...string) string {
+		t.Helper()
+		host, port, _ := net.SplitHostPort(addr)
+		out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %q: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	runs := [][]string{
+		{"-t", "ping", "-n", "2000"},
+		{"-n", "3000", "-r", "1000", "HSET", "u__rand_int__@x.io", "fullName", "v"},
+		{"-n", "3000", "-r", "1000", "HGET", "u__rand_int__@x.io", "fullName"},
+		{"-n", "2000", "-P", "16", "HINCRBY", "counter@x.io", "visits", "1"},
+	}
+	for _, addr := range []string{respAddr, redis.Addr} {
+		host, port, _ := net.SplitHostPort(addr)
+		for _, run := range runs {
+			args := append([]string{"-h", host, "-p", port, "-c", "16", "-q"}, run...)
+			out, err := exec.Command(bench, args...).CombinedOutput()
+			if err != nil || strings.Contains(string(out), "rror") || !strings.Contains(string(out), "requests per second") {
+				t.Fatalf("redis-benchmark %q against %s: %v\n%s", run, addr, err, out)
+			}
+		}
+	}
+	for _, addr := range []string{respAddr, redis.Addr} {
+		// 3,000 HSETs of 1,000 random keys, and the counter.
+		if n, _ := strconv.Atoi(cli(addr, "DBSIZE")); n < 900 || n > 1001 {
+			t.Errorf("%s: DBSIZE %d after the HSETs", addr, n)
+		}
+		if got := cli(addr, "HGET", "counter@x.io", "visits"); got != "2000" {
+			t.Errorf("%s: 2,000 pipelined HINCRBYs left %s", addr, got)
+		}
+	}
+	st, err := cl.ListPartitions(context.Background())
+	if n := cli(respAddr, "DBSIZE"); err != nil || strconv.Itoa(int(st.TotalProfiles)) != n {
+		t.Errorf("over HTTP %d profiles (%v), DBSIZE %s", st.TotalProfiles, err, n)
+	}
+}
