@@ -348,8 +348,10 @@ func cmdCommand(k *call) {
 		want := names
 		if len(k.args) > 2 {
 			want = nil
+			seen := map[string]bool{}
 			for _, a := range k.args[2:] {
-				if n := lower(a); commands[n].run != nil && !slices.Contains(want, n) {
+				if n := lower(a); commands[n].run != nil && !seen[n] {
+					seen[n] = true
 					want = append(want, n)
 				}
 			}
