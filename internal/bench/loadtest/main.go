@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/bench/procstat"
 )
 
 const basePath = "/patterns/hash-partitioned-attribute-map"
@@ -170,13 +171,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return errors.New("wrk is not on PATH (Debian: apt-get install wrk)")
 	}
-	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	clkTck, err := procstat.ClockTick()
 	if err != nil {
-		return fmt.Errorf("getconf CLK_TCK: %w", err)
-	}
-	clkTck, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
-	if err != nil || clkTck <= 0 {
-		return fmt.Errorf("getconf CLK_TCK said %q", out)
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "partmap-loadtest-")
 	if err != nil {
@@ -285,11 +282,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	for _, t := range targets {
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", t.cmd.Process.Pid))
-		if err == nil {
-			t.peakRSS, err = parseVmHWM(string(status))
-		}
-		if err != nil {
+		if t.peakRSS, err = procstat.PeakRSS(t.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("%v: %w", t, err)
 		}
 	}
@@ -391,11 +384,7 @@ func (t *target) logTail() string {
 
 // cpuTicks is the server's utime+stime in clock ticks.
 func (t *target) cpuTicks() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", t.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatTicks(string(b))
+	return procstat.CPUTicks(t.cmd.Process.Pid)
 }
 
 // preload stores user0@example.com to user{n-1}@example.com through the

@@ -1,0 +1,86 @@
+// Package procstat reads what Linux's /proc tells of a process the
+// benchmarks measure from outside: the CPU it has used and its peak
+// resident set.
+package procstat
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// CPUTicks is utime+stime of process pid, in clock ticks (ClockTick).
+func CPUTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseStatTicks(string(b))
+}
+
+// PeakRSS is process pid's peak resident set size (VmHWM), in bytes.
+func PeakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseVmHWM(string(b))
+}
+
+// ClockTick is the number of clock ticks in a second (getconf CLK_TCK).
+func ClockTick() (float64, error) {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err != nil {
+		return 0, fmt.Errorf("getconf CLK_TCK: %w", err)
+	}
+	tck, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil || tck <= 0 {
+		return 0, fmt.Errorf("getconf CLK_TCK said %q", out)
+	}
+	return tck, nil
+}
+
+// ParseStatTicks returns utime+stime, in clock ticks, from the text of
+// /proc/PID/stat: the CPU the whole process (all its threads) has used.
+func ParseStatTicks(stat string) (int64, error) {
+	// Field 2, the command name, is in parentheses and may hold spaces and
+	// parentheses itself: the fields after the last ')' are plain.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3, state
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least 13", len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[14-3], 10, 64)
+	stime, err2 := strconv.ParseInt(f[15-3], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc stat: %w", err)
+	}
+	return utime + stime, nil
+}
+
+// ParseVmHWM returns the peak resident set size, in bytes, from the text
+// of /proc/PID/status.
+func ParseVmHWM(status string) (int64, error) {
+	for line := range strings.Lines(status) {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc status: VmHWM is %q", strings.TrimSpace(rest))
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc status: VmHWM: %w", err)
+		}
+		return kb << 10, nil
+	}
+	return 0, errors.New("/proc status: no VmHWM")
+}
