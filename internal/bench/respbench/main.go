@@ -1,0 +1,399 @@
+// Command respbench measures partmap's Redis protocol from outside its
+// process against Redis with every write fsync'd, in one run: issue 18's
+// speed comparison.
+//
+//	go run ./internal/bench/respbench [--partmap BIN] [--rounds 2] [--keys 100000]
+//
+// It starts `partmap serve --resp-addr` on a fresh data directory and
+// `redis-server --appendonly yes --appendfsync always` on another, each a
+// child process on its own loopback port. It fills both with HSETs of
+// --keys keys (partmap creating profiles, Redis hashes), then runs, each
+// round in turn against each server, the order rotating,
+//
+//	redis-benchmark -c 64 -r KEYS -n N HSET u__rand_int__@x.io fullName v
+//	redis-benchmark -c 64 -r KEYS -n N -P 16 HSET u__rand_int__@x.io fullName v
+//	redis-benchmark -c 64 -r KEYS -n N HGET u__rand_int__@x.io fullName
+//
+// with a key per profile (redis-benchmark's own -t hset writes every field
+// into one key, past partmap's limit on fields). Server CPU per command is
+// the server's utime+stime from /proc/PID/stat over the run. Progress goes
+// to stderr, a Markdown report with medians, ratios and issue 18's targets
+// to stdout.
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/partmap/partmap/internal/bench/procstat"
+)
+
+// workload is one redis-benchmark run; target is issue 18's floor for
+// partmap's rate over Redis's, 0 for none.
+type workload struct {
+	name     string
+	requests int
+	args     []string
+	target   float64
+}
+
+var workloads = []workload{
+	{"HSET", 100_000, []string{"HSET", "u__rand_int__@x.io", "fullName", "v"}, 1.0},
+	{"HSET -P 16", 300_000, []string{"-P", "16", "HSET", "u__rand_int__@x.io", "fullName", "v"}, 1.0},
+	{"HGET", 200_000, []string{"HGET", "u__rand_int__@x.io", "fullName"}, 0.7},
+}
+
+// server is one child process under measurement.
+type server struct {
+	name string
+	addr string // its RESP address
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+// result is one run of redis-benchmark against one server.
+type result struct {
+	rps, p50ms float64
+	cpuPerOp   float64 // µs
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "respbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("respbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("partmap", "", "partmap `binary` to measure (default: go build ./cmd/partmap)")
+	rounds := fs.Int("rounds", 2, "rounds; the report gives medians")
+	keys := fs.Int("keys", 100_000, "distinct keys the commands draw from (-r)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *rounds < 1 || *keys < 1 {
+		return errors.New("--rounds and --keys must be at least 1")
+	}
+	bench, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		return errors.New("redis-benchmark is not on PATH (Debian: apt-get install redis-tools)")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return errors.New("redis-server is not on PATH (Debian: apt-get install redis-server)")
+	}
+	tck, err := procstat.ClockTick()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "partmap-respbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}
+	if *bin == "" {
+		*bin = filepath.Join(tmp, "partmap")
+		logf("building ./cmd/partmap")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", *bin, "github.com/partmap/partmap/cmd/partmap").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	}
+
+	pm, err := startPartmap(ctx, *bin, tmp)
+	if pm != nil {
+		defer pm.stop()
+	}
+	if err != nil {
+		return err
+	}
+	rd, err := startRedis(ctx, tmp)
+	if rd != nil {
+		defer rd.stop()
+	}
+	if err != nil {
+		return err
+	}
+	servers := []*server{pm, rd}
+
+	measure := func(s *server, w workload) (result, error) {
+		c0, err := procstat.CPUTicks(s.cmd.Process.Pid)
+		if err != nil {
+			return result{}, err
+		}
+		host, port, _ := net.SplitHostPort(s.addr)
+		args := append([]string{"-h", host, "-p", port, "-c", "64", "-r", strconv.Itoa(*keys), "-n", strconv.Itoa(w.requests), "--csv"}, w.args...)
+		out, err := exec.CommandContext(ctx, bench, args...).CombinedOutput()
+		if err != nil {
+			return result{}, fmt.Errorf("redis-benchmark %s against %s: %v\n%s", w.name, s.name, err, out)
+		}
+		c1, err := procstat.CPUTicks(s.cmd.Process.Pid)
+		if err != nil {
+			return result{}, err
+		}
+		r, err := parseCSV(string(out))
+		if err != nil {
+			return result{}, fmt.Errorf("redis-benchmark %s against %s: %w", w.name, s.name, err)
+		}
+		r.cpuPerOp = float64(c1-c0) / tck * 1e6 / float64(w.requests)
+		logf("%-10s %-8s %9.0f ops/s  p50 %6.3f ms  %5.1f µs CPU/op", w.name, s.name, r.rps, r.p50ms, r.cpuPerOp)
+		return r, nil
+	}
+
+	// Filling: every key once or more, so that the rounds replace.
+	fill := workload{"HSET fill", 3 * *keys, workloads[0].args, 0}
+	fills := map[string]result{}
+	for _, s := range servers {
+		if fills[s.name], err = measure(s, fill); err != nil {
+			return err
+		}
+	}
+	results := map[string]map[string][]result{} // workload, server
+	for round := range *rounds {
+		for _, w := range workloads {
+			order := servers
+			if round%2 == 1 {
+				order = []*server{servers[1], servers[0]}
+			}
+			for _, s := range order {
+				r, err := measure(s, w)
+				if err != nil {
+					return err
+				}
+				if results[w.name] == nil {
+					results[w.name] = map[string][]result{}
+				}
+				results[w.name][s.name] = append(results[w.name][s.name], r)
+			}
+		}
+	}
+	report(stdout, *rounds, *keys, fills, results, args)
+	return nil
+}
+
+func startPartmap(ctx context.Context, bin, tmp string) (*server, error) {
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	respAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{name: "partmap", addr: respAddr}
+	if err := s.start(ctx, tmp, bin, "serve", "--addr", httpAddr, "--resp-addr", respAddr, "--data", filepath.Join(tmp, "partmap-data")); err != nil {
+		return s, err
+	}
+	// The directory is started over HTTP once it answers.
+	start := "http://" + httpAddr + "/patterns/hash-partitioned-attribute-map/start"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Post(start, "application/json", nil)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 300 {
+				return s, waitRESP(s.addr)
+			}
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("partmap did not start: %v; its log: %s", err, s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func startRedis(ctx context.Context, tmp string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	dir := filepath.Join(tmp, "redis-data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &server{name: "redis", addr: addr}
+	if err := s.start(ctx, tmp, "redis-server", "--bind", host, "--port", port, "--appendonly", "yes", "--appendfsync", "always",
+		"--save", "", "--dir", dir); err != nil {
+		return s, err
+	}
+	return s, waitRESP(addr)
+}
+
+func (s *server) start(ctx context.Context, tmp, bin string, args ...string) error {
+	var err error
+	if s.log, err = os.Create(filepath.Join(tmp, s.name+".log")); err != nil {
+		return err
+	}
+	s.cmd = exec.CommandContext(ctx, bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	return s.cmd.Start()
+}
+
+func (s *server) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.log.Close()
+}
+
+func (s *server) logTail() string {
+	b, _ := os.ReadFile(s.log.Name())
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// waitRESP waits until addr answers PING.
+func waitRESP(addr string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.SetDeadline(time.Now().Add(time.Second))
+			_, err = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 7)
+			if err == nil {
+				_, err = io.ReadFull(c, buf)
+			}
+			c.Close()
+			if err == nil && string(buf) == "+PONG\r\n" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer PING: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// parseCSV reads redis-benchmark --csv's output: a header and one row,
+// "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",…
+func parseCSV(out string) (result, error) {
+	// Warnings (it cannot read partmap's CONFIG) come before the table.
+	i := strings.Index(out, `"test",`)
+	if i < 0 {
+		return result{}, fmt.Errorf("no CSV table in %q", out)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out[i:])).ReadAll()
+	if err != nil {
+		return result{}, err
+	}
+	if len(rows) != 2 {
+		return result{}, fmt.Errorf("%d CSV rows, want a header and one: %q", len(rows), out[i:])
+	}
+	col := map[string]int{}
+	for j, h := range rows[0] {
+		col[h] = j
+	}
+	get := func(name string) (float64, error) {
+		j, ok := col[name]
+		if !ok || j >= len(rows[1]) {
+			return 0, fmt.Errorf("no %s column in %q", name, out[i:])
+		}
+		return strconv.ParseFloat(rows[1][j], 64)
+	}
+	rps, err1 := get("rps")
+	p50, err2 := get("p50_latency_ms")
+	if err := errors.Join(err1, err2); err != nil {
+		return result{}, err
+	}
+	return result{rps: rps, p50ms: p50}, nil
+}
+
+func report(w io.Writer, rounds, keys int, fills map[string]result, results map[string]map[string][]result, args []string) {
+	fmt.Fprintf(w, "## The Redis protocol against Redis, %s\n\n", time.Now().Format("2006-01-02"))
+	fmt.Fprintf(w, "Medians of %d rounds; a ratio is the median of the per-round ratios. `redis-benchmark -c 64 -r %d`; "+
+		"partmap fsyncs every write before its reply, Redis runs with `--appendonly yes --appendfsync always`. "+
+		"CPU is the server process's utime+stime per command.\n\n", rounds, keys)
+	fmt.Fprintln(w, "| command | partmap ops/s | Redis ops/s | ÷ Redis | partmap CPU µs/op | Redis CPU µs/op | partmap p50 | Redis p50 | target | met |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	row := func(name string, pm, rd []result, target float64) {
+		var ratios []float64
+		for i := range pm {
+			ratios = append(ratios, pm[i].rps/rd[i].rps)
+		}
+		ratio := median(ratios)
+		t, met := "", ""
+		if target > 0 {
+			t, met = fmt.Sprintf("≥ %.1f×", target), "no"
+			if ratio >= target {
+				met = "yes"
+			}
+		}
+		f := func(rs []result, v func(result) float64) float64 {
+			var xs []float64
+			for _, r := range rs {
+				xs = append(xs, v(r))
+			}
+			return median(xs)
+		}
+		rps := func(r result) float64 { return r.rps }
+		cpu := func(r result) float64 { return r.cpuPerOp }
+		p50 := func(r result) float64 { return r.p50ms }
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f ms | %.2f ms | %s | %s |\n", name,
+			f(pm, rps), f(rd, rps), ratio, f(pm, cpu), f(rd, cpu), f(pm, p50), f(rd, p50), t, met)
+	}
+	row(fmt.Sprintf("HSET, creating (%d commands, once)", 3*keys), []result{fills["partmap"]}, []result{fills["redis"]}, 0)
+	for _, wl := range workloads {
+		row(wl.name, results[wl.name]["partmap"], results[wl.name]["redis"], wl.target)
+	}
+	fmt.Fprintf(w, "\n```sh\ngo run ./internal/bench/respbench %s\n", strings.Join(args, " "))
+	fmt.Fprintln(w, "partmap serve --addr HTTP --resp-addr ADDR --data DIR   # then POST /patterns/hash-partitioned-attribute-map/start")
+	fmt.Fprintln(w, "redis-server --bind 127.0.0.1 --port PORT --appendonly yes --appendfsync always --save \"\" --dir DIR2")
+	for _, wl := range append([]workload{{name: "fill", requests: 3 * keys, args: workloads[0].args}}, workloads...) {
+		fmt.Fprintf(w, "redis-benchmark -h 127.0.0.1 -p PORT -c 64 -r %d -n %d --csv %s\n", keys, wl.requests, strings.Join(wl.args, " "))
+	}
+	fmt.Fprintln(w, "```")
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,41 @@
+package main
+
+import "testing"
+
+func TestParseCSV(t *testing.T) {
+	// redis-benchmark 7.0's --csv, after the warning partmap's missing
+	// CONFIG makes it print.
+	out := "WARNING: Could not fetch server CONFIG\n" +
+		`"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"` + "\n" +
+		`"HSET u__rand_int__@x.io f v","13513.51","0.227","0.016","0.119","0.687","1.767","5.711"` + "\n"
+	r, err := parseCSV(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.rps != 13513.51 || r.p50ms != 0.119 {
+		t.Errorf("got %+v", r)
+	}
+	for name, bad := range map[string]string{
+		"ErrNoTable": "Error: Connection refused\n",
+		"ErrTwoRows": `"test","rps","p50_latency_ms"` + "\n" + `"A","1","2"` + "\n" + `"B","1","2"` + "\n",
+		"ErrNoP50":   `"test","rps"` + "\n" + `"A","1"` + "\n",
+		"ErrNumber":  `"test","rps","p50_latency_ms"` + "\n" + `"A","x","2"` + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if r, err := parseCSV(bad); err == nil {
+				t.Errorf("got %+v, want an error", r)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.xs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}
