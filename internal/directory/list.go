@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
@@ -105,13 +106,28 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 		var err error
 		n = sv.cur.Partitions
 		now := d.now()
+		// Expired profiles are gone at once, swept or not: the counts less
+		// the profiles due. The two are separate reads, and a sweep
+		// between them would leave a profile counted but no longer due,
+		// so the counts are read again after the due ones, until a read
+		// sees them unchanged (a few tries; writers that never pause get
+		// the last).
 		if counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
 			return err
 		}
-		// Expired profiles are gone at once, swept or not.
-		due, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
-		if err != nil || len(due) == 0 {
-			return err
+		var due map[partmap.Partition]int64
+		for try := 0; ; try++ {
+			if due, err = d.dueProfiles(ctx, sv.cur.Generation, n, now); err != nil {
+				return err
+			}
+			again, err := d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n))
+			if err != nil {
+				return err
+			}
+			stable := slices.Equal(again, counts)
+			if counts = again; stable || try == 3 {
+				break
+			}
 		}
 		kept := counts[:0]
 		for _, c := range counts {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -369,6 +370,46 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 			}
 			if d.Profile <= d.Now {
 				t.Fatalf("profile deadline %d, now %d", d.Profile, d.Now)
+			}
+		}
+	})
+
+	// The partitions' counts leave out what is due, swept or not, also
+	// while the sweeper removes it: a sweep between reading the counts and
+	// reading what is due must not count a profile twice live.
+	t.Run("CountsWhileSweeping", func(t *testing.T) {
+		s, sweep, clock := start(t)
+		const live, rounds = 20, 15
+		for i := range live {
+			putProfile(t, s, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("stays%d@example.com", i)})
+		}
+		for round := range rounds {
+			now := t0 + int64(round)*10_000
+			clock.set(now)
+			for i := range 40 {
+				e := fmt.Sprintf("goes%d-%d@example.com", round, i)
+				putProfile(t, s, partmap.Profile{partmap.FieldEmail: e})
+				apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(now + 1000)})
+			}
+			clock.set(now + 2000)
+			done := make(chan error, 1)
+			go func() { done <- sweep(ctx) }()
+			for swept := false; !swept; {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("sweep: %v", err)
+					}
+					swept = true
+				default:
+				}
+				st, err := s.ListPartitions(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.TotalProfiles != live {
+					t.Fatalf("round %d, while sweeping: the partitions count %d profiles, %d are live", round, st.TotalProfiles, live)
+				}
 			}
 		}
 	})
