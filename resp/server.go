@@ -281,6 +281,15 @@ type limitConn struct {
 	writeTimeout, cmdTimeout time.Duration
 	frame                    framer
 	begun                    time.Time // when the unfinished command's first byte came
+	deadline                 bool      // a read deadline is set
+	// held is what was read but not yet given to redcon: its first ready
+	// bytes end where a command does, the rest is a command's unfinished
+	// start. redcon parses again from a command's start on every read, so
+	// a large command sent in many pieces would cost it time quadratic in
+	// its size; it is given whole commands only.
+	held  []byte
+	ready int
+	err   error // the read error behind held
 }
 
 func (c *limitConn) Write(b []byte) (int, error) {
@@ -289,33 +298,86 @@ func (c *limitConn) Write(b []byte) (int, error) {
 }
 
 func (c *limitConn) Read(b []byte) (int, error) {
-	if c.frame.err != nil {
-		return 0, c.frame.err
+	for c.ready == 0 {
+		if c.frame.err != nil {
+			return 0, c.frame.err
+		}
+		if c.err != nil {
+			return 0, c.err
+		}
+		c.setDeadline()
+		left := MaxPending - c.frame.partial
+		if len(c.held) == 0 {
+			// Nothing held: read into b itself, and give at once what
+			// ends a command, mostly all of it.
+			if int64(len(b)) > left {
+				b = b[:left+1] // one byte past the bound fails the scan
+			}
+			n, err := c.Conn.Read(b)
+			if whole := c.scan(b[:n]); whole > 0 || err != nil {
+				c.held = append(c.held, b[whole:n]...)
+				if c.frame.err != nil {
+					return 0, c.frame.err // redcon never sees what was refused
+				}
+				c.err = err
+				if whole > 0 {
+					return whole, nil
+				}
+				return 0, err
+			}
+			c.held = append(c.held, b[:n]...)
+			continue
+		}
+		buf := make([]byte, min(int64(64<<10), left+1))
+		n, err := c.Conn.Read(buf)
+		whole := c.scan(buf[:n])
+		if c.frame.err != nil {
+			return 0, c.frame.err
+		}
+		if whole > 0 {
+			c.ready = len(c.held) + whole
+		}
+		c.held = append(c.held, buf[:n]...)
+		c.err = err
 	}
-	left := MaxPending - c.frame.partial
-	// Part of a command is waiting: the rest must come in time. Between
-	// commands, a read waits for ever.
+	n := copy(b, c.held[:c.ready])
+	c.ready -= n
+	c.held = c.held[:copy(c.held, c.held[n:])]
+	return n, nil
+}
+
+// scan follows b's framing and returns how many of its bytes end where a
+// command does: all of them once the framing is lost, which redcon then
+// answers with a protocol error. A command that ended restarts the clock
+// of the one after it.
+func (c *limitConn) scan(b []byte) int {
+	c.frame.scan(b)
+	whole := len(b) - int(min(c.frame.partial, int64(len(b))))
+	if c.frame.state == frameLost || c.frame.err != nil {
+		whole = len(b)
+	}
+	if whole > 0 {
+		c.begun = time.Time{}
+	}
+	return whole
+}
+
+// setDeadline gives the rest of a begun command cmdTimeout to arrive;
+// between commands a read waits for ever.
+func (c *limitConn) setDeadline() {
 	if c.frame.partial > 0 {
 		if c.begun.IsZero() {
 			c.begun = time.Now()
+			c.Conn.SetReadDeadline(c.begun.Add(c.cmdTimeout))
+			c.deadline = true
 		}
-		c.Conn.SetReadDeadline(c.begun.Add(c.cmdTimeout))
-	} else {
-		c.begun = time.Time{}
+		return
+	}
+	c.begun = time.Time{}
+	if c.deadline {
 		c.Conn.SetReadDeadline(time.Time{})
+		c.deadline = false
 	}
-	if int64(len(b)) > left {
-		b = b[:left+1] // one byte past the bound fails the next read
-	}
-	n, err := c.Conn.Read(b)
-	c.frame.scan(b[:n])
-	if c.frame.err != nil {
-		return 0, c.frame.err // redcon never sees what was refused
-	}
-	if c.frame.partial == 0 {
-		c.begun = time.Time{}
-	}
-	return n, err
 }
 
 // framer follows RESP's framing in what a client sends, byte by byte,
