@@ -27,20 +27,7 @@ func TestRedisCliInteractive(t *testing.T) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatal("redis-cli is not installed (Debian's redis-tools; make deps installs it)")
 	}
-	respAddr := freeAddr(t)
-	url, _ := serveInProcess(t, "--resp-addr", respAddr)
-	cl, err := pmhttp.NewClient(url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	redis, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer redis.Stop()
+	respAddr, _, redis := besideRedis(t)
 
 	// Each step is typed, then Enter pressed. Only commands whose replies
 	// partmap claims to match (README: "Use it from Redis clients").
@@ -102,6 +89,28 @@ func TestRedisCliInteractive(t *testing.T) {
 			t.Errorf("partmap's session lacks %q:\n%s", s, strings.Join(got, "\n"))
 		}
 	}
+}
+
+// besideRedis starts a partmap server, started, with a Redis port, and a
+// redis-server beside it; it returns partmap's Redis address and HTTP
+// client.
+func besideRedis(t *testing.T) (respAddr string, cl *pmhttp.Client, redis *redistest.Server) {
+	t.Helper()
+	respAddr = freeAddr(t)
+	url, _ := serveInProcess(t, "--resp-addr", respAddr)
+	cl, err := pmhttp.NewClient(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	redis, err = redistest.StartServer(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(redis.Stop)
+	return respAddr, cl, redis
 }
 
 // cliSession runs redis-cli on a pseudo-terminal against addr and types
@@ -291,20 +300,7 @@ func TestRedisBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal("redis-benchmark is not installed (Debian's redis-tools; make deps installs it)")
 	}
-	respAddr := freeAddr(t)
-	url, _ := serveInProcess(t, "--resp-addr", respAddr)
-	cl, err := pmhttp.NewClient(url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	redis, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer redis.Stop()
+	respAddr, cl, redis := besideRedis(t)
 
 	cli := func(addr string, args ...string) string {
 		t.Helper()
