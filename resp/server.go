@@ -342,7 +342,9 @@ func (c *limitConn) Read(b []byte) (int, error) {
 	}
 	n := copy(b, c.held[:c.ready])
 	c.ready -= n
-	c.held = c.held[:copy(c.held, c.held[n:])]
+	if c.held = c.held[n:]; len(c.held) == 0 {
+		c.held = nil // a large command's buffer goes with it
+	}
 	return n, nil
 }
 
