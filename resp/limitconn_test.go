@@ -113,10 +113,29 @@ func TestLimitConnTimesOneCommandAtATime(t *testing.T) {
 		t.Fatalf("after %v, read %d of %d bytes: %v", time.Since(start), len(got), len(sent), err)
 	}
 
-	c, client = pipeConn(t, timeout)
-	go client.Write([]byte(cmd[:20]))
-	_, err = io.ReadAll(c)
-	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		t.Fatalf("half a command and silence: %v, want a timeout", err)
+	// Stalling in a command is cut off, also after a count with a sign
+	// (which redcon takes), and also once the framing is lost, however
+	// slowly the bytes keep coming: only a command that ends restarts the
+	// clock.
+	for name, start := range map[string]string{
+		"Silent":      cmd[:20],
+		"SignedCount": "*+1\r\n$4\r\nPING\r\n" + cmd[:20],
+		"LostFraming": "*1\r\nxyz",
+	} {
+		c, client := pipeConn(t, timeout)
+		go func() {
+			defer client.Close()
+			client.Write([]byte(start))
+			for range 60 { // 3 s of a byte each 50 ms
+				time.Sleep(50 * time.Millisecond)
+				if _, err := client.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}()
+		_, err := io.Copy(io.Discard, struct{ io.Reader }{c})
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			t.Errorf("%s: a command begun and trickled: %v, want a timeout", name, err)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -253,9 +254,10 @@ func (s *Server) endOfCommand(conn redcon.Conn, c *client) {
 }
 
 // MaxPending bounds the bytes a client may send without completing a
-// command: redcon buffers a command whole before it is parsed, so a huge
-// bulk string, a million arguments or an endless line would otherwise
-// take the server's memory. No command partmap takes needs more than a
+// command: the connection holds them until the command is whole, and
+// redcon buffers it whole again before it is parsed, so a huge bulk
+// string, a million arguments or an endless line would otherwise take the
+// server's memory (a connection holds at most a few times MaxPending). No command partmap takes needs more than a
 // few profiles' worth; past the bound the client is hung up on.
 const MaxPending = 8 << 20
 
@@ -328,22 +330,26 @@ func (c *limitConn) Read(b []byte) (int, error) {
 			c.held = append(c.held, b[:n]...)
 			continue
 		}
-		buf := make([]byte, min(int64(64<<10), left+1))
-		n, err := c.Conn.Read(buf)
-		whole := c.scan(buf[:n])
+		k := int(min(int64(64<<10), left+1))
+		c.held = slices.Grow(c.held, k)
+		n, err := c.Conn.Read(c.held[len(c.held) : len(c.held)+k])
+		whole := c.scan(c.held[len(c.held) : len(c.held)+n])
 		if c.frame.err != nil {
 			return 0, c.frame.err
 		}
 		if whole > 0 {
 			c.ready = len(c.held) + whole
 		}
-		c.held = append(c.held, buf[:n]...)
+		c.held = c.held[:len(c.held)+n]
 		c.err = err
 	}
 	n := copy(b, c.held[:c.ready])
 	c.ready -= n
-	if c.held = c.held[n:]; len(c.held) == 0 {
+	switch c.held = c.held[n:]; {
+	case len(c.held) == 0:
 		c.held = nil // a large command's buffer goes with it
+	case c.ready == 0:
+		c.held = slices.Clone(c.held) // the next command's start alone
 	}
 	return n, nil
 }
@@ -353,15 +359,17 @@ func (c *limitConn) Read(b []byte) (int, error) {
 // answers with a protocol error. A command that ended restarts the clock
 // of the one after it.
 func (c *limitConn) scan(b []byte) int {
+	before := c.frame.whole
 	c.frame.scan(b)
-	whole := len(b) - int(min(c.frame.partial, int64(len(b))))
-	if c.frame.state == frameLost || c.frame.err != nil {
-		whole = len(b)
-	}
-	if whole > 0 {
+	if c.frame.whole != before {
 		c.begun = time.Time{}
 	}
-	return whole
+	if c.frame.state == frameLost || c.frame.err != nil {
+		// Lost framing keeps the clock of the command it began in: the
+		// client is hung up on in cmdTimeout unless redcon does first.
+		return len(b)
+	}
+	return len(b) - int(min(c.frame.partial, int64(len(b))))
 }
 
 // setDeadline gives the rest of a begun command cmdTimeout to arrive;
@@ -390,6 +398,7 @@ func (c *limitConn) setDeadline() {
 // a bulk longer than MaxPending.
 type framer struct {
 	partial int64 // bytes of the command not yet whole
+	whole   int64 // commands completed, ever
 	state   int
 	n       int64 // the number being read, or the bulk bytes left
 	neg     bool
@@ -453,6 +462,8 @@ func (f *framer) scan(b []byte) {
 				}
 			case c == '-' && f.n == 0:
 				f.neg = true
+			case c == '+' && f.n == 0 && !f.neg:
+				// redcon's numbers are strconv.Atoi's, which take a sign
 			case c == '\r':
 			case c == '\n' && f.state == frameCount:
 				switch {
@@ -486,4 +497,4 @@ func (f *framer) scan(b []byte) {
 	}
 }
 
-func (f *framer) done() { f.partial, f.state = 0, frameStart }
+func (f *framer) done() { f.partial, f.state, f.whole = 0, frameStart, f.whole+1 }
