@@ -170,7 +170,7 @@ func cliSession(t *testing.T, addr string, steps []string, hints ...string) []st
 		}
 		// The hint is drawn with the last character typed.
 		typed := waitFor("echo of "+step, func(lines []string) bool {
-			return strings.Contains(lines[len(lines)-1], "> "+step)
+			return strings.Contains(lines[len(lines)-1], "> "+step) && scr.redrawn()
 		})
 		hinted := strings.TrimRight(typed[len(typed)-1], " ")
 		if _, err := f.Write([]byte("\r")); err != nil {
@@ -192,7 +192,7 @@ func cliSession(t *testing.T, addr string, steps []string, hints ...string) []st
 			t.Fatal(err)
 		}
 		typed := waitFor("echo of "+name, func(lines []string) bool {
-			return strings.Contains(lines[len(lines)-1], "> "+name+" ")
+			return strings.Contains(lines[len(lines)-1], "> "+name+" ") && scr.redrawn()
 		})
 		out = append(out, strings.ReplaceAll(strings.TrimRight(typed[len(typed)-1], " "), prompt, "HOST"))
 		if _, err := f.Write([]byte("\x15")); err != nil {
@@ -212,6 +212,7 @@ type screen struct {
 	col   int
 	esc   []byte // an escape sequence begun
 	last  time.Time
+	moved bool // the last thing written moved the cursor: a redraw ended
 }
 
 func (s *screen) write(p []byte) {
@@ -223,6 +224,7 @@ func (s *screen) write(p []byte) {
 	}
 	for _, r := range string(p) {
 		row := len(s.lines) - 1
+		s.moved = false
 		if s.esc != nil {
 			s.esc = append(s.esc, byte(r))
 			if len(s.esc) > 1 && r >= '@' && r <= '~' {
@@ -273,7 +275,16 @@ func (s *screen) control(row int) {
 			n = 1
 		}
 		s.col += n
+		s.moved = true
 	}
+}
+
+// redrawn tells whether the line editor finished redrawing the line (it
+// ends a redraw, hint and all, by moving the cursor back).
+func (s *screen) redrawn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.moved
 }
 
 // snapshot returns the screen's lines and when it last changed.
@@ -301,11 +312,14 @@ func TestRedisBenchmark(t *testing.T) {
 		t.Fatal("redis-benchmark is not installed (Debian's redis-tools; make deps installs it)")
 	}
 	respAddr, cl, redis := besideRedis(t)
+	// A server that stops answering fails the test, not go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 
 	cli := func(addr string, args ...string) string {
 		t.Helper()
 		host, port, _ := net.SplitHostPort(addr)
-		out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("redis-cli %q: %v\n%s", args, err, out)
 		}
@@ -321,7 +335,7 @@ func TestRedisBenchmark(t *testing.T) {
 		host, port, _ := net.SplitHostPort(addr)
 		for _, run := range runs {
 			args := append([]string{"-h", host, "-p", port, "-c", "16", "-q"}, run...)
-			out, err := exec.Command(bench, args...).CombinedOutput()
+			out, err := exec.CommandContext(ctx, bench, args...).CombinedOutput()
 			if err != nil || strings.Contains(string(out), "rror") || !strings.Contains(string(out), "requests per second") {
 				t.Fatalf("redis-benchmark %q against %s: %v\n%s", run, addr, err, out)
 			}
@@ -336,7 +350,7 @@ func TestRedisBenchmark(t *testing.T) {
 			t.Errorf("%s: 2,000 pipelined HINCRBYs left %s", addr, got)
 		}
 	}
-	st, err := cl.ListPartitions(context.Background())
+	st, err := cl.ListPartitions(ctx)
 	if n := cli(respAddr, "DBSIZE"); err != nil || strconv.Itoa(int(st.TotalProfiles)) != n {
 		t.Errorf("over HTTP %d profiles (%v), DBSIZE %s", st.TotalProfiles, err, n)
 	}
