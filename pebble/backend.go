@@ -26,6 +26,7 @@ import (
 type backend struct {
 	db       *pebble.DB
 	feed     *feed
+	cache    *recordCache // nil caches nothing
 	metaMu   sync.Mutex   // serialises metadata updates
 	inFlight atomic.Int64 // commits applied and waiting for their fsync
 	delayed  atomic.Int64 // fsyncs held back for companions (syncDelay)
@@ -88,19 +89,11 @@ func (b *backend) Get(_ context.Context, part engine.Part, emails []string) (out
 	pre := genPrefix(part.Generation)
 	out = make([]*partmap.Record, len(emails))
 	if len(emails) == 1 {
-		v, closer, err := b.db.Get(recordKey(pre, part.Partition, emails[0]))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		defer closer.Close()
-		rec, err := record.Decode(v)
+		rec, err := b.getOne(recordKey(pre, part.Partition, emails[0]))
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", part.Partition, emails[0], err)
 		}
-		out[0] = &rec
+		out[0] = rec
 		return out, nil
 	}
 	it, err := b.db.NewIter(&pebble.IterOptions{
@@ -138,6 +131,42 @@ func (b *backend) Get(_ context.Context, part engine.Part, emails []string) (out
 	return out, it.Error()
 }
 
+// getOne reads the record at k, nil if there is none, from the record
+// cache when it has it.
+func (b *backend) getOne(k []byte) (*partmap.Record, error) {
+	var rec *partmap.Record
+	decode := func(v []byte) error {
+		if v == nil {
+			return nil
+		}
+		r, err := record.Decode(v) // copies: v is the cache's or Pebble's
+		rec = &r
+		return err
+	}
+	var ticket uint64
+	if b.cache != nil {
+		ok, t, err := b.cache.lookup(k, decode)
+		if ok || err != nil {
+			return rec, err
+		}
+		ticket = t
+	}
+	v, closer, err := b.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		v, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	if b.cache != nil {
+		b.cache.fill(k, ticket, v)
+	}
+	return rec, decode(v)
+}
+
 // Commit writes the records, their index entries and each partition's
 // profile count in one batch. The count is read without a snapshot: the
 // engine holds the partition's lock, so nobody else changes it.
@@ -148,7 +177,8 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 		return nil, err
 	}
 	delta := make(map[engine.Part]int, 1)
-	encoded := make([][]byte, len(writes)) // once for the record and its event
+	encoded := make([][]byte, len(writes)) // once for the record, its event and the cache
+	keys := make([][]byte, len(writes))
 	for i, w := range writes {
 		pre := genPrefix(w.Part.Generation)
 		for _, e := range w.Remove {
@@ -172,6 +202,7 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			}
 		}
 		k := recordKey(pre, w.Part.Partition, w.Email)
+		keys[i] = k
 		var err error
 		switch {
 		case w.Record == nil:
@@ -216,7 +247,14 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	// fsync instead of queueing behind it. The feed shows the events only
 	// then.
 	b.inFlight.Add(1)
-	if err := b.db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+	if b.cache != nil {
+		b.cache.begin(keys)
+	}
+	err = b.db.ApplyNoSyncWait(batch, pebble.Sync)
+	if b.cache != nil {
+		b.cache.end(keys, encoded, err == nil)
+	}
+	if err != nil {
 		b.inFlight.Add(-1)
 		if events != nil {
 			b.feed.settle(events, false)
@@ -302,5 +340,11 @@ func (b *backend) Drop(_ context.Context, l engine.Layout) error {
 			return err
 		}
 	}
-	return batch.Commit(pebble.Sync)
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	if b.cache != nil {
+		b.cache.purge()
+	}
+	return nil
 }

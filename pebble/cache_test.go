@@ -84,7 +84,8 @@ func TestCollectorsExportPebbleFigures(t *testing.T) {
 	for _, f := range families {
 		names = append(names, f.GetName())
 	}
-	for _, want := range []string{"partmap_pebble_block_cache_hits_total", "partmap_pebble_block_cache_misses_total", "partmap_pebble_l0_files", "partmap_pebble_memtable_bytes"} {
+	for _, want := range []string{"partmap_pebble_block_cache_hits_total", "partmap_pebble_block_cache_misses_total",
+		"partmap_pebble_record_cache_hits_total", "partmap_pebble_record_cache_misses_total", "partmap_pebble_l0_files", "partmap_pebble_memtable_bytes"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s is not exported; got %v", want, names)
 		}

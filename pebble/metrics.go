@@ -19,6 +19,9 @@ var (
 	descCacheHits     = prometheus.NewDesc("partmap_pebble_block_cache_hits_total", "Block cache hits.", nil, nil)
 	descCacheMisses   = prometheus.NewDesc("partmap_pebble_block_cache_misses_total", "Block cache misses: blocks read from disk.", nil, nil)
 	descCacheBytes    = prometheus.NewDesc("partmap_pebble_block_cache_bytes", "Bytes in the block cache.", nil, nil)
+	descRecordHits    = prometheus.NewDesc("partmap_pebble_record_cache_hits_total", "Lookups of one profile answered from the record cache.", nil, nil)
+	descRecordMisses  = prometheus.NewDesc("partmap_pebble_record_cache_misses_total", "Lookups of one profile the record cache sent to Pebble.", nil, nil)
+	descRecordEntries = prometheus.NewDesc("partmap_pebble_record_cache_entries", "Records, and absences, in the record cache.", nil, nil)
 	descMemtables     = prometheus.NewDesc("partmap_pebble_memtables", "Memtables, the mutable one and those waiting to flush.", nil, nil)
 	descMemtableBytes = prometheus.NewDesc("partmap_pebble_memtable_bytes", "Bytes held by memtables.", nil, nil)
 	descL0Files       = prometheus.NewDesc("partmap_pebble_l0_files", "Sstables in level 0; many slow reads, and too many stall writes.", nil, nil)
@@ -33,7 +36,8 @@ var (
 )
 
 func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descMemtables, descMemtableBytes,
+	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes,
+		descRecordHits, descRecordMisses, descRecordEntries, descMemtables, descMemtableBytes,
 		descL0Files, descTables, descTableBytes, descCompactions, descCompactDebt, descFlushes, descWALBytes, descWALSyncs, descDelayedSyncs} {
 		ch <- d
 	}
@@ -53,6 +57,11 @@ func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCacheHits, float64(m.BlockCache.Hits))
 	counter(descCacheMisses, float64(m.BlockCache.Misses))
 	gauge(descCacheBytes, float64(m.BlockCache.Size))
+	if rc := c.b.cache; rc != nil {
+		counter(descRecordHits, float64(rc.values.HitCount()))
+		counter(descRecordMisses, float64(rc.values.MissCount()))
+		gauge(descRecordEntries, float64(rc.values.EntryCount()))
+	}
 	gauge(descMemtables, float64(m.MemTable.Count))
 	gauge(descMemtableBytes, float64(m.MemTable.Size))
 	gauge(descL0Files, float64(m.Levels[0].TablesCount))

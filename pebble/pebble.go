@@ -46,6 +46,11 @@ const (
 // (docs/PERFORMANCE.md).
 const DefaultCacheBytes = 32 << 20
 
+// DefaultRecordCacheBytes is the record cache's size: the encoded records
+// of about 100,000 small profiles, which a lookup of one profile finds
+// without searching Pebble's memtables and levels (docs/PERFORMANCE.md).
+const DefaultRecordCacheBytes = 16 << 20
+
 // memTableBytes is the size of Pebble's memtables. Pebble's default, 4 MB,
 // made an import of 200k profiles flush a dozen times and compact the
 // output; larger ones cost memory, and a lookup searches a deeper skiplist
@@ -86,6 +91,10 @@ type Options struct {
 	// DefaultCacheBytes. The cache is made larger by the memtables Pebble
 	// charges to it.
 	CacheBytes int64
+	// RecordCacheBytes bounds the cache of records that lookups of one
+	// profile are answered from (DESIGN.md); 0 means
+	// DefaultRecordCacheBytes and a negative one no cache.
+	RecordCacheBytes int64
 	// Indexes are the fields a new directory indexes for search; nil means
 	// partmap.DefaultIndexes and an empty slice none. An existing directory
 	// keeps its own, and refuses a non-nil Indexes that differs.
@@ -137,6 +146,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
+	if o.RecordCacheBytes == 0 {
+		o.RecordCacheBytes = DefaultRecordCacheBytes
+	}
 	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
 		Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention}
 	fresh, err := checkDataDirectory(o.FS, path)
@@ -158,7 +170,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	// flush, and from then on cached nothing, so every read went to the
 	// disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
 	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes + memTableReserve, MemTableSize: memTableBytes}
-	b := &backend{}
+	b := &backend{cache: newRecordCache(o.RecordCacheBytes)}
 	if o.CommitDelay > 0 {
 		// Pebble asks after each fsync how long to hold the next one back.
 		popts.WALMinSyncInterval = func() time.Duration { return b.syncDelay(o.CommitDelay, o.CommitSiblings) }

@@ -218,17 +218,18 @@ func runServe(ctx context.Context, e *env, args []string) error {
 }
 
 // tuneGC lets the Go heap grow to three times what is live (GOGC=200)
-// within a soft limit of 40 MiB, unless GOGC or GOMEMLIMIT say otherwise.
-// The live heap of a serving directory is small (Pebble's memtables and
-// block cache are C memory), so the default GOGC=100 collected several
-// times a second under load, and nothing bounded a burst such as a bulk
-// import (docs/PERFORMANCE.md, issue 14).
+// within a soft limit of 40 MiB beside the record cache, unless GOGC or
+// GOMEMLIMIT say otherwise. The live heap of a serving directory is small
+// (Pebble's memtables and block cache are C memory, the record cache one
+// allocation the collector does not scan), so the default GOGC=100
+// collected several times a second under load, and nothing bounded a
+// burst such as a bulk import (docs/PERFORMANCE.md, issue 14).
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(40 << 20)
+		debug.SetMemoryLimit(40<<20 + pebble.DefaultRecordCacheBytes)
 	}
 }
 

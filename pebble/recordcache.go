@@ -1,0 +1,151 @@
+package pebble
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coocood/freecache"
+)
+
+// recordCache keeps recently read and written records, encoded, by record
+// key, so that a lookup of one record (the most common request by far)
+// skips Pebble's memtable and level search. The records live in a
+// freecache ring of fixed size, which the Go collector does not scan: a
+// map of 100,000 entries on the heap made every collection walk them.
+//
+// Pebble still holds every record; the cache holds a key's value only
+// while it is the database's:
+//
+//   - A commit removes its keys before it applies its batch, and stores the
+//     new values after. So a lookup never finds a value the database has
+//     already replaced, and one that misses reads Pebble.
+//   - A lookup that missed stores what it read only if no commit to the
+//     shard began or ended since it looked (the shard's epoch) and none of
+//     the key is under way, so a value read before a commit applied is
+//     never stored after it.
+//
+// An absent record is cached too, as an empty value (an encoded record
+// never is): a lookup of an unknown email is common (a create's read, a
+// client's existence check).
+type recordCache struct {
+	values *freecache.Cache
+	seed   maphash.Seed
+	shards [recordCacheShards]cacheShard
+}
+
+const recordCacheShards = 64
+
+type cacheShard struct {
+	epoch atomic.Uint64 // commits begun and ended, and purges; changed under mu
+	mu    sync.Mutex
+	busy  map[string]*cacheWriters // keys commits are writing
+}
+
+type cacheWriters struct {
+	n int
+	// contended is set when commits of the key overlapped: the last to end
+	// need not be the last applied, so none of them may store its value.
+	contended bool
+}
+
+// minRecordCacheBytes is freecache's smallest size.
+const minRecordCacheBytes = 512 << 10
+
+// newRecordCache is a cache of about bytes; nil for bytes ≤ 0, which
+// caches nothing. A record larger than a thousandth of it is not cached.
+func newRecordCache(bytes int64) *recordCache {
+	if bytes <= 0 {
+		return nil
+	}
+	c := &recordCache{values: freecache.NewCache(int(max(bytes, minRecordCacheBytes))), seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].busy = make(map[string]*cacheWriters)
+	}
+	return c
+}
+
+func (c *recordCache) shard(key []byte) *cacheShard {
+	return &c.shards[maphash.Bytes(c.seed, key)%recordCacheShards]
+}
+
+// lookup calls found with the cached value of key (nil for a record known
+// absent) and returns true, or returns false and a ticket for fill, which
+// the caller takes after reading Pebble. found must not keep the slice.
+func (c *recordCache) lookup(key []byte, found func(v []byte) error) (ok bool, ticket uint64, err error) {
+	ticket = c.shard(key).epoch.Load()
+	err = c.values.GetFn(key, func(v []byte) error {
+		ok = true
+		if len(v) == 0 {
+			v = nil
+		}
+		return found(v)
+	})
+	if ok {
+		return true, 0, err
+	}
+	return false, ticket, nil
+}
+
+// fill stores v, read from Pebble after lookup gave ticket, unless a
+// commit of the shard began or ended since, or one of the key is under way.
+func (c *recordCache) fill(key []byte, ticket uint64, v []byte) {
+	s := c.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.epoch.Load() != ticket || s.busy[string(key)] != nil {
+		return
+	}
+	c.values.Set(key, v, 0) // fails only for a record too large to cache
+}
+
+// begin removes keys before their batch is applied; end must follow.
+func (c *recordCache) begin(keys [][]byte) {
+	for _, k := range keys {
+		s := c.shard(k)
+		s.mu.Lock()
+		s.epoch.Add(1)
+		w := s.busy[string(k)]
+		if w == nil {
+			w = &cacheWriters{}
+			s.busy[string(k)] = w
+		}
+		w.contended = w.contended || w.n > 0
+		w.n++
+		c.values.Del(k)
+		s.mu.Unlock()
+	}
+}
+
+// end follows begin once the batch is applied, with the values it wrote
+// (nil for a deletion), or once it failed (applied false).
+func (c *recordCache) end(keys, values [][]byte, applied bool) {
+	for i, k := range keys {
+		s := c.shard(k)
+		s.mu.Lock()
+		s.epoch.Add(1) // a lookup that began during the commit may have read the old value
+		w := s.busy[string(k)]
+		if w.n--; w.n == 0 {
+			delete(s.busy, string(k))
+			if applied && !w.contended {
+				c.values.Set(k, values[i], 0)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// purge forgets every record, after keys were deleted by range. A commit
+// under way may have applied before the deletion, so it stores nothing.
+func (c *recordCache) purge() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.epoch.Add(1)
+		for _, w := range s.busy {
+			w.contended = true
+		}
+		s.mu.Unlock()
+	}
+	c.values.Clear()
+}
