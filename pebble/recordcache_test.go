@@ -82,7 +82,7 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 			t.Fatalf("cached %q, read during a commit, after it", v)
 		}
 	})
-	t.Run("a commit removes the old value before it applies", func(t *testing.T) {
+	t.Run("a lookup during a commit of the key is not answered from the cache", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
 		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
 		c.begin(keys("k"))
@@ -90,8 +90,20 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 			t.Fatalf("cached %q during a commit of the key", v)
 		}
 		c.end(keys("k"), keys("new"), true)
+		if v, _ := cached(t, c, "k"); v != "new" {
+			t.Fatalf("cached %q after the commit; want new", v)
+		}
 	})
-	t.Run("a failed commit stores nothing", func(t *testing.T) {
+	t.Run("a value too large to cache does not leave the old one", func(t *testing.T) {
+		c := newRecordCache(minRecordCacheBytes)
+		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		c.begin(keys("k"))
+		c.end(keys("k"), [][]byte{make([]byte, minRecordCacheBytes/512)}, true)
+		if v, ok := cached(t, c, "k"); ok {
+			t.Fatalf("cached %d bytes; want nothing", len(v))
+		}
+	})
+	t.Run("a failed commit leaves nothing", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
 		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
 		c.begin(keys("k"))
@@ -100,8 +112,9 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 			t.Fatalf("cached %q after a failed commit", v)
 		}
 	})
-	t.Run("overlapping commits of a key store nothing", func(t *testing.T) {
+	t.Run("overlapping commits of a key leave nothing", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
+		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
 		c.begin(keys("k"))
 		c.begin(keys("k"))
 		c.end(keys("k"), keys("second"), true) // applied last, ended first
@@ -170,11 +183,12 @@ func TestRecordCacheIsBounded(t *testing.T) {
 	}
 }
 
-// Readers never see a counter older than one an increment had returned
-// before they began, nor one older than they saw before, while writers
-// increment, delete and recreate a few profiles of one partition: what a
-// cache that kept a stale value would serve. Lookups of one profile are
-// answered from the record cache.
+// Readers never see a counter older than one a write or another lookup had
+// returned before they began, while writers
+// increment and replace a few profiles of one partition: what a cache that
+// kept a stale value, or showed a write later than Pebble does, would
+// serve. Lookups of one profile are answered from the record cache; batch
+// lookups read Pebble.
 func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(t.TempDir(), &Options{LockWait: time.Second, SweepInterval: -1})
@@ -185,7 +199,9 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	emails := []string{"a@cache.test", "b@cache.test", "c@cache.test"}
+	// In one partition, so that a batch lookup of them all reads Pebble
+	// with one iterator, past the cache.
+	emails := collidingEmails(3, 278)
 	for _, e := range emails {
 		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{"emailAddress": e, "n": "0"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
@@ -194,6 +210,9 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	// done[i] is the highest count a write of emails[i] has returned; an
 	// upsert now and then sets it to a higher floor, so counts only grow.
 	var done [3]atomic.Int64
+	// read[i] is the highest count a lookup of emails[i] has returned: a
+	// lookup that begins after it must not see less either.
+	var read [3]atomic.Int64
 	const floor = 1 << 20
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -231,8 +250,9 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 			}
 		})
 	}
-	for r := range 4 {
+	for r := range 4 { // even ones look up one profile, from the cache; odd ones all three, from Pebble
 		wg.Go(func() {
+			var err error
 			var seen [3]int64
 			for n := 0; ; n++ {
 				select {
@@ -240,18 +260,35 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 					return
 				default:
 				}
-				i := (r + n) % len(emails)
-				before := done[i].Load()
-				rec, err := s.FindProfile(ctx, emails[i])
-				if err != nil {
-					fail("find: %v", err)
+				var before [3]int64
+				for i := range before {
+					before[i] = max(done[i].Load(), read[i].Load())
+				}
+				var recs []*partmap.Record
+				if r%2 == 0 {
+					i := (r + n) % len(emails)
+					rec, err := s.FindProfile(ctx, emails[i])
+					if err != nil {
+						fail("find: %v", err)
+						return
+					}
+					recs = make([]*partmap.Record, len(emails))
+					recs[i] = &rec
+				} else if recs, err = s.FindProfiles(ctx, emails); err != nil {
+					fail("find many: %v", err)
 					return
 				}
-				got, _ := strconv.ParseInt(rec.Profile["n"], 10, 64)
-				if got < before || got < seen[i] {
-					fail("%s: read %d after an increment returned %d and this reader saw %d", emails[i], got, before, seen[i])
+				for i, rec := range recs {
+					if rec == nil {
+						continue
+					}
+					got, _ := strconv.ParseInt(rec.Profile["n"], 10, 64)
+					if got < before[i] || got < seen[i] {
+						fail("%s: reader %d read %d after a write or lookup returned %d, having seen %d", emails[i], r, got, before[i], seen[i])
+					}
+					seen[i] = got
+					storeMax(&read[i], got)
 				}
-				seen[i] = got
 			}
 		})
 	}
