@@ -222,7 +222,8 @@ func (k *call) execOnce(tx transaction, emails []string) (replies []byte, commit
 	// The copy's writes are durable at once (in memory): its context
 	// defers nothing to the client's pipeline.
 	local := context.Background()
-	scratch, err := pebble.Open("/tx", &pebble.Options{FS: vfs.NewMem(), Indexes: []string{}, SweepInterval: -1})
+	// No record cache: its 16 MB would be allocated for every EXEC.
+	scratch, err := pebble.Open("/tx", &pebble.Options{FS: vfs.NewMem(), Indexes: []string{}, SweepInterval: -1, RecordCacheBytes: -1})
 	if err != nil {
 		return nil, false, err
 	}
