@@ -89,8 +89,10 @@ func TestProjectKill9(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopWork(); wg.Wait() })
 
-	start := func() (*exec.Cmd, *logWriter, chan string) {
-		cmd := exec.Command(bin, "project", "--server", url, "--to", pg.URL(), "--log-every", "50ms", "--metrics-addr", "127.0.0.1:0")
+	// drained is closed once the command's stderr has all been read: Wait
+	// closes the pipe, so it must come after, or the last lines are lost.
+	start := func() (cmd *exec.Cmd, logs *logWriter, metrics chan string, drained chan struct{}) {
+		cmd = exec.Command(bin, "project", "--server", url, "--to", pg.URL(), "--log-every", "50ms", "--metrics-addr", "127.0.0.1:0")
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -98,9 +100,10 @@ func TestProjectKill9(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		logs, metrics := newLogWriter(), make(chan string, 1)
+		logs, metrics, drained = newLogWriter(), make(chan string, 1), make(chan struct{})
 		re := regexp.MustCompile(`serving metrics on (http://\S+)`)
 		go func() {
+			defer close(drained)
 			s := bufio.NewScanner(stderr)
 			for s.Scan() {
 				if m := re.FindSubmatch(s.Bytes()); m != nil {
@@ -115,12 +118,13 @@ func TestProjectKill9(t *testing.T) {
 				cmd.Wait()
 			}
 		})
-		return cmd, logs, metrics
+		return cmd, logs, metrics, drained
 	}
 	for range 5 {
-		cmd, _, _ := start()
+		cmd, _, _, drained := start()
 		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
 		cmd.Process.Kill() // SIGKILL
+		<-drained
 		cmd.Wait()
 	}
 	stopWork()
@@ -129,7 +133,7 @@ func TestProjectKill9(t *testing.T) {
 		t.Fatal("the killed projectors committed nothing: the kills tested nothing")
 	}
 
-	cmd, logs, metrics := start()
+	cmd, logs, metrics, drained := start()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if c := cursor(); c > 0 {
@@ -213,6 +217,7 @@ func TestProjectKill9(t *testing.T) {
 		}
 	}
 	cmd.Process.Signal(syscall.SIGINT)
+	<-drained
 	if err := cmd.Wait(); err != nil || !strings.Contains(logs.String(), "projection stopped") {
 		t.Errorf("after SIGINT: %v\n%s", err, logs)
 	}
