@@ -201,6 +201,14 @@ func TestLockWaitFlag(t *testing.T) {
 	}
 }
 
+func TestRecordCacheFlag(t *testing.T) {
+	for mb, want := range map[int]int64{0: -1, 16: 16 << 20} {
+		if got := (serveConfig{recordCacheMB: mb}).storeOptions().RecordCacheBytes; got != want {
+			t.Errorf("--record-cache %d: store RecordCacheBytes %d, want %d", mb, got, want)
+		}
+	}
+}
+
 func TestCommitDelayFlags(t *testing.T) {
 	opts := (serveConfig{commitDelay: 2 * time.Millisecond, siblings: 3}).storeOptions()
 	if opts.CommitDelay != 2*time.Millisecond || opts.CommitSiblings != 3 {
@@ -210,6 +218,7 @@ func TestCommitDelayFlags(t *testing.T) {
 		{"--commit-delay", "-1ms", "--commit-delay must be between 0 and 1s"},
 		{"--commit-delay", "2s", "--commit-delay must be between 0 and 1s"},
 		{"--commit-siblings", "-1", "--commit-siblings must not be negative"},
+		{"--record-cache", "-1", "--record-cache must be between 0 and 65536 MB"},
 	} {
 		if code, _, errOut := run(t, "", "serve", tc.flag, tc.value); code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("serve %s %s: %d %q", tc.flag, tc.value, code, errOut)

@@ -28,6 +28,7 @@ type serveConfig struct {
 	lockWait      time.Duration
 	commitDelay   time.Duration
 	siblings      int
+	recordCacheMB int
 	sweepInterval time.Duration
 	feedRetention directory.Retention
 	indexes       string // --index: "" keeps the directory's (or the default), "none" or a comma list
@@ -66,6 +67,9 @@ func (c serveConfig) Validate() error {
 	if c.siblings < 0 {
 		return usagef("--commit-siblings must not be negative")
 	}
+	if c.recordCacheMB < 0 || c.recordCacheMB > 1<<16 {
+		return usagef("--record-cache must be between 0 and 65536 MB, not %d", c.recordCacheMB)
+	}
 	if c.sweepInterval < time.Millisecond || c.sweepInterval > time.Hour {
 		return usagef("--sweep-interval must be between 1ms and 1h, not %v", c.sweepInterval)
 	}
@@ -100,7 +104,15 @@ func (c serveConfig) Validate() error {
 // storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
 	return &pebble.Options{LockWait: c.lockWait, CommitDelay: c.commitDelay, CommitSiblings: c.siblings, Indexes: c.indexList(),
-		SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention}
+		SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention, RecordCacheBytes: c.recordCacheBytes()}
+}
+
+// recordCacheBytes reads --record-cache: 0 is no cache.
+func (c serveConfig) recordCacheBytes() int64 {
+	if c.recordCacheMB == 0 {
+		return -1
+	}
+	return int64(c.recordCacheMB) << 20
 }
 
 // indexList reads --index: nil leaves the choice to the directory.
@@ -127,6 +139,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
+	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by as much")
 	fs.DurationVar(&c.sweepInterval, "sweep-interval", directory.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
 	c.feedRetention = directory.DefaultRetention
 	fs.Func("feed-retention", "how long the change feed keeps changes, how many, or both: `DURATION,COUNT` such as 24h, 7d, 1000000 or 24h,1000000; none keeps all (default "+directory.DefaultRetention.String()+")", func(s string) error {
@@ -157,7 +170,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := newLogger(e, c)
-	tuneGC()
+	tuneGC(max(c.recordCacheBytes(), 0))
 	var tokens *pmhttp.Tokens
 	if c.authFile != "" {
 		if tokens, err = pmhttp.LoadTokens(c.authFile); err != nil {
@@ -224,12 +237,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 // allocation the collector does not scan), so the default GOGC=100
 // collected several times a second under load, and nothing bounded a
 // burst such as a bulk import (docs/PERFORMANCE.md, issue 14).
-func tuneGC() {
+func tuneGC(recordCache int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(40<<20 + pebble.DefaultRecordCacheBytes)
+		debug.SetMemoryLimit(40<<20 + recordCache)
 	}
 }
 
