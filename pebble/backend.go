@@ -164,7 +164,8 @@ func (b *backend) getOne(k []byte) (*partmap.Record, error) {
 	if b.cache != nil {
 		b.cache.fill(k, ticket, v)
 	}
-	return rec, decode(v)
+	err = decode(v) // sets rec: not in the return statement, whose order of evaluation is unspecified
+	return rec, err
 }
 
 // Commit writes the records, their index entries and each partition's

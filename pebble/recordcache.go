@@ -53,7 +53,8 @@ type cacheWriters struct {
 const minRecordCacheBytes = 512 << 10
 
 // newRecordCache is a cache of about bytes; nil for bytes ≤ 0, which
-// caches nothing. A record larger than a thousandth of it is not cached.
+// caches nothing. A record whose key and value with freecache's 24-byte
+// header exceed bytes/1024 is not cached.
 func newRecordCache(bytes int64) *recordCache {
 	if bytes <= 0 {
 		return nil
