@@ -58,8 +58,8 @@ func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCacheMisses, float64(m.BlockCache.Misses))
 	gauge(descCacheBytes, float64(m.BlockCache.Size))
 	if rc := c.b.cache; rc != nil {
-		counter(descRecordHits, float64(rc.values.HitCount()))
-		counter(descRecordMisses, float64(rc.values.MissCount()))
+		counter(descRecordHits, float64(rc.hits()))
+		counter(descRecordMisses, float64(rc.misses()))
 		gauge(descRecordEntries, float64(rc.values.EntryCount()))
 	}
 	gauge(descMemtables, float64(m.MemTable.Count))

@@ -17,9 +17,12 @@ import (
 // Pebble still holds every record; the cache holds a key's value only
 // while it is the database's:
 //
-//   - A commit removes its keys before it applies its batch, and stores the
-//     new values after. So a lookup never finds a value the database has
-//     already replaced, and one that misses reads Pebble.
+//   - A commit marks its keys busy before it applies its batch, and
+//     replaces their values after, then clears the marks; a lookup of a
+//     busy key reads Pebble. So a lookup that begins once the batch is
+//     visible never finds the value it replaced. The old value stays
+//     until then so that the new one can overwrite it in the ring rather
+//     than be appended: appending made the ring evict under writes.
 //   - A lookup that missed stores what it read only if no commit to the
 //     shard began or ended since it looked (the shard's epoch) and none of
 //     the key is under way, so a value read before a commit applied is
@@ -29,15 +32,20 @@ import (
 // never is): a lookup of an unknown email is common (a create's read, a
 // client's existence check).
 type recordCache struct {
-	values *freecache.Cache
-	seed   maphash.Seed
-	shards [recordCacheShards]cacheShard
+	values     *freecache.Cache
+	seed       maphash.Seed
+	shards     [recordCacheShards]cacheShard
+	busyMisses atomic.Int64 // lookups of busy keys, which freecache does not count
 }
+
+func (c *recordCache) hits() int64   { return c.values.HitCount() }
+func (c *recordCache) misses() int64 { return c.values.MissCount() + c.busyMisses.Load() }
 
 const recordCacheShards = 64
 
 type cacheShard struct {
 	epoch atomic.Uint64 // commits begun and ended, and purges; changed under mu
+	busyN atomic.Int32  // len(busy), so that lookups skip the mutex when 0
 	mu    sync.Mutex
 	busy  map[string]*cacheWriters // keys commits are writing
 }
@@ -74,7 +82,20 @@ func (c *recordCache) shard(key []byte) *cacheShard {
 // absent) and returns true, or returns false and a ticket for fill, which
 // the caller takes after reading Pebble. found must not keep the slice.
 func (c *recordCache) lookup(key []byte, found func(v []byte) error) (ok bool, ticket uint64, err error) {
-	ticket = c.shard(key).epoch.Load()
+	s := c.shard(key)
+	ticket = s.epoch.Load()
+	// A key is marked busy before its batch applies and unmarked only
+	// after its new value replaced the old, so a lookup that finds no mark
+	// can answer from the cache.
+	if s.busyN.Load() > 0 {
+		s.mu.Lock()
+		busy := s.busy[string(key)] != nil
+		s.mu.Unlock()
+		if busy {
+			c.busyMisses.Add(1)
+			return false, ticket, nil
+		}
+	}
 	err = c.values.GetFn(key, func(v []byte) error {
 		ok = true
 		if len(v) == 0 {
@@ -100,7 +121,7 @@ func (c *recordCache) fill(key []byte, ticket uint64, v []byte) {
 	c.values.Set(key, v, 0) // fails only for a record too large to cache
 }
 
-// begin removes keys before their batch is applied; end must follow.
+// begin marks keys busy before their batch is applied; end must follow.
 func (c *recordCache) begin(keys [][]byte) {
 	for _, k := range keys {
 		s := c.shard(k)
@@ -110,10 +131,10 @@ func (c *recordCache) begin(keys [][]byte) {
 		if w == nil {
 			w = &cacheWriters{}
 			s.busy[string(k)] = w
+			s.busyN.Store(int32(len(s.busy)))
 		}
 		w.contended = w.contended || w.n > 0
 		w.n++
-		c.values.Del(k)
 		s.mu.Unlock()
 	}
 }
@@ -127,10 +148,14 @@ func (c *recordCache) end(keys, values [][]byte, applied bool) {
 		s.epoch.Add(1) // a lookup that began during the commit may have read the old value
 		w := s.busy[string(k)]
 		if w.n--; w.n == 0 {
-			delete(s.busy, string(k))
-			if applied && !w.contended {
-				c.values.Set(k, values[i], 0)
+			// The value first, the mark after: a lookup that sees no
+			// mark reads the cache without the mutex. A value too large to
+			// cache must not leave the old one.
+			if !applied || w.contended || c.values.Set(k, values[i], 0) != nil {
+				c.values.Del(k)
 			}
+			delete(s.busy, string(k))
+			s.busyN.Store(int32(len(s.busy)))
 		}
 		s.mu.Unlock()
 	}

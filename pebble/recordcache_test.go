@@ -94,6 +94,15 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 			t.Fatalf("cached %q after the commit; want new", v)
 		}
 	})
+	t.Run("a commit's value overwrites the old one in the ring", func(t *testing.T) {
+		c := newRecordCache(1 << 20)
+		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		c.begin(keys("k"))
+		c.end(keys("k"), keys("new"), true)
+		if n := c.values.OverwriteCount(); n != 1 {
+			t.Fatalf("%d overwrites in place; a value appended anew makes the ring evict sooner under writes", n)
+		}
+	})
 	t.Run("a value too large to cache does not leave the old one", func(t *testing.T) {
 		c := newRecordCache(minRecordCacheBytes)
 		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
@@ -297,7 +306,7 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	wg.Wait()
 	var reads int64
 	if c := s.backend.cache; c != nil {
-		reads = c.values.HitCount()
+		reads = c.hits()
 	}
 	t.Logf("counts reached %d, %d, %d; %d lookups answered from the cache", done[0].Load(), done[1].Load(), done[2].Load(), reads)
 	if reads == 0 {
