@@ -170,7 +170,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := newLogger(e, c)
-	tuneGC(max(c.recordCacheBytes(), 0))
+	if strings.HasPrefix(c.store, "redis") {
+		tuneGC(0) // the record cache is the embedded store's
+	} else {
+		tuneGC(max(c.recordCacheBytes(), 0))
+	}
 	var tokens *pmhttp.Tokens
 	if c.authFile != "" {
 		if tokens, err = pmhttp.LoadTokens(c.authFile); err != nil {
