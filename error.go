@@ -136,11 +136,11 @@ func Errorf(code Code, format string, args ...any) *Error {
 // ErrorCode returns the code of err, EINTERNAL for any error partmap did not
 // classify (or classified with a code Codes does not know), and "" for nil.
 func ErrorCode(err error) Code {
+	if err == nil {
+		return "" // before e, which As makes escape: a success allocates nothing
+	}
 	var e *Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		if _, known := Codes[e.Code]; known {
 			return e.Code
 		}

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/redcon"
 
@@ -41,6 +43,7 @@ func (a arity) ok(n int) bool {
 
 // spec describes a command, as COMMAND INFO does for Redis.
 type spec struct {
+	name       string // the map's key, lower case
 	arity      arity
 	write      bool // needs a write token
 	beforeAuth bool // allowed before AUTH
@@ -95,6 +98,33 @@ func init() {
 		"zcard":    {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteInt(0) })},
 		"smembers": {arity: 2, flags: []string{"readonly"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteArray(0) })},
 	}
+}
+
+// named gives each spec its name, once every file's init has added its
+// commands.
+var named = sync.OnceFunc(func() {
+	for name, sp := range commands {
+		sp.name = name
+		commands[name] = sp
+	}
+})
+
+// lookup finds the command named b in any case, without allocating for a
+// known one: every command's first step.
+func lookup(b []byte) (spec, bool) {
+	named()
+	var buf [24]byte
+	if len(b) > len(buf) {
+		return spec{}, false // longer than any command's name
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	sp, ok := commands[string(buf[:len(b)])]
+	return sp, ok
 }
 
 // key reads argument i as a customer email, canonicalised; a key that is
@@ -428,7 +458,7 @@ func cmdHSet(k *call) {
 		k.w.WriteError(storeError(err))
 		return
 	}
-	if lower(k.args[0]) == "hmset" {
+	if bytes.EqualFold(k.args[0], []byte("hmset")) {
 		k.w.ok()
 		return
 	}

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 
 // serve starts a RESP server on a started Pebble store of its own and
 // returns its address and the store.
-func serve(t *testing.T, opts *resp.Options) (string, partmap.Store) {
+func serve(t testing.TB, opts *resp.Options) (string, partmap.Store) {
 	t.Helper()
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {

@@ -136,6 +136,9 @@ func (s *Server) Clients() int {
 
 func (s *Server) accept(conn redcon.Conn) bool {
 	c := &client{id: s.nextID.Add(1), proto: 2, addr: conn.RemoteAddr()}
+	// One deferral for the connection's life: wait empties it after each
+	// pipeline.
+	c.ctx, c.wait = partmap.DeferDurability(s.base)
 	if s.tokens == nil {
 		c.authed, c.scope = true, pmhttp.ScopeAdmin
 	}
@@ -197,18 +200,15 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	// and after the last command, whatever its reply, the wait for them
 	// all ends before redcon writes the replies out. A failed wait hangs
 	// up, and no reply of the pipeline is sent.
-	if c.wait == nil {
-		c.ctx, c.wait = partmap.DeferDurability(s.base)
-	}
 	defer s.endOfCommand(conn, c)
 	w := &writer{Conn: conn, proto: c.proto}
-	name := lower(cmd.Args[0])
+	spec, ok := lookup(cmd.Args[0])
+	name := spec.name
 	inMulti := c.tx.queue != nil
 	refuse := func(msg string) {
 		c.tx.failed = c.tx.failed || inMulti
 		w.WriteError(msg)
 	}
-	spec, ok := commands[name]
 	switch {
 	case !ok:
 		refuse(unknownCommand(cmd.Args))
@@ -242,7 +242,6 @@ func (s *Server) endOfCommand(conn redcon.Conn, c *client) {
 		return
 	}
 	err := c.wait()
-	c.ctx, c.wait = nil, nil
 	switch {
 	case err != nil:
 		s.log.Error("resp: a write did not become durable; hanging up without the replies", "addr", c.addr, "err", err)
@@ -281,6 +280,7 @@ func (l limitListener) Accept() (net.Conn, error) {
 type limitConn struct {
 	net.Conn
 	writeTimeout, cmdTimeout time.Duration
+	writeBy                  time.Time // the write deadline set
 	frame                    framer
 	begun                    time.Time // when the unfinished command's first byte came
 	deadline                 bool      // a read deadline is set
@@ -294,8 +294,14 @@ type limitConn struct {
 	err   error // the read error behind held
 }
 
+// Write gives a reply between 7/8 of writeTimeout and all of it: the
+// deadline is renewed only once an eighth of it has passed, since setting
+// it on every reply costs a timer update each.
 func (c *limitConn) Write(b []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	if now := time.Now(); c.writeBy.Sub(now) < c.writeTimeout-c.writeTimeout/8 {
+		c.writeBy = now.Add(c.writeTimeout)
+		c.Conn.SetWriteDeadline(c.writeBy)
+	}
 	return c.Conn.Write(b)
 }
 

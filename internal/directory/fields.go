@@ -34,6 +34,9 @@ func checkFieldList(fields []string) error {
 	if len(fields) == 0 {
 		return partmap.Errorf(partmap.EINVALID, "name at least one field")
 	}
+	if len(fields) == 1 && fields[0] != "" {
+		return nil // HGET's, every time: no set to build
+	}
 	seen := make(map[string]struct{}, len(fields))
 	for _, f := range fields {
 		if f == "" {

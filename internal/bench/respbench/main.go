@@ -90,11 +90,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin := fs.String("partmap", "", "partmap `binary` to measure (default: go build ./cmd/partmap)")
 	rounds := fs.Int("rounds", 2, "rounds; the report gives medians")
 	keys := fs.Int("keys", 100_000, "distinct keys the commands draw from (-r)")
+	only := fs.String("only", "", "measure only these `workloads`, comma-separated names such as HGET or \"HSET -P 16\" (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *rounds < 1 || *keys < 1 {
 		return errors.New("--rounds and --keys must be at least 1")
+	}
+	chosen, err := choose(workloads, *only)
+	if err != nil {
+		return err
 	}
 	bench, err := exec.LookPath("redis-benchmark")
 	if err != nil {
@@ -173,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	results := map[string]map[string][]result{} // workload, server
 	for round := range *rounds {
-		for _, w := range workloads {
+		for _, w := range chosen {
 			order := servers
 			if round%2 == 1 {
 				order = []*server{servers[1], servers[0]}
@@ -190,8 +195,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	report(stdout, *rounds, *keys, fills, results, args)
+	report(stdout, *rounds, *keys, chosen, fills, results, args)
 	return nil
+}
+
+// choose returns the workloads named in only, all of them for "".
+func choose(all []workload, only string) ([]workload, error) {
+	if only == "" {
+		return all, nil
+	}
+	var out []workload
+	for _, name := range strings.Split(only, ",") {
+		i := slices.IndexFunc(all, func(w workload) bool { return strings.EqualFold(w.name, strings.TrimSpace(name)) })
+		if i < 0 {
+			names := make([]string, len(all))
+			for j, w := range all {
+				names[j] = w.name
+			}
+			return nil, fmt.Errorf("--only: no workload %q (there are %s)", name, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 func startPartmap(ctx context.Context, bin, tmp string) (*server, error) {
@@ -344,7 +369,7 @@ func parseCSV(out string) (result, error) {
 	return result{rps: rps, p50ms: p50}, nil
 }
 
-func report(w io.Writer, rounds, keys int, fills map[string]result, results map[string]map[string][]result, args []string) {
+func report(w io.Writer, rounds, keys int, workloads []workload, fills map[string]result, results map[string]map[string][]result, args []string) {
 	fmt.Fprintf(w, "## The Redis protocol against Redis, %s\n\n", time.Now().Format("2006-01-02"))
 	fmt.Fprintf(w, "Medians of %d rounds; a ratio is the median of the per-round ratios. `redis-benchmark -c 64 -r %d`; "+
 		"partmap fsyncs every write before its reply, Redis runs with `--appendonly yes --appendfsync always`. "+

@@ -39,3 +39,16 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+func TestChoose(t *testing.T) {
+	got, err := choose(workloads, "hget, HSET -P 16")
+	if err != nil || len(got) != 2 || got[0].name != "HGET" || got[1].name != "HSET -P 16" {
+		t.Fatalf("choose = %v, %v", got, err)
+	}
+	if all, err := choose(workloads, ""); err != nil || len(all) != len(workloads) {
+		t.Fatalf("choose all = %v, %v", all, err)
+	}
+	if _, err := choose(workloads, "GET"); err == nil {
+		t.Fatal("an unknown workload was accepted")
+	}
+}
