@@ -66,6 +66,10 @@ func (b *backend) pendingKey(part engine.Part) string { return b.key(part) + "pe
 func (b *backend) txKey(primary engine.Part, txid string) string {
 	return b.key(primary) + "tx:" + txid
 }
+
+// fenceKey is written only to be waited on (fence.lua).
+func (b *backend) fenceKey(part engine.Part) string { return b.key(part) + "fence" }
+
 func (b *backend) recordKey(part engine.Part, email string) string {
 	return b.key(part) + "r:" + email
 }
@@ -540,19 +544,54 @@ func (b *backend) run(ctx context.Context, s *goredis.Script, keys []string, arg
 		}
 		return nil, err
 	}
-	if n, err := wait.Int(); err != nil || n < b.acks {
+	n, err := wait.Int()
+	connected := -1 // not asked
+	if replicaHook != nil && err == nil {
+		n, connected = replicaHook(keys)
+	}
+	if err != nil || n < b.acks {
 		if err == nil {
 			err = errFewReplicas
+			if connected < 0 {
+				connected = replicas(ctx, node)
+			}
+			if connected == 0 {
+				err = errNoReplica
+			}
 		}
-		return nil, &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+		return eval.Val(), &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
 			Message: fmt.Sprintf("the write was applied but only %d of the %d required replicas acknowledged it in %v", n, b.acks, b.ackTimeout)}
 	}
 	return eval.Val(), nil
 }
 
+// replicas is how many replicas node's ROLE lists, or 1 when it cannot
+// tell.
+func replicas(ctx context.Context, node *goredis.Client) int {
+	role, err := node.Do(ctx, "ROLE").Slice()
+	if err != nil || len(role) < 3 || role[0] != "master" {
+		return 1
+	}
+	list, ok := role[2].([]any)
+	if !ok {
+		return 1
+	}
+	return len(list)
+}
+
+// replicaHook, set by tests only, replaces what WAIT found for a script
+// on keys, and how many replicas its master has: a test makes one
+// master's replica fall behind, or go.
+var replicaHook func(keys []string) (acked, connected int)
+
 // errFewReplicas is why a write was answered as unavailable although
-// applied: WAIT counted fewer replicas than MinReplicasAck.
+// applied: WAIT counted fewer replicas than MinReplicasAck. The script's
+// reply comes with it.
 var errFewReplicas = errors.New("redis: too few replicas acknowledged the write")
+
+// errNoReplica is errFewReplicas when the master has no replica at all:
+// no failover can then take over without the write (tx.go acts on it).
+var errNoReplica = fmt.Errorf("%w: the master has no replica", errFewReplicas)
 
 // runScript runs a script through the batcher: EVALSHA, then EVAL after a
 // NOSCRIPT (a server that has not seen the script, as after a failover),

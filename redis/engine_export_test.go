@@ -11,3 +11,9 @@ func (s *Store) Engine() *engine.Engine { return s.dir.Engine() }
 // "decided", "rolled" (once per other partition), so that a test can stop
 // the committer there. Nil removes it.
 func SetTxHook(f func(step string)) { txHook = f }
+
+// SetReplicaHook makes every script's WAIT count f's acked replicas
+// instead of what it found, and a short one see connected replicas on its
+// master, so that a test can make one master's replica fall behind, or
+// go. Nil removes it.
+func SetReplicaHook(f func(keys []string) (acked, connected int)) { replicaHook = f }

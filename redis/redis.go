@@ -183,6 +183,8 @@ var (
 	extendScript  = script("extend")
 	takeScript    = script("take")
 	abortScript   = script("abort")
+	statusScript  = script("status")
+	fenceScript   = script("fence")
 	dropScript    = script("drop")
 )
 

@@ -75,6 +75,7 @@ func hook(step string) {
 const (
 	statusPrepared  = "prepared"
 	statusCommitted = "committed"
+	statusAborted   = "aborted"
 )
 
 // commitTx commits writes to several partitions, parts in lock order,
@@ -95,7 +96,7 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	// transaction its committer left.
 	in := intent{Token: token, Primary: primary, Parts: parts}
 	if err := b.prepare(ctx, primary, "primary", token, accepts(byPart[primary]), txid, encodeIntent(txid, in), txKey, ws[primary]); err != nil {
-		b.finishTx(context.WithoutCancel(ctx), txid, in) // a WAIT short of replicas leaves a record
+		b.finishTx(context.WithoutCancel(ctx), txid, in, true) // a WAIT short of replicas leaves a record
 		return prepareError(primary, err)
 	}
 	hook("primary")
@@ -110,22 +111,28 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	for i, err := range errs {
 		if err != nil {
 			// Not committed: abort, and leave nothing behind.
-			b.finishTx(context.WithoutCancel(ctx), txid, in)
+			b.finishTx(context.WithoutCancel(ctx), txid, in, true)
 			return prepareError(others[i], err)
 		}
 	}
 	hook("prepared")
 
 	// 3. The commit point. A refusal means the transaction is not
-	// committed: the lock was lost, and a resolver may have aborted it.
+	// committed: the lock was lost, and a resolver may have aborted it. A
+	// commit point too few replicas acknowledged is applied, but a
+	// failover may still lose it and the transaction then aborts: no
+	// other partition may be rolled forward on it, so its outcome is
+	// unknown, and the intents are left to resolvers, which roll forward
+	// only once a replica has it (abort.lua, status.lua). A master with no
+	// replica at all cannot lose it to a failover.
 	var notAcked error
 	if _, err := b.step(ctx, primary, "decide", token, "", txid, "", txKey, ws[primary]); err != nil {
 		switch {
 		case scriptError(err) != "":
-			b.finishTx(context.WithoutCancel(ctx), txid, in)
+			b.finishTx(context.WithoutCancel(ctx), txid, in, true)
 			return commitError(primary, err)
-		case errors.Is(err, errFewReplicas):
-			notAcked = err // applied, but replicas short: it is committed
+		case errors.Is(err, errNoReplica):
+			notAcked = err // no replica can take over without it: committed
 		default:
 			return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
 				Message: fmt.Sprintf("the outcome of a write to %d partitions is unknown (%v); read before retrying", len(parts), err)}
@@ -161,6 +168,13 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 		b.run(ctx, dropScript, []string{b.pendingKey(primary), txKey}, []any{txid})
 	}
 	return notAcked
+}
+
+// behind reports a step that a replica could take over without: WAIT
+// counted too few, and the master has one. A failover may lose such a
+// step, so nobody goes on from it.
+func behind(err error) bool {
+	return errors.Is(err, errFewReplicas) && !errors.Is(err, errNoReplica)
 }
 
 // prepareError translates the failure of a prepare step, after which the
@@ -223,13 +237,19 @@ func (b *backend) resolve(ctx context.Context, part engine.Part, raw, lock strin
 		return false, fmt.Errorf("%s: %w", part.Partition, err)
 	}
 	if lock != in.Token {
-		return false, b.finishTx(ctx, txid, in)
+		return false, b.finishTx(ctx, txid, in, false)
 	}
 	if part == in.Primary {
 		return true, nil
 	}
-	status, err := b.client.Get(ctx, b.txKey(in.Primary, txid)).Result()
-	if err != nil && !errors.Is(err, goredis.Nil) {
+	// A status is acted on only once a replica has it: statusScript
+	// writes it again, and run's WAIT counts the replicas (finishTx).
+	v, err := b.run(ctx, statusScript, []string{b.txKey(in.Primary, txid)}, nil)
+	status, _ := v.(string)
+	if err != nil && !errors.Is(err, errFewReplicas) {
+		return false, unavailable(err)
+	}
+	if behind(err) && status != "" {
 		return false, unavailable(err)
 	}
 	switch status {
@@ -271,13 +291,23 @@ func (b *backend) settle(ctx context.Context, part engine.Part) (inFlight bool, 
 // forward on every partition. Then its intents go, and with the
 // primary's, the record. Every step checks the transaction's id, so it
 // may run in any number of places at once.
-func (b *backend) finishTx(ctx context.Context, txid string, in intent) error {
+//
+// own is for the committer, ending its own transaction before its commit
+// point: it will not commit, whatever a failover brings back.
+func (b *backend) finishTx(ctx context.Context, txid string, in intent, own bool) error {
 	txKey := b.txKey(in.Primary, txid)
 	v, err := b.run(ctx, abortScript, []string{txKey}, nil)
-	if err = applied(err); err != nil {
+	status, _ := v.(string)
+	if err != nil && !errors.Is(err, errFewReplicas) {
 		return unavailable(err)
 	}
-	status, _ := v.(string)
+	if behind(err) && status != "" && !(own && status == statusAborted) {
+		// Nothing is done on a status a replica lacks: a failover may
+		// still turn a commit point, or an abort, back into "prepared"
+		// under a lock that lets its committer go on.
+		return unavailable(err)
+	}
+	short := false // a roll-forward a replica lacks
 	for _, p := range in.Parts {
 		if p == in.Primary {
 			continue
@@ -293,29 +323,46 @@ func (b *backend) finishTx(ctx context.Context, txid string, in intent) error {
 		}
 		raw, err := b.client.Get(ctx, b.pendingKey(p)).Result()
 		if errors.Is(err, goredis.Nil) {
-			continue
+			raw, err = "", nil
 		}
 		if err != nil {
 			return unavailable(err)
 		}
-		id, pin, err := decodeIntent(raw)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.Partition, err)
+		id, pin := "", intent{}
+		if raw != "" {
+			if id, pin, err = decodeIntent(raw); err != nil {
+				return fmt.Errorf("%s: %w", p.Partition, err)
+			}
 		}
 		if id != txid {
-			continue // rolled forward already, and another transaction came
+			// Rolled forward already (and maybe another transaction
+			// came), perhaps by someone whose roll-forward no replica has
+			// yet: the record stays until a fence proves one has.
+			if b.acks > 0 {
+				_, err = b.run(ctx, fenceScript, []string{b.fenceKey(p)}, []any{txid})
+			}
+		} else {
+			_, err = b.step(ctx, p, "roll", "", "", txid, "", "", pin.Writes)
 		}
-		if _, err := b.step(ctx, p, "roll", "", "", txid, "", "", pin.Writes); applied(err) != nil {
+		if behind(err) {
+			short = true
+		} else if err != nil && !errors.Is(err, errFewReplicas) {
 			return unavailable(err)
 		}
+	}
+	if short {
+		// A failover may lose the roll-forward and bring its intent back,
+		// which needs the record to be rolled forward again: it stays.
+		return partmap.Errorf(partmap.EUNAVAILABLE, "too few replicas acknowledged the end of a transaction on %s; retry", in.Primary.Partition)
 	}
 	_, err = b.run(ctx, dropScript, []string{b.pendingKey(in.Primary), txKey}, []any{txid})
 	return unavailable(applied(err))
 }
 
 // applied forgives a resolution's step that too few replicas
-// acknowledged: it ran, and if a failover loses it, the intent it ended
-// is back and is ended again.
+// acknowledged where losing it to a failover is harmless: an intent
+// dropped, or a partition rolled forward while the record stays, comes
+// back and is ended again.
 func applied(err error) error {
 	if errors.Is(err, errFewReplicas) {
 		return nil
@@ -338,5 +385,5 @@ func (b *backend) finishPending(ctx context.Context, part engine.Part) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", part.Partition, err)
 	}
-	return b.finishTx(ctx, txid, in)
+	return b.finishTx(ctx, txid, in, false)
 }
