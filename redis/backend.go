@@ -555,8 +555,8 @@ func (b *backend) run(ctx context.Context, s *goredis.Script, keys []string, arg
 			if connected < 0 {
 				connected = replicas(ctx, node)
 			}
-			if connected == 0 {
-				err = errNoReplica
+			if n >= connected {
+				err = errNoneBehind // every replica the master has acknowledged it
 			}
 		}
 		return eval.Val(), &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
@@ -589,9 +589,11 @@ var replicaHook func(keys []string) (acked, connected int)
 // reply comes with it.
 var errFewReplicas = errors.New("redis: too few replicas acknowledged the write")
 
-// errNoReplica is errFewReplicas when the master has no replica at all:
-// no failover can then take over without the write (tx.go acts on it).
-var errNoReplica = fmt.Errorf("%w: the master has no replica", errFewReplicas)
+// errNoneBehind is errFewReplicas when no replica of the master lacks the
+// write: it has fewer replicas than MinReplicasAck (none, as after a
+// failover until the old master returns), and each acknowledged it. No
+// failover can then take over without the write, and tx.go goes on.
+var errNoneBehind = fmt.Errorf("%w: the master has no other replica", errFewReplicas)
 
 // runScript runs a script through the batcher: EVALSHA, then EVAL after a
 // NOSCRIPT (a server that has not seen the script, as after a failover),

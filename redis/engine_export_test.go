@@ -1,6 +1,12 @@
 package redis
 
-import "github.com/partmap/partmap/internal/engine"
+import (
+	"context"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/partmap/partmap/internal/engine"
+)
 
 // Engine is the directory's engine, for tests that hold a partition's lock
 // or invoke the engine directly.
@@ -17,3 +23,7 @@ func SetTxHook(f func(step string)) { txHook = f }
 // master, so that a test can make one master's replica fall behind, or
 // go. Nil removes it.
 func SetReplicaHook(f func(keys []string) (acked, connected int)) { replicaHook = f }
+
+// Replicas is how many replicas node's ROLE lists (backend.run asks it
+// after a short WAIT).
+func Replicas(ctx context.Context, node *goredis.Client) int { return replicas(ctx, node) }

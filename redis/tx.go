@@ -123,16 +123,16 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	// failover may still lose it and the transaction then aborts: no
 	// other partition may be rolled forward on it, so its outcome is
 	// unknown, and the intents are left to resolvers, which roll forward
-	// only once a replica has it (abort.lua, status.lua). A master with no
-	// replica at all cannot lose it to a failover.
+	// only once a replica has it (abort.lua, status.lua). A master none
+	// of whose replicas lacks it cannot lose it to a failover.
 	var notAcked error
 	if _, err := b.step(ctx, primary, "decide", token, "", txid, "", txKey, ws[primary]); err != nil {
 		switch {
 		case scriptError(err) != "":
 			b.finishTx(context.WithoutCancel(ctx), txid, in, true)
 			return commitError(primary, err)
-		case errors.Is(err, errNoReplica):
-			notAcked = err // no replica can take over without it: committed
+		case errors.Is(err, errNoneBehind):
+			notAcked = err // no replica lacks it: committed
 		default:
 			return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
 				Message: fmt.Sprintf("the outcome of a write to %d partitions is unknown (%v); read before retrying", len(parts), err)}
@@ -145,7 +145,7 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	// committed whatever happens now.
 	ctx = context.WithoutCancel(ctx)
 	roll := func(p engine.Part) error {
-		_, err := b.step(ctx, p, "roll", "", "", txid, "", "", ws[p])
+		_, err := b.step(ctx, p, "roll", "", "", txid, "", b.fenceKey(p), ws[p])
 		return err
 	}
 	rolled := true
@@ -171,10 +171,10 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 }
 
 // behind reports a step that a replica could take over without: WAIT
-// counted too few, and the master has one. A failover may lose such a
-// step, so nobody goes on from it.
+// counted too few, and the master has a replica that lacks it. A
+// failover may lose such a step, so nobody goes on from it.
 func behind(err error) bool {
-	return errors.Is(err, errFewReplicas) && !errors.Is(err, errNoReplica)
+	return errors.Is(err, errFewReplicas) && !errors.Is(err, errNoneBehind)
 }
 
 // prepareError translates the failure of a prepare step, after which the
@@ -249,14 +249,14 @@ func (b *backend) resolve(ctx context.Context, part engine.Part, raw, lock strin
 	if err != nil && !errors.Is(err, errFewReplicas) {
 		return false, unavailable(err)
 	}
-	if behind(err) && status != "" {
-		return false, unavailable(err)
+	if behind(err) && status != "" && status != statusPrepared {
+		return false, unavailable(err) // "prepared" is acted on by nobody
 	}
 	switch status {
 	case statusPrepared:
 		return true, nil
 	case statusCommitted:
-		_, err = b.step(ctx, part, "roll", "", "", txid, "", "", in.Writes)
+		_, err = b.step(ctx, part, "roll", "", "", txid, "", b.fenceKey(part), in.Writes)
 	default:
 		_, err = b.run(ctx, dropScript, []string{b.pendingKey(part), b.pendingKey(part)}, []any{txid})
 	}
@@ -339,10 +339,16 @@ func (b *backend) finishTx(ctx context.Context, txid string, in intent, own bool
 			// came), perhaps by someone whose roll-forward no replica has
 			// yet: the record stays until a fence proves one has.
 			if b.acks > 0 {
-				_, err = b.run(ctx, fenceScript, []string{b.fenceKey(p)}, []any{txid})
+				var v any
+				v, err = b.run(ctx, fenceScript, []string{b.fenceKey(p), b.pendingKey(p)}, []any{txid})
+				if n, ok := v.(int64); ok && n == 0 {
+					// The intent is back (a failover): the next resolver
+					// rolls it forward.
+					short = true
+				}
 			}
 		} else {
-			_, err = b.step(ctx, p, "roll", "", "", txid, "", "", pin.Writes)
+			_, err = b.step(ctx, p, "roll", "", "", txid, "", b.fenceKey(p), pin.Writes)
 		}
 		if behind(err) {
 			short = true

@@ -238,3 +238,21 @@ func restore(t *testing.T, raw *goredis.Client, tag string, snap map[string]dump
 		}
 	}
 }
+
+// After a short WAIT, run asks the master's ROLE how many replicas it has:
+// none on the lone server, one on each master of the test cluster.
+func TestReplicasFromRole(t *testing.T) {
+	ctx := context.Background()
+	alone := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket})
+	defer alone.Close()
+	if n := redis.Replicas(ctx, alone); n != 0 {
+		t.Errorf("the lone server: %d replicas, want 0", n)
+	}
+	for _, addr := range cluster.Masters() {
+		c := goredis.NewClient(&goredis.Options{Addr: addr})
+		if n := redis.Replicas(ctx, c); n != 1 {
+			t.Errorf("master %s: %d replicas, want 1", addr, n)
+		}
+		c.Close()
+	}
+}

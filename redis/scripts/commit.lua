@@ -26,7 +26,8 @@
 -- KEYS[3]  the partition's email set
 -- KEYS[4]  the partition's state mark
 -- KEYS[5]  the partition's pending intent
--- KEYS[6]  the transaction's record (primary, decide); any key of the slot otherwise
+-- KEYS[6]  the transaction's record (primary, decide); the partition's
+--          fence key (roll); any key of the slot otherwise
 -- KEYS[7]  the partition number's change feed, a stream
 -- KEYS[8 .. 7+W]          one record key per write
 -- KEYS[8+W .. #KEYS]      one index key per index change
@@ -59,7 +60,13 @@ local writes = tonumber(ARGV[3])
 
 if mode == 'roll' then
   local p = redis.call('GET', KEYS[5])
-  if not p or string.sub(p, 1, 32) ~= ARGV[5] then return 0 end
+  if not p or string.sub(p, 1, 32) ~= ARGV[5] then
+    -- Rolled forward already, perhaps by someone whose roll no replica
+    -- has yet: a write, so that the WAIT after this counts for that one
+    -- too (fence.lua).
+    redis.call('SET', KEYS[6], ARGV[5], 'PX', 10000)
+    return 0
+  end
   redis.call('DEL', KEYS[5])
 else
   local lock = redis.call('GET', KEYS[1])
