@@ -146,6 +146,9 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	ctx = context.WithoutCancel(ctx)
 	roll := func(p engine.Part) error {
 		_, err := b.step(ctx, p, "roll", "", "", txid, "", b.fenceKey(p), ws[p])
+		if errors.Is(err, errNoneBehind) {
+			return nil // no failover can lose it
+		}
 		return err
 	}
 	rolled := true
