@@ -256,3 +256,58 @@ func TestReplicasFromRole(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A committer that aborts its own transaction before the commit point
+// (here its other partition's lock vanished before that partition's
+// intent was written) ends it at once even though its primary's replica
+// is behind: it will not commit, whatever a failover brings back, so it
+// need not wait for the abort to replicate.
+func TestTxOwnAbortWithReplicaBehind(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: time.Millisecond, LockWait: time.Second})
+	db := int(server.nextDB.Load() % databases)
+	raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
+	defer raw.Close()
+	accounts := spread("own", 2)
+	var lagging atomic.Value
+	lagging.Store("")
+	redis.SetReplicaHook(func(keys []string) (int, int) {
+		if tag := lagging.Load().(string); tag != "" && strings.HasPrefix(keys[0], tag) {
+			return 0, 1
+		}
+		return 1, 1
+	})
+	defer redis.SetReplicaHook(nil)
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accounts {
+		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	redis.SetTxHook(func(step string) {
+		if step != "primary" {
+			return
+		}
+		for _, a := range accounts {
+			tag := "{" + partOf(a).Partition.String() + "}:"
+			if keys, _ := raw.Keys(ctx, tag+"*:tx:*").Result(); len(keys) > 0 {
+				lagging.Store(tag) // the primary's replica falls behind
+			} else if err := raw.Del(ctx, tag+":lock").Err(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	defer redis.SetTxHook(nil)
+	err := transfer(ctx, s.Engine(), accounts[0], accounts[1], 10)
+	if !errors.Is(err, partmap.ErrLockConflict) {
+		t.Fatalf("a transaction whose other lock vanished before its intent: %v, want a lock conflict", err)
+	}
+	if lagging.Load().(string) == "" {
+		t.Fatal("the primary's replica never fell behind")
+	}
+	if left := append(singleKeys(t, db, "*pending"), singleKeys(t, db, "*:tx:*")...); len(left) > 0 {
+		t.Errorf("left behind while the replica is behind: %v", left)
+	}
+}
