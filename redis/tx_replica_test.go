@@ -84,14 +84,7 @@ func TestTxStepsNoReplicaHas(t *testing.T) {
 				return 1, 1
 			})
 			defer redis.SetReplicaHook(nil)
-			if _, err := s.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for _, a := range accounts {
-				if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			openAccounts(t, s, accounts)
 			type died struct{}
 			redis.SetTxHook(func(step string) {
 				switch step {
@@ -191,6 +184,21 @@ func TestTxStepsNoReplicaHas(t *testing.T) {
 	}
 }
 
+// openAccounts starts s's directory and gives each account a balance of
+// 100, with whatever replica hook the test set already in place.
+func openAccounts(t *testing.T, s *redis.Store, accounts []string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accounts {
+		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 type dumped struct {
 	value string
 	ttl   time.Duration
@@ -278,14 +286,7 @@ func TestTxOwnAbortWithReplicaBehind(t *testing.T) {
 		return 1, 1
 	})
 	defer redis.SetReplicaHook(nil)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range accounts {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	openAccounts(t, s, accounts)
 	redis.SetTxHook(func(step string) {
 		if step != "primary" {
 			return

@@ -3,7 +3,6 @@ package resp_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -43,7 +42,7 @@ func BenchmarkHGet(b *testing.B) {
 			b.Fatal(err)
 		}
 		if string(got[:len(reply)]) != string(reply) {
-			b.Fatal(fmt.Sprintf("reply %q", got[:len(reply)]))
+			b.Fatalf("reply %q", got[:len(reply)])
 		}
 	}
 }
