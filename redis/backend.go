@@ -421,7 +421,8 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 	}
 }
 
-// commitError translates a commit script's refusal, which wrote nothing.
+// commitError translates a commit script's refusal, which wrote nothing,
+// or its failure to answer, which leaves its outcome unknown.
 func commitError(p engine.Part, err error) error {
 	switch scriptError(err) {
 	case "PARTMAP_LOCK_LOST", "PARTMAP_ABORTED":
@@ -433,7 +434,14 @@ func commitError(p engine.Part, err error) error {
 	case "PARTMAP_STALE":
 		return engine.ErrStale
 	}
-	return unavailable(err)
+	var perr *partmap.Error
+	if errors.As(err, &perr) {
+		return err
+	}
+	// The script may have run: a broken connection can lose its reply,
+	// and it is never sent twice (onceCmd).
+	return &partmap.Error{Code: partmap.EUNAVAILABLE, Err: err,
+		Message: fmt.Sprintf("the write to %s may or may not have been applied (%v); read before retrying", p.Partition, err)}
 }
 
 // accepts returns the marks a partition's writes accept, for the script.
@@ -519,7 +527,7 @@ func (b *backend) step(ctx context.Context, p engine.Part, mode, token, accept, 
 // run runs a script; with MinReplicasAck, it sends WAIT on the same
 // connection to the partition's master, since WAIT counts the
 // acknowledgements of that connection's own writes.
-func (b *backend) run(ctx context.Context, s *goredis.Script, keys []string, args []any) (any, error) {
+func (b *backend) run(ctx context.Context, s *luaScript, keys []string, args []any) (any, error) {
 	if b.acks == 0 {
 		return b.runScript(ctx, s, keys, args)
 	}
@@ -536,7 +544,8 @@ func (b *backend) run(ctx context.Context, s *goredis.Script, keys []string, arg
 		return nil, fmt.Errorf("redis: replica acknowledgements need a client or a cluster client, not %T", b.client)
 	}
 	pipe := node.Pipeline()
-	eval := s.Eval(ctx, pipe, keys, args...)
+	eval := sendOnce(ctx, "eval", s.src, keys, args) // the pipeline is never sent twice
+	_ = pipe.Process(ctx, eval)
 	wait := pipe.Do(ctx, "WAIT", b.acks, b.ackTimeout.Milliseconds())
 	if _, err := pipe.Exec(ctx); err != nil {
 		if eval.Err() != nil {
@@ -597,20 +606,39 @@ var errNoneBehind = fmt.Errorf("%w: the master has no other replica", errFewRepl
 
 // runScript runs a script through the batcher: EVALSHA, then EVAL after a
 // NOSCRIPT (a server that has not seen the script, as after a failover),
-// which means the script did not run.
-func (b *backend) runScript(ctx context.Context, s *goredis.Script, keys []string, args []any) (any, error) {
+// which means the script did not run. Neither is ever sent twice
+// (sendOnce).
+func (b *backend) runScript(ctx context.Context, s *luaScript, keys []string, args []any) (any, error) {
+	cmd := sendOnce(ctx, "evalsha", s.Hash(), keys, args)
+	b.batch.do(ctx, cmd)
+	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		cmd = sendOnce(ctx, "eval", s.src, keys, args)
+		_ = b.client.Process(ctx, cmd)
+	}
+	return cmd.Result()
+}
+
+// onceCmd is a command that go-redis sends once: after a connection
+// breaks, it retries other commands on a new one, and a script that ran
+// but whose reply was lost would run again. A commit run again meets its
+// own write and reports a conflict, and the engine then applies the write
+// a second time; a transaction's commit point run again reports the
+// transaction aborted, though it committed. Sent once, such a script's
+// outcome is unknown to the caller, who is told so.
+type onceCmd struct{ *goredis.Cmd }
+
+func (onceCmd) NoRetry() bool { return true }
+
+// sendOnce returns the command EVALSHA or EVAL of script (its SHA-1 or
+// its source) on keys with args, as an onceCmd.
+func sendOnce(ctx context.Context, verb, script string, keys []string, args []any) onceCmd {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", s.Hash(), len(keys))
+	cmdArgs = append(cmdArgs, verb, script, len(keys))
 	for _, k := range keys {
 		cmdArgs = append(cmdArgs, k)
 	}
 	cmdArgs = append(cmdArgs, args...)
-	cmd := goredis.NewCmd(ctx, cmdArgs...)
-	b.batch.do(ctx, cmd)
-	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		return s.Eval(ctx, b.client, keys, args...).Result()
-	}
-	return cmd.Result()
+	return onceCmd{goredis.NewCmd(ctx, cmdArgs...)}
 }
 
 // Counts reads the count keys in one pipeline, with the first partition's

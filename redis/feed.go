@@ -476,7 +476,7 @@ func (b *backend) raiseFloors(ctx context.Context, partitions int) error {
 // pipeScript runs script on n key sets in pipelines of a thousand, which
 // go-redis splits by master: EVALSHA, then EVAL again where a server lacks
 // the script (a restart, a failover).
-func (b *backend) pipeScript(ctx context.Context, script *goredis.Script, n int, call func(i int) ([]string, []any)) ([]*goredis.Cmd, error) {
+func (b *backend) pipeScript(ctx context.Context, script *luaScript, n int, call func(i int) ([]string, []any)) ([]*goredis.Cmd, error) {
 	cmds := make([]*goredis.Cmd, n)
 	for lo := 0; lo < n; lo += 1000 {
 		hi := min(lo+1000, n)

@@ -188,12 +188,18 @@ var (
 	dropScript    = script("drop")
 )
 
-func script(name string) *goredis.Script {
+// luaScript is a script with its source, which EVAL sends.
+type luaScript struct {
+	*goredis.Script
+	src string
+}
+
+func script(name string) *luaScript {
 	src, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return goredis.NewScript(string(src))
+	return &luaScript{goredis.NewScript(string(src)), string(src)}
 }
 
 // scriptError returns the code a script's error reply starts with

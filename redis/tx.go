@@ -188,6 +188,11 @@ func prepareError(p engine.Part, err error) error {
 		// aborted, unlike a single commit that WAIT finds short.
 		return partmap.Errorf(partmap.EUNAVAILABLE, "too few replicas acknowledged the write to %s; nothing was written, retry", p.Partition)
 	}
+	if scriptError(err) == "" {
+		// Whether or not the step ran, the commit point did not: the
+		// transaction is aborted, now or by whoever meets its intents.
+		return unavailable(err)
+	}
 	return commitError(p, err)
 }
 
