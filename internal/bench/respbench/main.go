@@ -22,6 +22,13 @@
 // the server's utime+stime from /proc/PID/stat over the run. Progress goes
 // to stderr, a Markdown report with medians, ratios and issue 18's targets
 // to stdout.
+//
+// With --floor it also measures four servers of respfloor, the least a
+// durable Redis-protocol server in Go does per command: on redcon, with
+// Pebble and with Redis's own design of memory plus an fsync'd log, and
+// the same two on an event loop in the manner of Redis. A target can then
+// be read against what the library, the language, the server's shape and
+// the engine cost before anything of partmap's own.
 package main
 
 import (
@@ -91,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 2, "rounds; the report gives medians")
 	keys := fs.Int("keys", 100_000, "distinct keys the commands draw from (-r)")
 	only := fs.String("only", "", "measure only these `workloads`, comma-separated names such as HGET or \"HSET -P 16\" (default: all)")
+	floor := fs.Bool("floor", false, "also measure respfloor, the least a durable server in Go does per command, on redcon and on an event loop, with Pebble and with a log")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -143,6 +151,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	servers := []*server{pm, rd}
+	if *floor {
+		floorBin := filepath.Join(tmp, "respfloor")
+		logf("building ./internal/bench/respfloor")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", floorBin, "github.com/partmap/partmap/internal/bench/respfloor").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		for _, kind := range []string{"pebble", "log", "loop", "loop-pebble"} {
+			f, err := startFloor(ctx, floorBin, tmp, kind)
+			if f != nil {
+				defer f.stop()
+			}
+			if err != nil {
+				return err
+			}
+			servers = append(servers, f)
+		}
+	}
 
 	measure := func(s *server, w workload) (result, error) {
 		c0, err := procstat.CPUTicks(s.cmd.Process.Pid)
@@ -179,11 +204,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	results := map[string]map[string][]result{} // workload, server
 	for round := range *rounds {
 		for _, w := range chosen {
-			order := servers
-			if round%2 == 1 {
-				order = []*server{servers[1], servers[0]}
-			}
-			for _, s := range order {
+			k := round % len(servers) // who goes first rotates
+			for _, s := range append(servers[k:len(servers):len(servers)], servers[:k]...) {
 				r, err := measure(s, w)
 				if err != nil {
 					return err
@@ -196,6 +218,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	report(stdout, *rounds, *keys, chosen, fills, results, args)
+	if *floor {
+		reportFloors(stdout, servers[2:], chosen, results)
+	}
 	return nil
 }
 
@@ -248,6 +273,22 @@ func startPartmap(ctx context.Context, bin, tmp string) (*server, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func startFloor(ctx context.Context, bin, tmp, kind string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(tmp, "floor-"+kind)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &server{name: "floor-" + kind, addr: addr}
+	if err := s.start(ctx, tmp, bin, "--addr", addr, "--dir", dir, "--store", kind); err != nil {
+		return s, err
+	}
+	return s, waitRESP(addr)
 }
 
 func startRedis(ctx context.Context, tmp string) (*server, error) {
@@ -413,6 +454,30 @@ func report(w io.Writer, rounds, keys int, workloads []workload, fills map[strin
 		fmt.Fprintf(w, "redis-benchmark -h 127.0.0.1 -p PORT -c 64 -r %d -n %d --csv %s\n", keys, wl.requests, strings.Join(wl.args, " "))
 	}
 	fmt.Fprintln(w, "```")
+}
+
+// reportFloors tells, for each workload, how each floor server compares
+// with Redis in the same rounds.
+func reportFloors(w io.Writer, floors []*server, workloads []workload, results map[string]map[string][]result) {
+	fmt.Fprintln(w, "\nThe floors, in the same rounds: respfloor, a durable Redis-protocol server in Go that does nothing of partmap's "+
+		"(floor-pebble and floor-log on redcon, a goroutine per client as partmap; floor-loop and floor-loop-pebble on an event loop as Redis's; "+
+		"-pebble on Pebble tuned as partmap's, -log on memory and an fdatasync'd log as Redis's):")
+	fmt.Fprintln(w, "\n| command | server | ops/s | ÷ Redis | CPU µs/op | p50 |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: |")
+	for _, wl := range workloads {
+		rd := results[wl.name]["redis"]
+		for _, f := range floors {
+			rs := results[wl.name][f.name]
+			var ratios, rps, cpu, p50 []float64
+			for i, r := range rs {
+				ratios = append(ratios, r.rps/rd[i].rps)
+				rps, cpu, p50 = append(rps, r.rps), append(cpu, r.cpuPerOp), append(p50, r.p50ms)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.2f | %.1f | %.2f ms |\n", wl.name, f.name, median(rps), median(ratios), median(cpu), median(p50))
+		}
+	}
+	fmt.Fprintln(w, "\n```sh\ngo build -o respfloor ./internal/bench/respfloor")
+	fmt.Fprintln(w, "respfloor --addr ADDR --dir DIR --store pebble   # log, loop, loop-pebble\n```")
 }
 
 func median(xs []float64) float64 {
