@@ -380,7 +380,7 @@ func cmdCommand(k *call) {
 			want = nil
 			seen := map[string]bool{}
 			for _, a := range k.args[2:] {
-				if n := lower(a); commands[n].run != nil && !seen[n] {
+				if n := lower(a); docOf(n) != nil && !seen[n] {
 					seen[n] = true
 					want = append(want, n)
 				}
@@ -389,7 +389,7 @@ func cmdCommand(k *call) {
 		k.w.mapLen(len(want))
 		for _, n := range want {
 			k.w.WriteBulkString(n)
-			k.w.writeDoc(docs[n])
+			k.w.writeDoc(*docOf(n))
 		}
 	default:
 		k.w.WriteError(fmt.Sprintf("ERR unknown subcommand '%s'. Try COMMAND HELP.", clip(k.args[1])))

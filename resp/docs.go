@@ -235,3 +235,20 @@ func (w *writer) writeArgDocs(args []argDoc) {
 		}
 	}
 }
+
+// docOf returns the docs of a command, or of a subcommand named as Redis
+// names it ("client|setname"), nil for one partmap does not have.
+func docOf(name string) *doc {
+	parent, sub, ok := strings.Cut(name, "|")
+	if commands[parent].run == nil {
+		return nil
+	}
+	d, found := docs[parent]
+	if ok {
+		d, found = docs[parent].subcommands[parent+"|"+sub]
+	}
+	if !found {
+		return nil
+	}
+	return &d
+}

@@ -866,8 +866,29 @@ func TestCommandDocs(t *testing.T) {
 			t.Errorf("arguments of %s:\npartmap %v\nredis   %v", name, got[name], want[name])
 		}
 	}
-	if d, _ := pm.Do(ctx, "command", "docs", "nosuch", "HGET").Result(); len(d.(map[any]any)) != 1 {
-		t.Errorf("COMMAND DOCS nosuch HGET: %v", d)
+	if d, _ := pm.Do(ctx, "command", "docs", "nosuch", "HGET", "client|nosuch", "hget|x").Result(); len(d.(map[any]any)) != 1 {
+		t.Errorf("COMMAND DOCS nosuch HGET client|nosuch hget|x: %v", d)
+	}
+
+	// A subcommand asked by its full name, as redis-cli asks.
+	var subs []any
+	for name := range all["client"].(map[any]any)["subcommands"].(map[any]any) {
+		if name != "client|setinfo" { // Redis 7.2's
+			subs = append(subs, name)
+		}
+	}
+	if len(subs) < 4 {
+		t.Fatalf("CLIENT's subcommands: %v", subs)
+	}
+	shared = subs
+	got, want = arguments(pm), arguments(rd)
+	if len(got) != len(subs) || len(want) != len(subs) {
+		t.Fatalf("COMMAND DOCS %v: partmap documents %d, Redis %d", subs, len(got), len(want))
+	}
+	for _, name := range subs {
+		if !reflect.DeepEqual(got[name], want[name]) {
+			t.Errorf("arguments of %s:\npartmap %v\nredis   %v", name, got[name], want[name])
+		}
 	}
 }
 
