@@ -556,39 +556,79 @@ func TestFeedTrimKeep(t *testing.T) {
 	})
 }
 
-// A transaction whose committer is gone after its commit point is rolled
-// forward by whoever meets its intents, and each rolled partition's event
-// is appended then, once: the intent carries it.
-func TestFeedRolledForwardTransaction(t *testing.T) {
+// abandonAfterCommitPoint runs a transaction of a put to each email whose
+// committer stops for good right after its commit point, leaving the
+// other partitions' intents.
+func abandonAfterCommitPoint(t *testing.T, s *redis.Store, emails []string) {
+	t.Helper()
+	type abandoned struct{}
+	redis.SetTxHook(func(step string) {
+		if step == "decided" {
+			panic(abandoned{})
+		}
+	})
+	defer redis.SetTxHook(nil)
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(abandoned); !ok {
+				panic(r)
+			}
+		}
+	}()
+	var ops []partmap.Operation
+	for _, e := range emails {
+		ops = append(ops, partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: e}})
+	}
+	s.Transact(context.Background(), ops)
+	t.Fatal("the committer was not abandoned")
+}
+
+// A transaction whose committer died after its commit point reaches the
+// change feed whole though nobody reads or writes its partitions: the
+// store's finisher ends it once its locks expire. Without the finisher,
+// only the primary partition's change ever showed.
+func TestFeedAbandonedTransactionCompletes(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond})
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
+		emails := storetest.Spread(3, "abandoned")
+		abandonAfterCommitPoint(t, s, emails)
+		var changes []partmap.Change
+		for deadline := time.Now().Add(10 * time.Second); len(changes) < len(emails) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			changes, _ = readFeed(t, s, "", 100)
+		}
+		if len(changes) != len(emails) {
+			t.Fatalf("the feed shows %d changes of a committed transaction of %d after 10 s", len(changes), len(emails))
+		}
+		seen := map[string]bool{}
+		for _, c := range changes {
+			seen[c.Email] = true
+		}
+		for _, e := range emails {
+			if !seen[e] {
+				t.Errorf("no change for %s", e)
+			}
+		}
+	})
+}
+
+// A transaction whose committer is gone after its commit point is rolled
+// forward by whoever meets its intents, and each rolled partition's event
+// is appended then, once: the intent carries it.
+func TestFeedRolledForwardTransaction(t *testing.T) {
+	onBoth(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		// No finisher: the reads must roll it forward.
+		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond, FinishInterval: -1})
+		if _, err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 		emails := storetest.Spread(3, "rolled")
-		type abandoned struct{}
-		redis.SetTxHook(func(step string) {
-			if step == "decided" {
-				panic(abandoned{})
-			}
-		})
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					if _, ok := r.(abandoned); !ok {
-						panic(r)
-					}
-				}
-			}()
-			var ops []partmap.Operation
-			for _, e := range emails {
-				ops = append(ops, partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: e}})
-			}
-			s.Transact(ctx, ops)
-			t.Fatal("the committer was not abandoned")
-		}()
-		redis.SetTxHook(nil)
+		abandonAfterCommitPoint(t, s, emails)
 		time.Sleep(300 * time.Millisecond) // its locks expire
 		var wants []want
 		for _, e := range emails {

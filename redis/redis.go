@@ -20,6 +20,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -81,6 +82,12 @@ type Options struct {
 	// FeedTrimInterval is how often the feed is trimmed: 0 means every
 	// 10 s, a negative one never (tests that count commands).
 	FeedTrimInterval time.Duration
+	// FinishInterval is how often this server looks for transactions
+	// whose committer died, on partitions nobody reads or writes, and
+	// ends them (their other partitions' changes reach the feed then): 0
+	// means every LockTTL, a negative one never (tests that count
+	// commands). Each look is one round trip per master.
+	FinishInterval time.Duration
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -100,6 +107,8 @@ type Store struct {
 	dir           *directory.Directory
 	client        goredis.UniversalClient
 	batch         *batcher
+	stop          context.CancelFunc // the finisher's
+	finished      chan struct{}      // closed once the finisher is gone
 }
 
 // Open serves the directory in client's Redis (or Redis Cluster), creating
@@ -140,12 +149,42 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
 	}
-	return &Store{Store: dir, dir: dir, client: client, batch: b.batch}, nil
+	s := &Store{Store: dir, dir: dir, client: client, batch: b.batch, finished: make(chan struct{})}
+	fctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if o.FinishInterval >= 0 {
+		go s.finisher(fctx, b, cmp.Or(o.FinishInterval, o.LockTTL))
+	} else {
+		close(s.finished)
+	}
+	return s, nil
+}
+
+// finisher ends abandoned transactions every interval (finishAbandoned),
+// until ctx ends.
+func (s *Store) finisher(ctx context.Context, b *backend, interval time.Duration) {
+	defer close(s.finished)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, l := range s.dir.Layouts() {
+			// A failure is the next look's to retry: readers and writers
+			// end what they meet meanwhile.
+			b.finishAbandoned(ctx, l)
+		}
+	}
 }
 
 // Close stops a resize in progress, to resume at the next Open, and closes
 // the client.
 func (s *Store) Close() error {
+	s.stop()
+	<-s.finished
 	s.dir.Close()
 	s.batch.close()
 	return s.client.Close()

@@ -134,7 +134,7 @@ func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.S
 	// No sweeper, no feed trimmer: their passes would land in the
 	// commands counted.
 	opts := redis.DefaultOptions()
-	opts.SweepInterval, opts.FeedTrimInterval = -1, -1
+	opts.SweepInterval, opts.FeedTrimInterval, opts.FinishInterval = -1, -1, -1
 	s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 	if err != nil {
 		t.Fatal(err)

@@ -293,6 +293,41 @@ func (b *backend) settle(ctx context.Context, part engine.Part) (inFlight bool, 
 	}
 }
 
+// finishAbandoned ends the transactions left on any partition of l by a
+// committer that no longer holds the partition's lock (it died, or
+// stalled past the lock's time to live). Whoever reads or writes such a
+// partition ends them; this ends those on partitions nobody touches, so
+// that every partition's change feed gets its part of a committed
+// transaction however idle the partition is. One round trip per master,
+// and a settle per abandoned partition.
+func (b *backend) finishAbandoned(ctx context.Context, l engine.Layout) (ended int, err error) {
+	pipe := b.client.Pipeline()
+	txs := make([]*goredis.SliceCmd, l.Partitions)
+	for i := range txs {
+		part := engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}
+		txs[i] = pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return 0, unavailable(err)
+	}
+	for i, c := range txs {
+		vals := c.Val()
+		raw, _ := vals[0].(string)
+		if raw == "" {
+			continue
+		}
+		lock, _ := vals[1].(string)
+		if _, in, err := decodeIntent(raw); err == nil && lock == in.Token {
+			continue // its committer is at work
+		}
+		if _, err := b.settle(ctx, engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}); err != nil {
+			return ended, err
+		}
+		ended++
+	}
+	return ended, nil
+}
+
 // finishTx ends a transaction from wherever its committer left it: one
 // that has not reached its commit point is aborted, in one step on the
 // primary that excludes the commit point; a committed one is rolled

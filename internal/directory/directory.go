@@ -204,6 +204,16 @@ func (d *Directory) Engine() *engine.Engine { return d.engine }
 // partition through the engine.
 func (d *Directory) Layout() engine.Layout { return d.serving.Load().cur }
 
+// Layouts returns the layouts the directory serves: the current one, and
+// during a resize the next.
+func (d *Directory) Layouts() []engine.Layout {
+	sv := d.serving.Load()
+	if sv.next == nil {
+		return []engine.Layout{sv.cur}
+	}
+	return []engine.Layout{sv.cur, *sv.next}
+}
+
 func (d *Directory) Start(ctx context.Context) (bool, error) {
 	now := false
 	_, err := d.updateMeta(ctx, func(m *metadata) error {
