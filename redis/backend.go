@@ -555,8 +555,8 @@ func (b *backend) run(ctx context.Context, s *luaScript, keys []string, args []a
 	}
 	n, err := wait.Int()
 	connected := -1 // not asked
-	if replicaHook != nil && err == nil {
-		n, connected = replicaHook(keys)
+	if h := replicaHook.Load(); h != nil && err == nil {
+		n, connected = (*h)(keys)
 	}
 	if err != nil || n < b.acks {
 		if err == nil {
@@ -591,7 +591,8 @@ func replicas(ctx context.Context, node *goredis.Client) int {
 // replicaHook, set by tests only, replaces what WAIT found for a script
 // on keys, and how many replicas its master has: a test makes one
 // master's replica fall behind, or go.
-var replicaHook func(keys []string) (acked, connected int)
+// A background finisher reads it while tests set it.
+var replicaHook atomic.Pointer[func(keys []string) (acked, connected int)]
 
 // errFewReplicas is why a write was answered as unavailable although
 // applied: WAIT counted fewer replicas than MinReplicasAck. The script's

@@ -16,13 +16,25 @@ func (s *Store) Engine() *engine.Engine { return s.dir.Engine() }
 // step of its protocol, with the step's name: "primary", "prepared",
 // "decided", "rolled" (once per other partition), so that a test can stop
 // the committer there. Nil removes it.
-func SetTxHook(f func(step string)) { txHook = f }
+func SetTxHook(f func(step string)) {
+	if f == nil {
+		txHook.Store(nil)
+	} else {
+		txHook.Store(&f)
+	}
+}
 
 // SetReplicaHook makes every script's WAIT count f's acked replicas
 // instead of what it found, and a short one see connected replicas on its
 // master, so that a test can make one master's replica fall behind, or
 // go. Nil removes it.
-func SetReplicaHook(f func(keys []string) (acked, connected int)) { replicaHook = f }
+func SetReplicaHook(f func(keys []string) (acked, connected int)) {
+	if f == nil {
+		replicaHook.Store(nil)
+	} else {
+		replicaHook.Store(&f)
+	}
+}
 
 // Replicas is how many replicas node's ROLE lists (backend.run asks it
 // after a short WAIT).

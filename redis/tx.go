@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -63,11 +64,11 @@ func decodeIntent(v string) (string, intent, error) {
 
 // txHook, set by tests only, is called after each step of commitTx with
 // the step's name, so that a test can stop the committer there.
-var txHook func(step string)
+var txHook atomic.Pointer[func(step string)]
 
 func hook(step string) {
-	if txHook != nil {
-		txHook(step)
+	if h := txHook.Load(); h != nil {
+		(*h)(step)
 	}
 }
 
@@ -152,7 +153,7 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 		return err
 	}
 	rolled := true
-	if txHook != nil {
+	if txHook.Load() != nil {
 		for _, p := range others { // one at a time, so that a test can stop between two
 			rolled = roll(p) == nil && rolled
 			hook("rolled")
@@ -300,7 +301,7 @@ func (b *backend) settle(ctx context.Context, part engine.Part) (inFlight bool, 
 // that every partition's change feed gets its part of a committed
 // transaction however idle the partition is. One round trip per master,
 // and a settle per abandoned partition.
-func (b *backend) finishAbandoned(ctx context.Context, l engine.Layout) (ended int, err error) {
+func (b *backend) finishAbandoned(ctx context.Context, l engine.Layout) error {
 	pipe := b.client.Pipeline()
 	txs := make([]*goredis.SliceCmd, l.Partitions)
 	for i := range txs {
@@ -308,10 +309,13 @@ func (b *backend) finishAbandoned(ctx context.Context, l engine.Layout) (ended i
 		txs[i] = pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return 0, unavailable(err)
+		return unavailable(err)
 	}
 	for i, c := range txs {
 		vals := c.Val()
+		if len(vals) != 2 {
+			continue
+		}
 		raw, _ := vals[0].(string)
 		if raw == "" {
 			continue
@@ -321,11 +325,10 @@ func (b *backend) finishAbandoned(ctx context.Context, l engine.Layout) (ended i
 			continue // its committer is at work
 		}
 		if _, err := b.settle(ctx, engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}); err != nil {
-			return ended, err
+			return err
 		}
-		ended++
 	}
-	return ended, nil
+	return nil
 }
 
 // finishTx ends a transaction from wherever its committer left it: one
