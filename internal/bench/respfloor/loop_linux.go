@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"net"
+	"strings"
 
 	"github.com/tidwall/redcon"
 	"golang.org/x/sys/unix"
@@ -38,7 +39,6 @@ func serveLoop(ln net.Listener, st loopStore) error {
 		in, out  []byte
 		touched  bool
 		watchOut bool // EPOLLOUT is on: a reply waits for room
-
 	}
 	clients := map[int]*client{}
 	events := make([]unix.EpollEvent, 512)
@@ -128,9 +128,6 @@ func serveLoop(ln net.Listener, st loopStore) error {
 				drop(c)
 				continue
 			}
-			if len(c.out) == 0 {
-				c.out = c.out[:0]
-			}
 			if pending := len(c.out) > 0; pending != c.watchOut { // a system call only when the interest changes
 				want := uint32(unix.EPOLLIN)
 				if pending {
@@ -146,17 +143,17 @@ func serveLoop(ln net.Listener, st loopStore) error {
 // run executes one command, appending its reply to out.
 func run(st loopStore, out []byte, args [][]byte) []byte {
 	switch name := string(args[0]); {
-	case equalFold(name, "HSET") && len(args) == 4:
+	case strings.EqualFold(name, "HSET") && len(args) == 4:
 		return redcon.AppendInt(out, int64(st.hset(args[1], args[2], args[3])))
-	case equalFold(name, "HGET") && len(args) == 3:
+	case strings.EqualFold(name, "HGET") && len(args) == 3:
 		v, ok := st.hget(args[1], args[2])
 		if !ok {
 			return redcon.AppendNull(out)
 		}
 		return redcon.AppendBulk(out, v)
-	case equalFold(name, "PING"):
+	case strings.EqualFold(name, "PING"):
 		return redcon.AppendString(out, "PONG")
-	case equalFold(name, "CONFIG"):
+	case strings.EqualFold(name, "CONFIG"):
 		return redcon.AppendArray(out, 0)
 	default:
 		return redcon.AppendError(out, "ERR unknown command or wrong number of arguments")

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"strings"
 
 	"github.com/tidwall/redcon"
 )
@@ -65,37 +66,32 @@ func main() {
 
 // serve serves ln with the server and store kind names, in dir.
 func serve(ln net.Listener, kind, dir string) error {
+	var s store      // served by redcon
+	var st loopStore // served by the event loop
+	var err error
 	switch kind {
-	case "pebble", "log":
-		var s store
-		var err error
-		if kind == "pebble" {
-			s, err = openPebble(dir)
-		} else {
-			s, err = openLog(dir)
-		}
-		if err != nil {
-			return err
-		}
-		return redcon.Serve(ln, func(conn redcon.Conn, cmd redcon.Command) { handle(s, conn, cmd) }, nil, nil)
-	case "loop", "loop-pebble":
-		var st loopStore
-		var err error
-		if kind == "loop" {
-			st, err = openLoopLog(dir)
-		} else {
-			st, err = openLoopPebble(dir)
-		}
-		if err != nil {
-			return err
-		}
+	case "pebble":
+		s, err = openPebble(dir)
+	case "log":
+		s, err = openLog(dir)
+	case "loop":
+		st, err = openLoopLog(dir)
+	case "loop-pebble":
+		st, err = openLoopPebble(dir)
+	default:
+		return fmt.Errorf("unknown --store %q (pebble, log, loop or loop-pebble)", kind)
+	}
+	if err != nil {
+		return err
+	}
+	if st != nil {
 		return serveLoop(ln, st)
 	}
-	return fmt.Errorf("unknown --store %q (pebble, log, loop or loop-pebble)", kind)
+	return redcon.Serve(ln, func(conn redcon.Conn, cmd redcon.Command) { handle(s, conn, cmd) }, nil, nil)
 }
 
 func handle(s store, conn redcon.Conn, cmd redcon.Command) {
-	if !equalFold(string(cmd.Args[0]), "HSET") {
+	if !strings.EqualFold(string(cmd.Args[0]), "HSET") {
 		handleOne(s, conn, cmd)
 		return
 	}
@@ -103,7 +99,7 @@ func handle(s store, conn redcon.Conn, cmd redcon.Command) {
 	cmds := append([]redcon.Command{cmd}, conn.ReadPipeline()...)
 	for len(cmds) > 0 {
 		n := 0
-		for n < len(cmds) && equalFold(string(cmds[n].Args[0]), "HSET") && len(cmds[n].Args) == 4 {
+		for n < len(cmds) && strings.EqualFold(string(cmds[n].Args[0]), "HSET") && len(cmds[n].Args) == 4 {
 			n++
 		}
 		if n == 0 {
@@ -129,9 +125,9 @@ func handle(s store, conn redcon.Conn, cmd redcon.Command) {
 
 func handleOne(s store, conn redcon.Conn, cmd redcon.Command) {
 	switch name := string(cmd.Args[0]); {
-	case equalFold(name, "HSET"):
+	case strings.EqualFold(name, "HSET"):
 		conn.WriteError("ERR wrong number of arguments for 'hset' command")
-	case equalFold(name, "HGET"):
+	case strings.EqualFold(name, "HGET"):
 		if len(cmd.Args) != 3 {
 			conn.WriteError("ERR wrong number of arguments for 'hget' command")
 			return
@@ -145,23 +141,11 @@ func handleOne(s store, conn redcon.Conn, cmd redcon.Command) {
 		default:
 			conn.WriteBulk(v)
 		}
-	case equalFold(name, "PING"):
+	case strings.EqualFold(name, "PING"):
 		conn.WriteString("PONG")
-	case equalFold(name, "CONFIG"):
+	case strings.EqualFold(name, "CONFIG"):
 		conn.WriteArray(0) // redis-benchmark asks; nothing to tell
 	default:
 		conn.WriteError("ERR unknown command '" + name + "'")
 	}
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range len(a) {
-		if a[i]|0x20 != b[i]|0x20 {
-			return false
-		}
-	}
-	return true
 }
