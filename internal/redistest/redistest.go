@@ -7,10 +7,12 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +72,7 @@ func StartCluster(dir string) (*Cluster, error) { return StartClusterTimeout(dir
 func StartClusterTimeout(dir string, nodeTimeout time.Duration) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range 6 {
-		port, err := freePort()
+		port, err := freeClusterPort()
 		if err != nil {
 			c.Stop()
 			return nil, err
@@ -175,6 +177,38 @@ func (c *Cluster) Stop() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}
+}
+
+// freeClusterPort returns a port that is free, and whose cluster bus port
+// (10000 above it) is free too, both below the kernel's range of
+// ephemeral ports: a port from that range can be taken by any outgoing
+// connection between the pick and redis-server's bind, and a node whose
+// bus port is taken never listens (TestClusterFailover failed so, once).
+func freeClusterPort() (int, error) {
+	low := 32768 // Linux's default start of the range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
+	}
+	for range 100 {
+		port := 1024 + rand.IntN(low-10000-1024)
+		if bindable(port) && bindable(port+10000) {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free pair of ports below %d", low)
+}
+
+func bindable(port int) bool {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }
 
 func freePort() (int, error) {
