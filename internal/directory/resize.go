@@ -344,7 +344,6 @@ func (d *Directory) move(ctx context.Context, sv *serving) error {
 	default:
 		return err
 	}
-	r.lastErr.Store(nil)
 	// The old generation is dropped in the background, once the operations
 	// still running on it (a long export, say) have finished; the mover is
 	// done, so that another resize may start meanwhile.
@@ -488,6 +487,9 @@ func (d *Directory) switchTo(ctx context.Context, sv *serving, epoch int) error 
 	for d.backend.Mark(ctx, sv.cur, engine.StageRetired) != nil {
 		time.Sleep(resizeRetry)
 	}
+	// Before the new layout shows: a status that says the resize is over
+	// shows none of the failures its mover retried.
+	d.resizer.lastErr.Store(nil)
 	d.serving.Store(newServing(next, nil))
 	return hold.Release()
 }
