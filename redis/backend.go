@@ -160,9 +160,13 @@ type lease struct {
 	token string
 	named bool
 
-	mu       sync.Mutex
-	parts    []engine.Part
-	timer    *time.Timer
+	mu    sync.Mutex
+	parts []engine.Part
+	timer *time.Timer
+	// valid is when the locks held run out unless a renewal lands first,
+	// by this process's clock: from before the command that took or last
+	// renewed them was sent, so never later than by Redis's.
+	valid    time.Time
 	released bool
 	lost     error
 }
@@ -174,12 +178,19 @@ func (l *lease) err() error {
 }
 
 // renew extends every lock held to the usual TTL, in one pipeline, and
-// schedules the next renewal unless one was lost or the lease released.
+// schedules the next renewal unless the lease is released. A renewal that
+// gets no answer (the client's connections all busy on a loaded machine,
+// a Redis slow to reply) is tried again soon, for as long as the locks may
+// still hold: only a lock found gone, or run out before any renewal
+// landed, loses the lease. (Giving up after a third of the TTL lost the
+// locks of exports and resize copies that were still at work.)
 func (l *lease) renew() {
 	l.mu.Lock()
 	parts := slices.Clone(l.parts)
+	valid := l.valid
 	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), l.b.ttl/3)
+	started := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), valid)
 	pipe := l.b.client.Pipeline()
 	cmds := make([]*goredis.Cmd, len(parts))
 	for i, p := range parts {
@@ -189,18 +200,26 @@ func (l *lease) renew() {
 	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.released {
+	if l.released || l.lost != nil {
 		return
 	}
 	for i, c := range cmds {
-		if n, err := c.Int(); err != nil || n != 1 {
-			if l.lost == nil {
-				l.lost = partmap.Errorf(partmap.EUNAVAILABLE,
-					"the lock on %s was lost while held (a Redis failover or a stall), so what ran under it, an export say, did not see one consistent snapshot; run it again", parts[i].Partition)
-			}
+		n, err := c.Int()
+		switch {
+		case err == nil && n == 1:
+			continue
+		case err != nil && time.Now().Before(valid):
+			l.timer.Reset(min(l.b.ttl/10, time.Until(valid)/2))
 			return
 		}
+		l.lost = partmap.Errorf(partmap.EUNAVAILABLE,
+			"the lock on %s was lost while held (a Redis failover or a stall), so what ran under it, an export say, did not see one consistent snapshot; run it again", parts[i].Partition)
+		return
 	}
+	// A lock taken while this ran was taken after it began, or at worst a
+	// round trip before: it lasts about as long, and the next renewal
+	// extends it.
+	l.valid = started.Add(l.b.ttl)
 	l.timer.Reset(l.b.ttl / 3)
 }
 
@@ -253,6 +272,7 @@ func (b *backend) Lock(ctx context.Context, parts []engine.Part, wait time.Durat
 		rand.Read(raw)
 		l.token = hex.EncodeToString(raw)
 		l.mu.Lock()
+		l.valid = time.Now().Add(b.ttl)
 		l.timer = time.AfterFunc(b.ttl/3, l.renew)
 		l.mu.Unlock()
 	}

@@ -189,6 +189,52 @@ func TestLockRenewedWhileHeld(t *testing.T) {
 	}
 }
 
+// A renewal that must wait for a connection (every one of the client's
+// busy, as under a resize's or an export's load on a busy machine) waits
+// while the locks may still hold, rather than giving up after a third of
+// the TTL: TestExportOutlivesLockTTL lost its locks so under load, and
+// other servers' writes got in.
+func TestLockRenewedThroughBusyConnections(t *testing.T) {
+	ctx := context.Background()
+	const ttl = 1500 * time.Millisecond
+	db := int(server.nextDB.Add(1) % databases)
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db,
+		PoolSize: 1, PipelinePoolSize: 1, PoolTimeout: time.Minute})
+	if err := c.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := redis.Open(ctx, c, &redis.Options{LockTTL: ttl, SweepInterval: -1, FinishInterval: -1, FeedTrimInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(ctx)
+	const email = "patient@example.com"
+	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
+	part := engine.Part{Partition: p}
+	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
+	err = s.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
+		// Both connections are busy from before the first renewal (at
+		// ttl/3) until over a third of the TTL after it, but not past the
+		// TTL.
+		time.Sleep(ttl / 3 * 4 / 5)
+		block := fmt.Sprintf("%.3f", (ttl * 3 / 5).Seconds())
+		var wg sync.WaitGroup
+		wg.Go(func() { c.Do(ctx, "BLPOP", "nothing-comes", block) })
+		wg.Go(func() {
+			pipe := c.Pipeline()
+			pipe.Do(ctx, "BLPOP", "nothing-comes-either", block)
+			pipe.Exec(ctx)
+		})
+		wg.Wait()
+		time.Sleep(ttl) // past the TTL the lock was taken with
+		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email}, Version: 1}, partmap.OpPut)
+	})
+	if err != nil {
+		t.Fatalf("commit under a lock renewed late: %v", err)
+	}
+}
+
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store { return open(t, &redis.Options{}) })
 }
