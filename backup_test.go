@@ -36,7 +36,7 @@ func TestBackupInfoCheck(t *testing.T) {
 		{"ErrLong", manifest, []partmap.BackupFile{a, with(b, func(f *partmap.BackupFile) { f.Size = 21 })}, "b.log is long: 21 bytes, not 20"},
 		{"ErrAltered", manifest, []partmap.BackupFile{with(a, func(f *partmap.BackupFile) { f.CRC32C = 7 }), b}, "a.sst is altered"},
 		{"ErrTwice", manifest, []partmap.BackupFile{a, a, b}, "a.sst appears twice"},
-		{"ErrEveryProblem", manifest, []partmap.BackupFile{{Name: "c.sst"}, with(a, func(f *partmap.BackupFile) { f.Size = 1 })}, "c.sst is not in the manifest; a.sst is short: 1 of its 10 bytes; b.log is missing"},
+		{"ErrEveryProblem", manifest, []partmap.BackupFile{{Name: "c.sst"}, with(a, func(f *partmap.BackupFile) { f.Size = 1 })}, "c.sst is not in the manifest; a.sst is short: 1 of its 10 bytes; b.log (20 bytes) is missing"},
 		{"ErrAtMostFive", manifest, many, "g is not in the manifest; and 1 more"},
 		{"ErrManifestEmpty", partmap.BackupInfo{}, nil, "manifest (partmap-backup.json) is garbled"},
 		{"ErrManifestMiscounts", partmap.BackupInfo{Files: 3, Bytes: 30, Contents: manifest.Contents}, []partmap.BackupFile{a, b}, "is garbled: it counts 3 files of 30 bytes, and lists 2 of 30"},
