@@ -79,13 +79,11 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		when := time.UnixMilli(info.Taken).UTC().Format(time.RFC3339)
-		if !warnUnchecksummed(e, rest[0], info) {
-			fmt.Fprintf(e.stderr, "the backup of %s is sound: %d files, %s (%d bytes), each of the size and CRC-32C its manifest lists\n",
-				when, info.Files, byteCount(info.Bytes), info.Bytes)
-		} else {
-			fmt.Fprintf(e.stderr, "the backup of %s has the %d files and %s (%d bytes) its manifest counts\n", when, info.Files, byteCount(info.Bytes), info.Bytes)
+		verdict := "is sound: %d files, %s (%d bytes), each of the size and CRC-32C its manifest lists"
+		if warnUnchecksummed(e, rest[0], info) {
+			verdict = "has the count and size its manifest gives: %d files, %s (%d bytes)"
 		}
+		fmt.Fprintf(e.stderr, "the backup of %s "+verdict+"\n", time.UnixMilli(info.Taken).UTC().Format(time.RFC3339), info.Files, byteCount(info.Bytes), info.Bytes)
 		return nil
 	}
 	bar, progress := bytesBar(e, "restoring")
