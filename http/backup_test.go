@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,11 +57,11 @@ func TestBackup(t *testing.T) {
 		}
 
 		data := filepath.Join(t.TempDir(), "data")
-		got, profiles, err := pebble.Restore(ctx, dir, data, nil)
+		got, profiles, err := pebble.Restore(ctx, pebble.BackupDir(dir), data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != info || profiles != int64(len(want)) {
+		if !reflect.DeepEqual(got, info) || profiles != int64(len(want)) {
 			t.Errorf("restore: manifest %+v with %d profiles; want %+v with %d", got, profiles, info, len(want))
 		}
 		restored, err := pebble.Open(data, nil)

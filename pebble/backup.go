@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,12 +51,13 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (partmap.BackupInfo, er
 		if err := ctx.Err(); err != nil {
 			return info, err
 		}
-		n, err := archiveFile(tw, filepath.Join(dir, e.Name()))
+		f, err := archiveFile(tw, filepath.Join(dir, e.Name()))
 		if err != nil {
 			return info, fmt.Errorf("backup: %s: %w", e.Name(), err)
 		}
+		info.Contents = append(info.Contents, f)
 		info.Files++
-		info.Bytes += n
+		info.Bytes += f.Size
 	}
 	manifest, err := json.Marshal(info)
 	if err != nil {
@@ -82,127 +85,222 @@ func removeStaleBackups(path string) {
 	}
 }
 
-func archiveFile(tw *tar.Writer, path string) (int64, error) {
+// crc32c is the checksum of a backup's files (partmap.BackupFile).
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+func archiveFile(tw *tar.Writer, path string) (partmap.BackupFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return partmap.BackupFile{}, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return partmap.BackupFile{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return 0, fmt.Errorf("not a regular file")
+		return partmap.BackupFile{}, fmt.Errorf("not a regular file")
 	}
 	if err := tw.WriteHeader(&tar.Header{Name: filepath.Base(path), Mode: 0o644, Size: st.Size(), ModTime: st.ModTime()}); err != nil {
-		return 0, err
+		return partmap.BackupFile{}, err
 	}
-	return io.Copy(tw, f)
+	h := crc32.New(crc32c)
+	n, err := io.Copy(tw, io.TeeReader(f, h))
+	return partmap.BackupFile{Name: filepath.Base(path), Size: n, CRC32C: h.Sum32()}, err
 }
 
-// Unpack writes the backup archive r into dir, which must be missing or
-// empty, and checks it against its manifest: an archive cut short leaves
-// nothing behind. progress, when not nil, gets the bytes written so far.
-func Unpack(r io.Reader, dir string, progress func(int64)) (partmap.BackupInfo, error) {
-	var info partmap.BackupInfo
-	if err := emptyDir(dir); err != nil {
-		return info, err
+// A BackupSource is a backup in either of its forms: the tar archive that
+// Backup writes (BackupArchive), or the directory that Unpack writes from
+// one (BackupDir). Verify and Restore take either, and check both the
+// same way (partmap.BackupInfo.Check).
+type BackupSource struct {
+	dir     string    // the directory form, or
+	archive io.Reader // the archive form
+}
+
+// BackupDir is the backup that Unpack wrote into dir.
+func BackupDir(dir string) BackupSource { return BackupSource{dir: dir} }
+
+// BackupArchive is the backup archive r, as Backup writes it.
+func BackupArchive(r io.Reader) BackupSource { return BackupSource{archive: r} }
+
+// maxManifest bounds a manifest: some 60 bytes a file, for a store of
+// hundreds of thousands of files.
+const maxManifest = 32 << 20
+
+// files calls each with every data file of the backup, in turn, and
+// returns its manifest's bytes.
+func (b BackupSource) files(each func(name string, r io.Reader) error) ([]byte, error) {
+	if b.archive == nil {
+		return dirFiles(b.dir, each)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			removeContents(dir)
-		}
-	}()
-	tr := tar.NewReader(r)
-	var files int
-	var size int64
+	tr := tar.NewReader(b.archive)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			return info, fmt.Errorf("the backup ends without its manifest: it is incomplete")
+			return nil, partmap.Errorf(partmap.EINVALID, "the backup ends without its manifest (%s): it is incomplete", partmap.BackupManifest)
 		}
 		if err != nil {
-			return info, fmt.Errorf("reading the backup: %w", err)
+			return nil, fmt.Errorf("reading the backup: %w", err)
 		}
 		if hdr.Name == partmap.BackupManifest {
-			raw, err := io.ReadAll(io.LimitReader(tr, 1<<16))
-			if err == nil {
-				err = json.Unmarshal(raw, &info)
-			}
+			raw, err := readManifest(tr)
 			if err != nil {
-				return info, fmt.Errorf("the backup's manifest: %w", err)
+				return nil, err
 			}
-			if _, err := writeFile(filepath.Join(dir, partmap.BackupManifest), bytes.NewReader(raw)); err != nil {
-				return info, err
+			// Whatever follows the manifest is no part of the backup.
+			if hdr, err := tr.Next(); err == nil {
+				return nil, partmap.Errorf(partmap.EINVALID, "the backup is damaged: %s follows its manifest", hdr.Name)
 			}
-			if info.Files != files || info.Bytes != size {
-				return info, fmt.Errorf("the backup holds %d files of %d bytes; its manifest says %d of %d", files, size, info.Files, info.Bytes)
-			}
-			if err := syncDir(dir); err != nil {
-				return info, err
-			}
-			ok = true
-			return info, nil
+			return raw, nil
 		}
 		if hdr.Typeflag != tar.TypeReg || hdr.Name != filepath.Base(hdr.Name) || hdr.Name == "." || hdr.Name == ".." || hdr.Name[0] == '.' {
-			return info, fmt.Errorf("the backup holds %q, which is not a data file", hdr.Name)
+			return nil, partmap.Errorf(partmap.EINVALID, "the backup holds %q, which is not a data file", hdr.Name)
 		}
-		n, err := writeFile(filepath.Join(dir, hdr.Name), tr)
-		if err != nil {
-			return info, err
-		}
-		files++
-		size += n
-		if progress != nil {
-			progress(size)
+		if err := each(hdr.Name, tr); err != nil {
+			return nil, err
 		}
 	}
 }
 
-// Restore copies the backup in dir, which Unpack wrote, to data, which
-// must be missing or empty, and opens it once to check that partmap
-// serves it. It returns the backup's manifest and its profile count.
-func Restore(ctx context.Context, dir, data string, progress func(int64)) (partmap.BackupInfo, int64, error) {
-	var info partmap.BackupInfo
-	raw, err := os.ReadFile(filepath.Join(dir, partmap.BackupManifest))
+func dirFiles(dir string, each func(name string, r io.Reader) error) ([]byte, error) {
+	f, err := os.Open(filepath.Join(dir, partmap.BackupManifest))
+	if os.IsNotExist(err) {
+		return nil, partmap.Errorf(partmap.EINVALID, "%s is not a partmap backup: it has no %s", dir, partmap.BackupManifest)
+	}
 	if err != nil {
-		return info, 0, fmt.Errorf("%s is not a partmap backup (no %s): %w", dir, partmap.BackupManifest, err)
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return info, 0, fmt.Errorf("%s: %w", partmap.BackupManifest, err)
+	raw, err := readManifest(f)
+	f.Close()
+	if err != nil {
+		return nil, err
 	}
-	if err := emptyDir(data); err != nil {
-		return info, 0, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			removeContents(data) // so that the next attempt can use it
-		}
-	}()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return info, 0, err
+		return nil, err
 	}
-	var size int64
 	for _, e := range entries {
 		if e.Name() == partmap.BackupManifest {
 			continue
 		}
+		if !e.Type().IsRegular() {
+			return nil, partmap.Errorf(partmap.EINVALID, "the backup holds %s, which is not a data file", e.Name())
+		}
 		f, err := os.Open(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return info, 0, err
+			return nil, err
 		}
-		n, err := writeFile(filepath.Join(data, e.Name()), f)
+		err = each(e.Name(), f)
 		f.Close()
 		if err != nil {
-			return info, 0, err
+			return nil, err
 		}
+	}
+	return raw, nil
+}
+
+func readManifest(r io.Reader) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, maxManifest+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the backup's manifest (%s): %w", partmap.BackupManifest, err)
+	}
+	if len(raw) > maxManifest {
+		return nil, partmap.Errorf(partmap.EINVALID, "the backup's manifest (%s) is over %d MiB: it is garbled", partmap.BackupManifest, maxManifest>>20)
+	}
+	return raw, nil
+}
+
+// read reads every file of the backup, copies each into dst when dst is
+// not "", and checks what it read against the manifest: the check is of
+// the bytes copied. progress, when not nil, gets the bytes read so far.
+func (b BackupSource) read(dst string, progress func(int64)) (partmap.BackupInfo, []byte, error) {
+	var info partmap.BackupInfo
+	var found []partmap.BackupFile
+	var size int64
+	raw, err := b.files(func(name string, r io.Reader) error {
+		h := crc32.New(crc32c)
+		var n int64
+		var err error
+		if dst == "" {
+			n, err = io.Copy(h, r)
+		} else {
+			n, err = writeFile(filepath.Join(dst, name), io.TeeReader(r, h))
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return partmap.Errorf(partmap.EINVALID, "the backup is cut short: it ends in %s", name)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		found = append(found, partmap.BackupFile{Name: name, Size: n, CRC32C: h.Sum32()})
 		if size += n; progress != nil {
 			progress(size)
 		}
+		return nil
+	})
+	if err != nil {
+		return info, nil, err
+	}
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return info, nil, partmap.Errorf(partmap.EINVALID, "the backup's manifest (%s) is garbled: %v", partmap.BackupManifest, err)
+	}
+	return info, raw, info.Check(found)
+}
+
+// Verify reads every file of the backup b and checks it against the
+// backup's manifest (partmap.BackupInfo.Check), writing nothing. progress,
+// when not nil, gets the bytes read so far.
+func Verify(b BackupSource, progress func(int64)) (partmap.BackupInfo, error) {
+	info, _, err := b.read("", progress)
+	return info, err
+}
+
+// Unpack writes the backup archive r into dir, which must be missing or
+// empty, and checks every file against its manifest: a damaged archive,
+// or one cut short, leaves nothing behind, not even dir. progress, when
+// not nil, gets the bytes written so far.
+func Unpack(r io.Reader, dir string, progress func(int64)) (partmap.BackupInfo, error) {
+	undo, err := makeEmptyDir(dir)
+	if err != nil {
+		return partmap.BackupInfo{}, err
+	}
+	info, raw, err := BackupArchive(r).read(dir, progress)
+	if err == nil {
+		_, err = writeFile(filepath.Join(dir, partmap.BackupManifest), bytes.NewReader(raw))
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		undo()
+	}
+	return info, err
+}
+
+// Restore copies the backup b to data, which must be missing or empty,
+// checking every file against the manifest as it goes, and only then
+// opens the copy, once, to check that partmap serves it. Pebble cannot
+// be left to notice damage: it takes a short last WAL for a torn write
+// and does not miss an absent one. A refused backup leaves nothing in
+// data, nor data itself if Restore made it. Restore returns the backup's
+// manifest and its profile count.
+func Restore(ctx context.Context, b BackupSource, data string, progress func(int64)) (partmap.BackupInfo, int64, error) {
+	undo, err := makeEmptyDir(data)
+	if err != nil {
+		return partmap.BackupInfo{}, 0, err
+	}
+	info, profiles, err := restore(ctx, b, data, progress)
+	if err != nil {
+		undo()
+	}
+	return info, profiles, err
+}
+
+func restore(ctx context.Context, b BackupSource, data string, progress func(int64)) (partmap.BackupInfo, int64, error) {
+	info, _, err := b.read(data, progress)
+	if err != nil {
+		return info, 0, err
 	}
 	if err := syncDir(data); err != nil {
 		return info, 0, err
@@ -218,23 +316,33 @@ func Restore(ctx context.Context, dir, data string, progress func(int64)) (partm
 	if partmap.ErrorCode(err) == partmap.ENOTSTARTED {
 		err = nil
 	}
-	ok = err == nil
 	return info, stats.TotalProfiles, err
 }
 
-// emptyDir makes dir, or checks that it is empty.
-func emptyDir(dir string) error {
+// makeEmptyDir makes dir, or checks that it is empty, and returns what
+// undoes that after a failure: it removes every directory it made, or
+// empties dir if dir was there, so that the next attempt can use it.
+func makeEmptyDir(dir string) (undo func(), err error) {
 	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return os.MkdirAll(dir, 0o755)
+	switch {
+	case err == nil && len(entries) > 0:
+		return nil, fmt.Errorf("%s is not empty: name a new directory", dir)
+	case err == nil:
+		return func() { removeContents(dir) }, nil
+	case !os.IsNotExist(err):
+		return nil, err
 	}
-	if err != nil {
-		return err
+	made := filepath.Clean(dir) // the outermost directory MkdirAll makes
+	for parent := filepath.Dir(made); parent != made; parent = filepath.Dir(parent) {
+		if _, err := os.Lstat(parent); !os.IsNotExist(err) {
+			break
+		}
+		made = parent
 	}
-	if len(entries) > 0 {
-		return fmt.Errorf("%s is not empty: name a new directory", dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
-	return nil
+	return func() { os.RemoveAll(made) }, nil
 }
 
 func removeContents(dir string) {

@@ -96,7 +96,7 @@ func TestBackupFeedCursor(t *testing.T) {
 	if _, err := pebble.Unpack(&archive, filepath.Join(dir, "backup"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := pebble.Restore(ctx, filepath.Join(dir, "backup"), filepath.Join(dir, "data"), nil); err != nil {
+	if _, _, err := pebble.Restore(ctx, pebble.BackupDir(filepath.Join(dir, "backup")), filepath.Join(dir, "data"), nil); err != nil {
 		t.Fatal(err)
 	}
 	restored := MustReopen(t, filepath.Join(dir, "data"), nil)

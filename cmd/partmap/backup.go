@@ -53,27 +53,78 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 }
 
 func runRestore(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "restore", "DIR --data NEW")
-	data := fs.String("data", "", "the new data `directory` to restore into: missing or empty")
+	fs := newFlagSet(e, "restore", "BACKUP --data NEW | --verify BACKUP   "+
+		"(BACKUP: a directory that partmap backup wrote, an archive that GET …/backup returned, or - for one on stdin)")
+	data := fs.String("data", "", "the new data `directory` to restore into: missing or empty; every file is checked against the backup's manifest first")
+	verify := fs.Bool("verify", false, "check every file of BACKUP against its manifest (size and CRC-32C), restore nothing, and exit 1 if one is damaged")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return usagef("restore takes one backup DIR")
+		return usagef("restore takes one BACKUP: a directory, an archive file, or - for an archive on standard input")
 	}
-	if *data == "" {
-		return usagef("name the new data directory with --data")
+	if *verify == (*data != "") {
+		return usagef("name the new data directory with --data, or check the backup without restoring it with --verify")
+	}
+	src, closeSrc, err := openBackup(e, rest[0])
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	if *verify {
+		bar, progress := bytesBar(e, "verifying")
+		info, err := pebble.Verify(src, progress)
+		bar.Finish()
+		if err != nil {
+			return err
+		}
+		verdict := "is sound: %d files, %s (%d bytes), each of the size and CRC-32C its manifest lists"
+		if warnUnchecksummed(e, rest[0], info) {
+			verdict = "has the count and size its manifest gives: %d files, %s (%d bytes)"
+		}
+		fmt.Fprintf(e.stderr, "the backup of %s "+verdict+"\n", time.UnixMilli(info.Taken).UTC().Format(time.RFC3339), info.Files, byteCount(info.Bytes), info.Bytes)
+		return nil
 	}
 	bar, progress := bytesBar(e, "restoring")
-	info, profiles, err := pebble.Restore(ctx, rest[0], *data, progress)
+	info, profiles, err := pebble.Restore(ctx, src, *data, progress)
 	bar.Finish()
 	if err != nil {
 		return err
 	}
+	warnUnchecksummed(e, rest[0], info)
 	fmt.Fprintf(e.stderr, "restored the backup of %s (%d profiles) into %s; serve it with partmap serve --data %s\n",
 		time.UnixMilli(info.Taken).UTC().Format(time.RFC3339), profiles, *data, *data)
 	return nil
+}
+
+// openBackup opens a backup in the form it has: a directory, or an archive
+// in a file or, for -, on standard input.
+func openBackup(e *env, path string) (pebble.BackupSource, func(), error) {
+	if path == "-" {
+		return pebble.BackupArchive(e.stdin), func() {}, nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return pebble.BackupDir(path), func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return pebble.BackupSource{}, nil, err
+	}
+	return pebble.BackupArchive(f), func() { f.Close() }, nil
+}
+
+// warnUnchecksummed says so when an older partmap made the backup: its
+// manifest has only a file count and a total size, which were checked, but
+// no checksums, so a file altered in place would go unseen. Such a backup
+// is still restored, since it may be the only one there is.
+func warnUnchecksummed(e *env, path string, info partmap.BackupInfo) bool {
+	if info.Checksummed() {
+		return false
+	}
+	fmt.Fprintf(e.stderr, "partmap restore: warning: %s was made by an older partmap, whose manifest lists no checksums: "+
+		"its %d files and %d bytes were counted, but their contents could not be checked\n", path, info.Files, info.Bytes)
+	return true
 }
 
 // byteCount says n bytes for people.

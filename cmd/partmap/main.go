@@ -79,7 +79,7 @@ var commands = map[string]command{
 	"export":     {"write every profile as JSON Lines, from one consistent snapshot", runExport},
 	"watch":      {"print the change feed as it comes, one change per line, following it until interrupted", runWatch},
 	"backup":     {"copy a serving embedded store, consistently, into a new directory", runBackup},
-	"restore":    {"bring a backup back as a new data directory", runRestore},
+	"restore":    {"bring a backup back as a new data directory, or check it (--verify)", runRestore},
 	"bench":      {"measure throughput and latency of partmap (and a ceiling and a baseline)", runBench},
 	"partition":  {"show the canonical email, hash and partition of emails", runPartition},
 	"project":    {"keep a PostgreSQL table equal to the directory, following its change feed", runProject},
