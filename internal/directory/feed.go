@@ -33,8 +33,16 @@ const trimInterval = 10 * time.Second
 const defaultFeedPoll = 20 * time.Millisecond
 
 // feedScan bounds the events one call reads past a filter, so that a
-// filtered page answers in bounded time and moves its cursor on.
-const feedScan = 50_000
+// filtered page answers in bounded time and moves its cursor on. A
+// variable only so that tests can shorten it.
+var feedScan = 50_000
+
+// feedLate is how long a call goes on reading, whatever its wait, while
+// the backend cannot yet see to the end of its feed (Redis: masters whose
+// clocks differ), so that an empty page that is not caught up comes only
+// after a filter passed feedScan events or after this long, and a reader
+// that asks again at once is not a busy loop.
+const feedLate = time.Second
 
 // Changes reads the backend's feed, keeps the changes the filters select,
 // and waits, polling, while there are none and q.Wait allows.
@@ -46,34 +54,41 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 	if err != nil {
 		return partmap.ChangePage{}, err
 	}
-	deadline := time.Now().Add(q.Wait)
+	began := time.Now()
+	deadline := began.Add(q.Wait)
+	late := began.Add(max(q.Wait, feedLate))
 	page := partmap.ChangePage{Next: q.After}
 	scanned := 0
 	for {
-		events, next, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
+		fp, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
 		if err != nil {
 			return partmap.ChangePage{}, err
 		}
-		page.Next = next
-		scanned += len(events)
-		for _, e := range events {
+		page.Next, page.CaughtUp = fp.Next, fp.End
+		scanned += len(fp.Events)
+		for _, e := range fp.Events {
 			if keep(e.Email) {
 				page.Changes = append(page.Changes, partmap.Change{Cursor: e.Cursor, Time: time.UnixMilli(e.Time).UTC(),
 					Op: e.Op, Email: e.Email, Record: e.Record})
 			}
 		}
+		now := time.Now()
 		switch {
 		case len(page.Changes) > 0 || scanned >= feedScan:
 			return page, nil
-		case len(events) > 0:
+		case len(fp.Events) > 0 && !fp.End:
 			continue // all filtered out: read on
-		case !time.Now().Before(deadline):
+		case !now.Before(deadline) && (fp.End || !now.Before(late)):
 			return page, nil
+		}
+		until := deadline
+		if !fp.End {
+			until = late
 		}
 		select {
 		case <-ctx.Done():
 			return partmap.ChangePage{}, ctx.Err()
-		case <-time.After(min(d.feedPoll, time.Until(deadline))):
+		case <-time.After(min(d.feedPoll, time.Until(until))):
 		}
 	}
 }
