@@ -431,6 +431,47 @@ func parseStreamPage(q uint32, v any) (streamPage, error) {
 	return pg, nil
 }
 
+var _ engine.FeedSignaler = (*backend)(nil)
+
+// FeedSignal is each master's line of XADD in INFO commandstats: its
+// calls, from scripts too, and their total time. The commit script's XADD
+// is the only way an event is appended, so a line changes with every
+// event; a failover, a restart or CONFIG RESETSTAT changes it too, unless
+// the new counts happened to match the old to the microsecond, which would
+// only hold a change back until the long poll's wait ends (the next call
+// reads). One command per master, against a script per partition for a
+// read.
+func (b *backend) FeedSignal(ctx context.Context) (string, error) {
+	var mu sync.Mutex
+	var lines []string
+	add := func(name string, c goredis.Cmdable) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		line := "none"
+		if i := strings.Index(info, "cmdstat_xadd:"); i >= 0 {
+			line, _, _ = strings.Cut(info[i:], "\n")
+			line = strings.TrimSpace(line)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, name+" "+line)
+		return nil
+	}
+	var err error
+	if c, ok := b.client.(*goredis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return add(n.Options().Addr, n) })
+	} else {
+		err = add("", b.client)
+	}
+	if err != nil {
+		return "", unavailable(err)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n"), nil
+}
+
 // masterTimes returns the earliest and the latest time of the masters, in
 // Unix ms.
 func (b *backend) masterTimes(ctx context.Context) (lo, hi uint64, err error) {

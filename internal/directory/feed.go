@@ -45,7 +45,8 @@ var feedScan = 50_000
 const feedLate = time.Second
 
 // Changes reads the backend's feed, keeps the changes the filters select,
-// and waits, polling, while there are none and q.Wait allows.
+// and waits, polling, while there are none and q.Wait allows. A backend
+// with a FeedSignaler is read again only once its signal has changed.
 func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.ChangePage{}, err
@@ -57,9 +58,18 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 	began := time.Now()
 	deadline := began.Add(q.Wait)
 	late := began.Add(max(q.Wait, feedLate))
+	signaler, _ := d.backend.(engine.FeedSignaler)
+	if q.Wait == 0 {
+		signaler = nil // only a long poll polls
+	}
 	page := partmap.ChangePage{Next: q.After}
 	scanned := 0
 	for {
+		// Taken before the read: an event appended after it changes it.
+		var signal string
+		if signaler != nil {
+			signal, _ = signaler.FeedSignal(ctx) // none: poll by reading
+		}
 		fp, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
 		if err != nil {
 			return partmap.ChangePage{}, err
@@ -85,10 +95,23 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 		if !fp.End {
 			until = late
 		}
-		select {
-		case <-ctx.Done():
-			return partmap.ChangePage{}, ctx.Err()
-		case <-time.After(min(d.feedPoll, time.Until(until))):
+		// Wait a poll; after a read that reached the end, wait on for as
+		// long as the signal says nothing was appended since.
+		for {
+			select {
+			case <-ctx.Done():
+				return partmap.ChangePage{}, ctx.Err()
+			case <-time.After(min(d.feedPoll, time.Until(until))):
+			}
+			if !fp.End || signal == "" {
+				break
+			}
+			if again, err := signaler.FeedSignal(ctx); err != nil || again != signal {
+				break
+			}
+			if !time.Now().Before(deadline) {
+				return page, nil
+			}
 		}
 	}
 }

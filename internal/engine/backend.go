@@ -236,6 +236,16 @@ type FeedPage struct {
 	End bool
 }
 
+// FeedSignaler is a Backend whose feed is costly to read (Redis: a script
+// per partition) but that has a cheap sign of appends: a long poll that
+// read to the end reads again only once the sign has changed.
+type FeedSignaler interface {
+	// FeedSignal returns a value that changes when an event is appended:
+	// if one is appended after a call returned s, later calls return
+	// something else. It may change without one; that only costs a read.
+	FeedSignal(ctx context.Context) (string, error)
+}
+
 // FeedStats describe the feed that a backend keeps.
 type FeedStats struct {
 	Events int64 // about how many events it holds
