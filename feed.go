@@ -57,7 +57,8 @@ type ChangePage struct {
 	// CaughtUp says the page reached the end of the feed as of its read:
 	// every change acknowledged before the call is on it or behind After.
 	// A page that is not may be empty (a filter passed over many changes
-	// that it left out); read on from Next.
+	// it left out, or the store could not yet see to its end); read on
+	// from Next.
 	CaughtUp bool
 }
 

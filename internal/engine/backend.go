@@ -242,7 +242,9 @@ type FeedPage struct {
 type FeedSignaler interface {
 	// FeedSignal returns a value that changes when an event is appended:
 	// if one is appended after a call returned s, later calls return
-	// something else. It may change without one; that only costs a read.
+	// something else, but for a coincidence the backend documents, which
+	// only holds a change back until the long poll's wait ends. It may
+	// change without an append; that only costs a read.
 	FeedSignal(ctx context.Context) (string, error)
 }
 
