@@ -13,9 +13,10 @@ type Feeder interface {
 	// waiting up to q.Wait for the first change when there is none yet.
 	// Order is total per profile and per partition; delivery is at least
 	// once: a consumer that resumes from a Next (or a Change's Cursor) it
-	// saved misses nothing. A cursor older than the feed's retention is
-	// ECURSOREXPIRED, never a silent gap; one this store did not issue is
-	// EINVALID.
+	// saved misses nothing. A reader that wants only what is there now
+	// reads on until a page is CaughtUp. A cursor older than the feed's
+	// retention is ECURSOREXPIRED, never a silent gap; one this store did
+	// not issue is EINVALID.
 	Changes(ctx context.Context, q ChangeQuery) (ChangePage, error)
 }
 
@@ -48,9 +49,17 @@ const (
 // ChangePage is one page of the change feed.
 type ChangePage struct {
 	Changes []Change
-	// Next resumes after this page. It moves on even when Changes is
-	// empty: past changes the filters left out.
+	// Next resumes after this page. It may move on when Changes is empty:
+	// past changes the filters left out, and on Redis with the clock (to
+	// the horizon the read reached). Cursors are the store's own: compare
+	// none, not even with the After they came from; ask CaughtUp.
 	Next string
+	// CaughtUp says the page reached the end of the feed as of its read:
+	// every change acknowledged before the call is on it or behind After.
+	// A page that is not may be empty (a filter passed over many changes
+	// it left out, or the store could not yet see to its end); read on
+	// from Next.
+	CaughtUp bool
 }
 
 // Change is one committed change to one profile.

@@ -33,8 +33,9 @@ type deadlinesJSON struct {
 }
 
 type changesReply struct {
-	Changes []changeJSON `json:"changes"`
-	Next    string       `json:"next"`
+	Changes  []changeJSON `json:"changes"`
+	Next     string       `json:"next"`
+	CaughtUp *bool        `json:"caughtUp"` // nil from a server older than the member
 }
 
 const changeTime = "2006-01-02T15:04:05.000Z07:00"
@@ -187,7 +188,7 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request, q url.Val
 	if err != nil {
 		return s.feedError(r, err)
 	}
-	reply := changesReply{Changes: make([]changeJSON, len(page.Changes)), Next: page.Next}
+	reply := changesReply{Changes: make([]changeJSON, len(page.Changes)), Next: page.Next, CaughtUp: &page.CaughtUp}
 	for i, c := range page.Changes {
 		reply.Changes[i] = toChangeJSON(c)
 	}
@@ -323,6 +324,13 @@ func (c *Client) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.Ch
 		return partmap.ChangePage{}, err
 	}
 	page := partmap.ChangePage{Next: out.Next, Changes: make([]partmap.Change, len(out.Changes))}
+	if out.CaughtUp != nil {
+		page.CaughtUp = *out.CaughtUp
+	} else {
+		// A server from before caughtUp: its rule was an empty page that
+		// stays where it was asked (true of its Pebble store only).
+		page.CaughtUp = len(out.Changes) == 0 && out.Next == q.After
+	}
 	for i, j := range out.Changes {
 		ch, err := fromChangeJSON(j)
 		if err != nil {

@@ -33,8 +33,9 @@ type wireChange struct {
 }
 
 type wirePage struct {
-	Changes []wireChange `json:"changes"`
-	Next    string       `json:"next"`
+	Changes  []wireChange `json:"changes"`
+	Next     string       `json:"next"`
+	CaughtUp *bool        `json:"caughtUp"`
 }
 
 // getChanges reads a page of the feed as JSON, failing unless it is 200.
@@ -50,6 +51,9 @@ func getChanges(t *testing.T, srvURL, query string, header ...string) wirePage {
 	var p wirePage
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("GET changes%s: %v: %s", query, err, r.body)
+	}
+	if p.CaughtUp == nil {
+		t.Fatalf("GET changes%s: no caughtUp: %s", query, r.body)
 	}
 	return p
 }
@@ -172,22 +176,27 @@ func TestChangesPages(t *testing.T) {
 
 	// Pages of 2 add up to the whole.
 	var paged []wireChange
-	for after, n := begin, 0; ; n++ {
+	after := begin
+	for n := 0; ; n++ {
 		p := getChanges(t, srv.URL, "?limit=2&after="+after)
 		if len(p.Changes) > 2 || n > 10 {
 			t.Fatalf("page %d: %+v", n, p)
 		}
-		if len(p.Changes) == 0 {
-			if p.Next != after {
-				t.Errorf("an empty page moved its cursor from %s to %s", after, p.Next)
-			}
-			break
+		// 9 changes: four full pages, then the last one, caught up.
+		if *p.CaughtUp != (n == 4) || len(p.Changes) != min(2, 9-2*n) {
+			t.Fatalf("page %d of 2: %d changes, caught up %v", n, len(p.Changes), *p.CaughtUp)
 		}
 		if p.Next != p.Changes[len(p.Changes)-1].Cursor {
 			t.Errorf("page %d: next %s, its last change %s", n, p.Next, p.Changes[len(p.Changes)-1].Cursor)
 		}
 		paged = append(paged, p.Changes...)
 		after = p.Next
+		if *p.CaughtUp {
+			break
+		}
+	}
+	if p := getChanges(t, srv.URL, "?limit=2&after="+after); len(p.Changes) != 0 || p.Next != after || !*p.CaughtUp {
+		t.Errorf("after the last page: %+v, want an empty page, caught up, where it was", p)
 	}
 	if got, want := cursors(paged), cursors(all); !slices.Equal(got, want) {
 		t.Errorf("paged %q, want %q", got, want)
@@ -443,6 +452,30 @@ func TestClientChanges(t *testing.T) {
 	}
 	if got.Changes[1].Record.Deadlines.Fields["a"] == 0 {
 		t.Errorf("the expiry's change has no deadline: %+v", got.Changes[1].Record)
+	}
+}
+
+// The client takes caughtUp from the server, and from a server older than
+// the member, which sent none, the rule it followed: an empty page that
+// stayed where it was asked is caught up.
+func TestClientChangesCaughtUp(t *testing.T) {
+	replies := map[string]string{
+		"":  `{"changes":[],"next":"7","caughtUp":true}`,
+		"7": `{"changes":[],"next":"9","caughtUp":false}`,
+		"8": `{"changes":[],"next":"8"}`,
+		"9": `{"changes":[],"next":"10"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, replies[r.URL.Query().Get("after")])
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, nil)
+	for after, want := range map[string]bool{"": true, "7": false, "8": true, "9": false} {
+		page, err := c.Changes(t.Context(), partmap.ChangeQuery{After: after})
+		if err != nil || page.CaughtUp != want {
+			t.Errorf("after %q: %+v, %v; want caught up %v", after, page, err, want)
+		}
 	}
 }
 

@@ -53,6 +53,7 @@ type feed struct {
 	pending []*span // handed out and not yet durable, in order
 
 	horizon atomic.Uint64 // every number up to it is durable, or failed
+	settled atomic.Uint64 // the last number of any commit settled: every one acknowledged is at or below it
 	cut     atomic.Uint64 // every number below it is trimmed
 	events  atomic.Int64  // durable events kept
 	trimMu  sync.Mutex    // one trim at a time
@@ -99,6 +100,7 @@ func (b *backend) loadFeed() error {
 	}
 	f.next = last + restartGap
 	f.horizon.Store(f.next - 1)
+	f.settled.Store(f.next - 1)
 	f.events.Store(n)
 	b.feed = f
 	return nil
@@ -122,6 +124,7 @@ func (f *feed) settle(s *span, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s.done, s.ok = true, ok
+	f.settled.Store(max(f.settled.Load(), s.end-1))
 	i := 0
 	for ; i < len(f.pending) && f.pending[i].done; i++ {
 		if f.pending[i].ok {
@@ -170,22 +173,26 @@ func parseCursor(s string) (uint64, error) {
 	return seq, nil
 }
 
-func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.Event, string, error) {
+func (b *backend) Feed(ctx context.Context, after string, limit int) (engine.FeedPage, error) {
 	f := b.feed
+	// A commit is acknowledged once settled, but shown only once every
+	// commit numbered before it has settled too: the page is at the end
+	// only if the horizon has passed every commit settled before the call.
+	settled := f.settled.Load()
 	horizon := f.horizon.Load()
 	var from uint64 // the first number to read
 	switch after {
 	case "":
 		from = f.cut.Load()
 	case partmap.FeedNow:
-		return nil, formatCursor(horizon), nil
+		return engine.FeedPage{Next: formatCursor(horizon), End: true}, nil
 	default:
 		seq, err := parseCursor(after)
 		if err != nil {
-			return nil, "", err
+			return engine.FeedPage{}, err
 		}
 		if seq > horizon {
-			return nil, "", &partmap.Error{Code: partmap.EINVALID, Field: "after", Message: fmt.Sprintf("cursor %s is ahead of the change feed; it was not issued by this store", after)}
+			return engine.FeedPage{}, &partmap.Error{Code: partmap.EINVALID, Field: "after", Message: fmt.Sprintf("cursor %s is ahead of the change feed; it was not issued by this store", after)}
 		}
 		from = seq + 1
 	}
@@ -195,33 +202,34 @@ func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.E
 	}
 	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: feedKey(from), UpperBound: feedKey(horizon + 1)})
 	if err != nil {
-		return nil, "", err
+		return engine.FeedPage{}, err
 	}
 	defer it.Close()
 	var out []engine.Event
-	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+	ok := it.First()
+	for ; ok && len(out) < limit; ok = it.Next() {
 		seq := binary.BigEndian.Uint64(it.Key()[1:])
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, "", err
+			return engine.FeedPage{}, err
 		}
 		ms, op, email, rec, err := record.DecodeEvent(v)
 		if err != nil {
-			return nil, "", fmt.Errorf("pebble: feed event %d: %w", seq, err)
+			return engine.FeedPage{}, fmt.Errorf("pebble: feed event %d: %w", seq, err)
 		}
 		out = append(out, engine.Event{Cursor: formatCursor(seq), Time: ms, Op: op, Email: email, Record: rec})
 		next = seq
 	}
 	if err := it.Error(); err != nil {
-		return nil, "", err
+		return engine.FeedPage{}, err
 	}
 	// Checked after reading: a trim that ran meanwhile may have deleted
 	// what lay after the cursor, and the cut moves before the deletion.
 	if cut := f.cut.Load(); from < cut {
-		return nil, "", &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
+		return engine.FeedPage{}, &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
 			Message: fmt.Sprintf("the change feed no longer holds the changes after cursor %s (retention); start again from a full listing or an export", after)}
 	}
-	return out, formatCursor(next), nil
+	return engine.FeedPage{Events: out, Next: formatCursor(next), End: !ok && horizon >= settled}, nil
 }
 
 // TrimFeed walks from the cut to the first event it keeps and deletes the

@@ -110,8 +110,9 @@ type Progress struct {
 	// Time is the commit time, in partmap, of the last change applied;
 	// zero before the first.
 	Time time.Time
-	// CaughtUp is true when the last read of the feed was not a full
-	// page: the projection was as new as the feed then.
+	// CaughtUp is true when the last page read of the feed was caught up
+	// (partmap.ChangePage.CaughtUp): the projection was as new as the
+	// feed then.
 	CaughtUp bool
 	// Lag is 0 when caught up, and otherwise how long ago the last change
 	// applied was committed in partmap.
@@ -343,8 +344,8 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 			rctx, rcancel := context.WithTimeout(fctx, wait+readGrace)
 			f.page, f.err = p.feed.Changes(rctx, partmap.ChangeQuery{After: after, Limit: p.opts.PageSize, Wait: wait})
 			rcancel()
-			// After a full page, the next read does not wait: an empty
-			// answer then says at once that the projection caught up.
+			// After a full page, the next read does not wait: should it
+			// find the end, it says at once that the projection caught up.
 			wait = p.opts.Wait
 			if len(f.page.Changes) >= p.opts.PageSize {
 				wait = 0
@@ -372,7 +373,6 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 		if f.err != nil {
 			return p.feedError(f.err, cursor)
 		}
-		full := len(f.page.Changes) >= p.opts.PageSize
 		if len(f.page.Changes) > 0 || f.page.Next != cursor {
 			if err := p.apply(ctx, cursor, f.page, f.rows); err != nil {
 				return err
@@ -388,7 +388,7 @@ func (p *Projector) follow(ctx context.Context, cursor string, healed func()) er
 			if n := len(f.page.Changes); n > 0 {
 				pr.Time = f.page.Changes[n-1].Time
 			}
-			pr.CaughtUp = !full
+			pr.CaughtUp = f.page.CaughtUp
 		})
 	}
 	return ctx.Err()

@@ -189,17 +189,22 @@ type streamPage struct {
 	pos    []position
 }
 
-func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.Event, string, error) {
+// clockWait bounds how long a read waits for every master's clock to
+// pass the latest of them. Masters whose clocks differ by more show the
+// changes of the one ahead that much later anyway.
+const clockWait = 50 * time.Millisecond
+
+func (b *backend) Feed(ctx context.Context, after string, limit int) (engine.FeedPage, error) {
 	var from *position // nil: from the oldest kept
 	switch after {
 	case "":
 	case partmap.FeedNow:
 		now, err := b.feedNow(ctx)
-		return nil, now, err
+		return engine.FeedPage{Next: now, End: true}, err
 	default:
 		c, err := parseCursor(after)
 		if err != nil {
-			return nil, "", err
+			return engine.FeedPage{}, err
 		}
 		from = &c
 	}
@@ -208,46 +213,62 @@ func (b *backend) Feed(ctx context.Context, after string, limit int) ([]engine.E
 	if s == 0 {
 		var err error
 		if s, err = b.feedStreams(ctx); err != nil {
-			return nil, "", err
+			return engine.FeedPage{}, err
 		}
 	}
-	waits := 0
+	if s == 0 {
+		return engine.FeedPage{Next: after, End: true}, nil // nothing was ever written
+	}
+	// Every event appended before the call has an ID at or before the
+	// latest of the masters' clocks now (unless ahead of its own master's:
+	// see feedPage). Read once every clock has passed it, the horizon has
+	// too, so a page that holds everything up to its horizon is the end,
+	// and a caught-up reader needs no second read to be sure of it.
+	appended, err := b.clocksPast(ctx)
+	if err != nil {
+		return engine.FeedPage{}, err
+	}
 	for try := 0; ; try++ {
-		if s == 0 {
-			return nil, after, nil // nothing was ever written
-		}
 		count := min(limit, max(16, 4*limit/s))
 		pages, err := b.readStreams(ctx, s, from, count)
 		if err != nil {
-			return nil, "", err
+			return engine.FeedPage{}, err
 		}
 		// A write to a partition past those read records the new number of
 		// feeds first: read after the streams, an unchanged number means
 		// that any such write comes after the reads, and past the horizon.
 		now, err := b.feedStreams(ctx)
 		if err != nil {
-			return nil, "", err
+			return engine.FeedPage{}, err
 		}
 		if now > s {
 			if try == 3 {
-				return nil, "", partmap.Errorf(partmap.EUNAVAILABLE, "the change feed's partitions kept growing; retry")
+				return engine.FeedPage{}, partmap.Errorf(partmap.EUNAVAILABLE, "the change feed's partitions kept growing; retry")
 			}
 			s = now
 			continue
 		}
-		out, next, pending, err := b.feedPage(pages, from, after, count, limit)
-		// Caught up, but with events in the millisecond of a read, past its
-		// horizon: read again once the clocks have moved on, so that a
-		// change acknowledged before the call is on its page, or behind
-		// the cursor it returns (a reader that saw nothing new is
-		// up to date), as on Pebble. Only an empty page waits, so a busy
-		// feed is not read twice.
-		if err != nil || len(out) > 0 || !pending || waits == 3 {
-			return out, next, err
-		}
-		waits++
-		time.Sleep(time.Millisecond)
+		return b.feedPage(pages, from, after, count, limit, appended)
 	}
+}
+
+// clocksPast returns the latest of the masters' clocks (Unix ms) once
+// every master's clock has passed it: a millisecond or less, unless they
+// differ by more than clockWait, which it waits at most.
+func (b *backend) clocksPast(ctx context.Context) (uint64, error) {
+	lo, hi, err := b.masterClocks(ctx)
+	if err != nil {
+		return 0, err
+	}
+	latest := hi / 1000
+	t := time.NewTimer(min(clockWait, time.Duration((latest+1)*1000-lo)*time.Microsecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-t.C:
+	}
+	return latest, nil
 }
 
 // feedNow is the cursor of "from now on": the latest time of the masters,
@@ -275,9 +296,12 @@ func (b *backend) feedNow(ctx context.Context) (string, error) {
 
 // feedPage merges the streams' pages into the feed's order, up to the
 // horizon, and to the last event read of each stream read to its count:
-// what that stream holds beyond it was not read. pending says that some
-// stream holds an event past the horizon.
-func (b *backend) feedPage(pages []streamPage, from *position, after string, count, limit int) (_ []engine.Event, next string, pending bool, _ error) {
+// what that stream holds beyond it was not read. The page is the end when
+// it holds everything up to the horizon and no event left past it may
+// have been appended before the call: none in a millisecond at or before
+// appended (the latest of the masters' clocks before the read), none
+// ahead of its own master's clock (a floor, a clock stepped back).
+func (b *backend) feedPage(pages []streamPage, from *position, after string, count, limit int, appended uint64) (engine.FeedPage, error) {
 	var horizon uint64 = math.MaxUint64
 	for _, pg := range pages {
 		horizon = min(horizon, pg.timeMs-1)
@@ -291,7 +315,7 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 		}
 	}
 	if from != nil && from.ms > horizon+aheadTolerance {
-		return nil, "", false, &partmap.Error{Code: partmap.EINVALID, Field: "after",
+		return engine.FeedPage{}, &partmap.Error{Code: partmap.EINVALID, Field: "after",
 			Message: fmt.Sprintf("cursor %s is ahead of the change feed; it was not issued by this store", after)}
 	}
 	// Checked after reading, in the same step as each stream's read: a
@@ -303,11 +327,11 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 			}
 			ms, seq, ok := parseID(pg.cut)
 			if !ok {
-				return nil, "", false, fmt.Errorf("redis: malformed feed cut %q of %s", pg.cut, partmap.Partition(q))
+				return engine.FeedPage{}, fmt.Errorf("redis: malformed feed cut %q of %s", pg.cut, partmap.Partition(q))
 			}
 			sms, sseq := from.start(uint32(q))
 			if ms > sms || (ms == sms && seq >= sseq) {
-				return nil, "", false, &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
+				return engine.FeedPage{}, &partmap.Error{Code: partmap.ECURSOREXPIRED, Field: "after",
 					Message: fmt.Sprintf("the change feed no longer holds the changes after cursor %s (retention); start again from a full listing or an export", after)}
 			}
 		}
@@ -317,12 +341,13 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 		ev  engine.Event
 	}
 	var all []item
+	late := false
 	for _, pg := range pages {
 		for i, p := range pg.pos {
 			if p.compare(bound) <= 0 {
 				all = append(all, item{p, pg.events[i]})
-			} else {
-				pending = true
+			} else if p.ms <= appended || p.ms > pg.timeMs {
+				late = true
 			}
 		}
 	}
@@ -331,7 +356,7 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 		all, whole = all[:limit], false
 	}
 	out := make([]engine.Event, len(all))
-	next = after
+	next := after
 	var last *position = from
 	for i, it := range all {
 		out[i] = it.ev
@@ -342,7 +367,7 @@ func (b *backend) feedPage(pages []streamPage, from *position, after string, cou
 	if h := afterMs(horizon); whole && (last == nil || h.compare(*last) > 0) {
 		next = h.cursor()
 	}
-	return out, next, pending && whole, nil
+	return engine.FeedPage{Events: out, Next: next, End: whole && !late}, nil
 }
 
 // readStreams runs the read script on every stream.
@@ -406,9 +431,57 @@ func parseStreamPage(q uint32, v any) (streamPage, error) {
 	return pg, nil
 }
 
+var _ engine.FeedSignaler = (*backend)(nil)
+
+// FeedSignal is each master's line of XADD in INFO commandstats: its
+// calls, from scripts too, and their total time. The commit script's XADD
+// is the only way an event is appended, so a line changes with every
+// event; a failover, a restart or CONFIG RESETSTAT changes it too, unless
+// the new counts happened to match the old to the microsecond, which would
+// only hold a change back until the long poll's wait ends (the next call
+// reads). One command per master, against a script per partition for a
+// read.
+func (b *backend) FeedSignal(ctx context.Context) (string, error) {
+	var mu sync.Mutex
+	var lines []string
+	add := func(name string, c goredis.Cmdable) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		line := "none"
+		if i := strings.Index(info, "cmdstat_xadd:"); i >= 0 {
+			line, _, _ = strings.Cut(info[i:], "\n")
+			line = strings.TrimSpace(line)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, name+" "+line)
+		return nil
+	}
+	var err error
+	if c, ok := b.client.(*goredis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error { return add(n.Options().Addr, n) })
+	} else {
+		err = add("", b.client)
+	}
+	if err != nil {
+		return "", unavailable(err)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n"), nil
+}
+
 // masterTimes returns the earliest and the latest time of the masters, in
 // Unix ms.
 func (b *backend) masterTimes(ctx context.Context) (lo, hi uint64, err error) {
+	lo, hi, err = b.masterClocks(ctx)
+	return lo / 1000, hi / 1000, err
+}
+
+// masterClocks returns the earliest and the latest time of the masters, in
+// Unix µs.
+func (b *backend) masterClocks(ctx context.Context) (lo, hi uint64, err error) {
 	var mu sync.Mutex
 	lo = math.MaxUint64
 	add := func(c goredis.Cmdable) error {
@@ -418,8 +491,8 @@ func (b *backend) masterTimes(ctx context.Context) (lo, hi uint64, err error) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		ms := uint64(t.UnixMilli())
-		lo, hi = min(lo, ms), max(hi, ms)
+		us := uint64(t.UnixMicro())
+		lo, hi = min(lo, us), max(hi, us)
 		return nil
 	}
 	if c, ok := b.client.(*goredis.ClusterClient); ok {

@@ -644,3 +644,76 @@ func TestFeedRolledForwardTransaction(t *testing.T) {
 		}
 	})
 }
+
+// An idle long poll reads the feed once, not at every poll: while no
+// master's count of appends (INFO commandstats) moves, it asks only for
+// that, one command per master, where a read runs a script on every
+// partition's stream. A write then ends the wait at the next poll.
+func TestFeedIdleLongPollReadsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		open  opener
+		nodes func() []*goredis.Client
+	}{
+		{"Server", open, func() []*goredis.Client {
+			return []*goredis.Client{goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket})}
+		}},
+		{"Cluster", openCluster, func() (out []*goredis.Client) {
+			for _, a := range cluster.Masters() {
+				out = append(out, goredis.NewClient(&goredis.Options{Addr: a}))
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := tc.open(t, &redis.Options{LockWait: directory.DefaultLockWait, FeedTrimInterval: -1, SweepInterval: -1, FinishInterval: -1})
+			if _, err := s.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			nodes := tc.nodes()
+			defer func() {
+				for _, c := range nodes {
+					c.Close()
+				}
+			}()
+			xranges := func() (n int) {
+				for _, c := range nodes {
+					n += commandStats(t, c)["xrange"] // once per stream a read reads; nothing else runs it here
+				}
+				return n
+			}
+			now, err := s.Changes(ctx, partmap.ChangeQuery{After: partmap.FeedNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const wait = 2 * time.Second // ten polls
+			before := xranges()
+			page, err := s.Changes(ctx, partmap.ChangeQuery{After: now.Next, Wait: wait})
+			if err != nil || len(page.Changes) != 0 || !page.CaughtUp {
+				t.Fatalf("an idle long poll: %d changes, caught up %v, %v", len(page.Changes), page.CaughtUp, err)
+			}
+			reads := float64(xranges()-before) / partmap.DefaultPartitions
+			t.Logf("an idle long poll of %v read the feed's %d streams %.1f times", wait, partmap.DefaultPartitions, reads)
+			if reads > 1 {
+				t.Fatalf("an idle long poll of %v read the feed %.1f times, want once", wait, reads)
+			}
+
+			done := make(chan partmap.ChangePage, 1)
+			go func() {
+				page, err := s.Changes(ctx, partmap.ChangeQuery{After: page.Next, Wait: time.Minute})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- page
+			}()
+			time.Sleep(300 * time.Millisecond)
+			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "woken@example.com"}, partmap.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+			if page := <-done; len(page.Changes) != 1 || page.Changes[0].Email != "woken@example.com" {
+				t.Fatalf("the long poll a write ended: %+v", page)
+			}
+		})
+	}
+}

@@ -94,7 +94,10 @@ type watcher struct {
 	json   bool
 }
 
-// drain prints every change after q.After and returns at the feed's end.
+// drain prints every change after q.After and returns at the feed's end:
+// the first page that is caught up. A page that is not holds changes, or
+// passed over many that a filter left out, or came after the server
+// waited for its clocks, so asking again at once is no busy loop.
 func (w *watcher) drain(ctx context.Context, q partmap.ChangeQuery) error {
 	for {
 		page, err := w.cl.Changes(ctx, q)
@@ -104,8 +107,7 @@ func (w *watcher) drain(ctx context.Context, q partmap.ChangeQuery) error {
 		if err := w.print(page.Changes); err != nil {
 			return err
 		}
-		// An empty page may still move on, past what a filter left out.
-		if len(page.Changes) == 0 && page.Next == q.After {
+		if page.CaughtUp {
 			return nil
 		}
 		q.After = page.Next

@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +155,93 @@ func TestWatchOnce(t *testing.T) {
 			code, _, errOut := run(t, "", append([]string{"watch", "--once", srv}, tc.args...)...)
 			if code != tc.code || !strings.Contains(errOut, tc.msg) {
 				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+// countingProxy forwards to the server at target and counts the requests
+// for the change feed; past give, it cancels stop, so that a watch that
+// would not end does.
+func countingProxy(t *testing.T, target string, give int64, stop context.CancelFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	rp := httputil.NewSingleHostReverseProxy(u)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/changes") && n.Add(1) > give {
+			stop()
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy, &n
+}
+
+// watch --once ends once it has caught up, on every store and with every
+// filter, having printed each change once, in about one request per page.
+// On Redis an empty page's cursor moves with the clock, so a watch that
+// waited for an empty page to stay where it was never ended there.
+func TestWatchOnceEndsOnEveryStore(t *testing.T) {
+	for _, store := range []string{"pebble", "redis", "redis-cluster"} {
+		t.Run(store, func(t *testing.T) {
+			var args []string
+			switch store {
+			case "redis":
+				args = []string{"--store", "redis://" + startRedis(t) + "/0"}
+			case "redis-cluster":
+				c, err := testCluster()
+				if err != nil {
+					t.Fatal(err)
+				}
+				args = []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1",
+					"--redis-namespace", "once" + strconv.FormatInt(time.Now().UnixNano(), 36)} // the cluster is shared
+			}
+			url, _ := serveInProcess(t, args...)
+			must := mustRun(t, "--server="+url)
+			must("", "start")
+			// bob's partition is 145, ada's 562.
+			must("", "put", "ada@example.com", "--name", "Ada")
+			must("", "put", "bob@example.com", "--name", "Bob")
+			must("", "patch", "ada@example.com", "--set", "tier=gold")
+			must("", "delete", "bob@example.com") // acknowledged just before the first watch starts
+			for _, tc := range []struct {
+				args  []string
+				lines int
+				pages int // one request each, plus one to find the end
+			}{
+				{nil, 4, 1},
+				{[]string{"--limit", "1"}, 4, 4},
+				{[]string{"--limit", "3", "--json"}, 4, 2},
+				{[]string{"--email", "BOB@example.com"}, 2, 1},
+				{[]string{"--from", "100", "--to", "200"}, 2, 1},
+				{[]string{"--from", "600"}, 0, 1},
+				{[]string{"--email", "nobody@example.com", "--limit", "1"}, 0, 1},
+				{[]string{"--after", "now"}, 0, 1},
+			} {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				proxy, requests := countingProxy(t, url, 50, cancel)
+				var out, errOut bytes.Buffer
+				code := Main(ctx, append([]string{"watch", "--once", "--server=" + proxy.URL}, tc.args...), strings.NewReader(""), &out, &errOut)
+				cancel()
+				lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+				if out.Len() == 0 {
+					lines = nil
+				}
+				seen := map[string]bool{}
+				for _, l := range lines {
+					if seen[l] {
+						t.Errorf("watch --once %q printed %q twice", tc.args, l)
+					}
+					seen[l] = true
+				}
+				if n := requests.Load(); code != 0 || len(lines) != tc.lines || n > int64(tc.pages+1) {
+					t.Errorf("watch --once %q: exit %d after %d requests, %d lines; want exit 0, %d lines, at most %d requests: %q %q",
+						tc.args, code, n, len(lines), tc.lines, tc.pages+1, out.String(), errOut.String())
+				}
 			}
 		})
 	}

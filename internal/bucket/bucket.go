@@ -312,8 +312,8 @@ func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 // Feed: the original design publishes no changes, and neither does its
 // baseline.
-func (b *backend) Feed(context.Context, string, int) ([]engine.Event, string, error) {
-	return nil, "", partmap.Errorf(partmap.EUNSUPPORTED, "the bucket baseline keeps no change feed")
+func (b *backend) Feed(context.Context, string, int) (engine.FeedPage, error) {
+	return engine.FeedPage{}, partmap.Errorf(partmap.EUNSUPPORTED, "the bucket baseline keeps no change feed")
 }
 
 func (b *backend) TrimFeed(context.Context, int64, int64) (engine.FeedStats, error) {

@@ -273,10 +273,10 @@ func readFeed(ctx context.Context, cl *pmhttp.Client, cursor string) ([]partmap.
 		if err != nil {
 			return nil, fmt.Errorf("reading the feed after %q: %w", cursor, err)
 		}
-		if len(page.Changes) == 0 {
+		out, cursor = append(out, page.Changes...), page.Next
+		if page.CaughtUp {
 			return out, nil
 		}
-		out, cursor = append(out, page.Changes...), page.Next
 	}
 }
 

@@ -33,11 +33,20 @@ const trimInterval = 10 * time.Second
 const defaultFeedPoll = 20 * time.Millisecond
 
 // feedScan bounds the events one call reads past a filter, so that a
-// filtered page answers in bounded time and moves its cursor on.
-const feedScan = 50_000
+// filtered page answers in bounded time and moves its cursor on. A
+// variable only so that tests can shorten it.
+var feedScan = 50_000
+
+// feedLate is how long a call goes on reading, whatever its wait, while
+// the backend cannot yet see to the end of its feed (Redis: masters whose
+// clocks differ), so that an empty page that is not caught up comes only
+// after a filter passed feedScan events or after this long, and a reader
+// that asks again at once is not a busy loop.
+const feedLate = time.Second
 
 // Changes reads the backend's feed, keeps the changes the filters select,
-// and waits, polling, while there are none and q.Wait allows.
+// and waits, polling, while there are none and q.Wait allows. A backend
+// with a FeedSignaler is read again only once its signal has changed.
 func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.ChangePage{}, err
@@ -46,34 +55,63 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 	if err != nil {
 		return partmap.ChangePage{}, err
 	}
-	deadline := time.Now().Add(q.Wait)
+	began := time.Now()
+	deadline := began.Add(q.Wait)
+	late := began.Add(max(q.Wait, feedLate))
+	signaler, _ := d.backend.(engine.FeedSignaler)
+	if q.Wait == 0 {
+		signaler = nil // only a long poll polls
+	}
 	page := partmap.ChangePage{Next: q.After}
 	scanned := 0
 	for {
-		events, next, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
+		// Taken before the read: an event appended after it changes it.
+		var signal string
+		if signaler != nil {
+			signal, _ = signaler.FeedSignal(ctx) // none: poll by reading
+		}
+		fp, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
 		if err != nil {
 			return partmap.ChangePage{}, err
 		}
-		page.Next = next
-		scanned += len(events)
-		for _, e := range events {
+		page.Next, page.CaughtUp = fp.Next, fp.End
+		scanned += len(fp.Events)
+		for _, e := range fp.Events {
 			if keep(e.Email) {
 				page.Changes = append(page.Changes, partmap.Change{Cursor: e.Cursor, Time: time.UnixMilli(e.Time).UTC(),
 					Op: e.Op, Email: e.Email, Record: e.Record})
 			}
 		}
+		now := time.Now()
 		switch {
 		case len(page.Changes) > 0 || scanned >= feedScan:
 			return page, nil
-		case len(events) > 0:
+		case len(fp.Events) > 0 && !fp.End:
 			continue // all filtered out: read on
-		case !time.Now().Before(deadline):
+		case !now.Before(deadline) && (fp.End || !now.Before(late)):
 			return page, nil
 		}
-		select {
-		case <-ctx.Done():
-			return partmap.ChangePage{}, ctx.Err()
-		case <-time.After(min(d.feedPoll, time.Until(deadline))):
+		until := deadline
+		if !fp.End {
+			until = late
+		}
+		// Wait a poll; after a read that reached the end, wait on for as
+		// long as the signal says nothing was appended since.
+		for {
+			select {
+			case <-ctx.Done():
+				return partmap.ChangePage{}, ctx.Err()
+			case <-time.After(min(d.feedPoll, time.Until(until))):
+			}
+			if !fp.End || signal == "" {
+				break
+			}
+			if again, err := signaler.FeedSignal(ctx); err != nil || again != signal {
+				break
+			}
+			if !time.Now().Before(deadline) {
+				return page, nil
+			}
 		}
 	}
 }

@@ -99,15 +99,16 @@ type Backend interface {
 
 	// Feed returns up to limit events after the cursor after ("" from the
 	// oldest kept), in the feed's order, with the cursor that resumes after
-	// them. Only events whose commits are durable are returned, and an
-	// event is never returned after one that follows it in the feed's
-	// order was (no event appears behind a cursor already handed out). The
-	// order is total per partition (of whichever generation the event was
-	// written in) and per profile, across resizes too; next may move on
-	// when events is empty. A cursor the backend did not issue is
-	// EINVALID; one behind what TrimFeed deleted is ECURSOREXPIRED.
-	// partmap.FeedNow answers no events and the cursor of the newest.
-	Feed(ctx context.Context, after string, limit int) (events []Event, next string, err error)
+	// them, and whether it read to the feed's end (FeedPage.End). Only
+	// events whose commits are durable are returned, and an event is never
+	// returned after one that follows it in the feed's order was (no event
+	// appears behind a cursor already handed out). The order is total per
+	// partition (of whichever generation the event was written in) and per
+	// profile, across resizes too; Next may move on when Events is empty.
+	// A cursor the backend did not issue is EINVALID; one behind what
+	// TrimFeed deleted is ECURSOREXPIRED. partmap.FeedNow answers no
+	// events, the cursor of the newest, and End.
+	Feed(ctx context.Context, after string, limit int) (FeedPage, error)
 
 	// TrimFeed deletes the events committed before before (Unix ms; 0
 	// keeps all) and, when keep > 0, all but about the newest keep, and
@@ -221,6 +222,30 @@ type Event struct {
 	Op     partmap.OpKind
 	Email  string
 	Record *partmap.Record // nil for a deletion
+}
+
+// FeedPage is what Backend.Feed read.
+type FeedPage struct {
+	Events []Event
+	Next   string
+	// End says the read reached the feed's end: every event whose commit
+	// was acknowledged before the call is in Events or behind its after.
+	// A page cut short by its limit is not the end, nor one that a
+	// backend could not yet see to its end (Redis: a change in a
+	// millisecond its masters' clocks had not all passed).
+	End bool
+}
+
+// FeedSignaler is a Backend whose feed is costly to read (Redis: a script
+// per partition) but that has a cheap sign of appends: a long poll that
+// read to the end reads again only once the sign has changed.
+type FeedSignaler interface {
+	// FeedSignal returns a value that changes when an event is appended:
+	// if one is appended after a call returned s, later calls return
+	// something else, but for a coincidence the backend documents, which
+	// only holds a change back until the long poll's wait ends. It may
+	// change without an append; that only costs a read.
+	FeedSignal(ctx context.Context) (string, error)
 }
 
 // FeedStats describe the feed that a backend keeps.

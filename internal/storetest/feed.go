@@ -52,7 +52,8 @@ type FeedReopener func(t *testing.T, old FeedStore, o FeedOptions) FeedStore
 // is exactly one event holding the profile after it, replaying the feed
 // rebuilds the store, a cursor resumes without gap or repeat (across pages,
 // concurrent writers, a resize and a restart), the filters select what they
-// say, and retention expires cursors instead of skipping changes.
+// say, a page says truly whether it caught up, and retention expires
+// cursors instead of skipping changes.
 func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTraits) {
 	ctx := context.Background()
 	start := func(t *testing.T, o FeedOptions) (FeedStore, func(context.Context) error) {
@@ -75,6 +76,7 @@ func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTrai
 	})
 	t.Run("Resume", func(t *testing.T) { runFeedResume(t, started(t)) })
 	t.Run("LongPoll", func(t *testing.T) { runFeedLongPoll(t, started(t)) })
+	t.Run("CaughtUp", func(t *testing.T) { runFeedCaughtUp(t, started(t)) })
 	t.Run("Filters", func(t *testing.T) { runFeedFilters(t, started(t)) })
 	t.Run("ErrInvalid", func(t *testing.T) { runFeedInvalid(t, started(t)) })
 	t.Run("Concurrent", func(t *testing.T) { runFeedConcurrent(t, started(t)) })
@@ -147,7 +149,8 @@ func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTrai
 	})
 }
 
-// feedAll reads the feed from q.After, page by page, until a page is empty.
+// feedAll reads the feed from q.After, page by page, until a page is
+// caught up.
 func feedAll(t testing.TB, s partmap.Feeder, q partmap.ChangeQuery) []partmap.Change {
 	t.Helper()
 	out, _ := feedFrom(t, s, q)
@@ -159,15 +162,21 @@ func feedAllErr(s partmap.Feeder, q partmap.ChangeQuery) ([]partmap.Change, erro
 	var out []partmap.Change
 	for {
 		page, err := s.Changes(context.Background(), q)
-		if err != nil || len(page.Changes) == 0 {
+		if err != nil {
 			return out, err
 		}
 		out = append(out, page.Changes...)
+		if page.CaughtUp {
+			return out, nil
+		}
 		q.After = page.Next
 	}
 }
 
-// feedFrom is feedAll that also returns the Next of every page, in order.
+// feedFrom is feedAll that also returns the Next of every page that held
+// changes, in order. The feeds of the suite are small, so a page that is
+// not caught up is never empty: a filter passes over at most 50,000
+// changes per page.
 func feedFrom(t testing.TB, s partmap.Feeder, q partmap.ChangeQuery) ([]partmap.Change, []string) {
 	t.Helper()
 	var out []partmap.Change
@@ -183,11 +192,16 @@ func feedFrom(t testing.TB, s partmap.Feeder, q partmap.ChangeQuery) ([]partmap.
 		if q.Limit > 0 && len(page.Changes) > q.Limit {
 			t.Fatalf("changes with limit %d: got %d", q.Limit, len(page.Changes))
 		}
-		if len(page.Changes) == 0 {
+		if len(page.Changes) == 0 && !page.CaughtUp {
+			t.Fatalf("changes after %q: an empty page that is not caught up", q.After)
+		}
+		if len(page.Changes) > 0 {
+			out = append(out, page.Changes...)
+			nexts = append(nexts, page.Next)
+		}
+		if page.CaughtUp {
 			return out, nexts
 		}
-		out = append(out, page.Changes...)
-		nexts = append(nexts, page.Next)
 		q.After = page.Next
 	}
 }
@@ -196,8 +210,8 @@ func feedFrom(t testing.TB, s partmap.Feeder, q partmap.ChangeQuery) ([]partmap.
 func feedNow(t testing.TB, s partmap.Feeder) string {
 	t.Helper()
 	page, err := s.Changes(context.Background(), partmap.ChangeQuery{After: partmap.FeedNow})
-	if err != nil || len(page.Changes) != 0 || page.Next == "" {
-		t.Fatalf("changes from now: %d changes, next %q, %v; want none and a cursor", len(page.Changes), page.Next, err)
+	if err != nil || len(page.Changes) != 0 || page.Next == "" || !page.CaughtUp {
+		t.Fatalf("changes from now: %d changes, next %q, caught up %v, %v; want none, a cursor, caught up", len(page.Changes), page.Next, page.CaughtUp, err)
 	}
 	return page.Next
 }
@@ -801,6 +815,77 @@ func runFeedLongPoll(t *testing.T, s FeedStore) {
 	}
 }
 
+// runFeedCaughtUp checks that a page says truly whether it reached the
+// end of the feed: pages cut short by their limit do not, the last one and
+// every read after it with nothing new do, with a filter too, so that a
+// reader that stops at the first caught-up page has read everything and
+// reads no empty page more than it must.
+func runFeedCaughtUp(t *testing.T, s FeedStore) {
+	ctx := context.Background()
+	read := func(q partmap.ChangeQuery) partmap.ChangePage {
+		t.Helper()
+		page, err := s.Changes(ctx, q)
+		if err != nil {
+			t.Fatalf("changes %+v: %v", q, err)
+		}
+		return page
+	}
+	if page := read(partmap.ChangeQuery{}); len(page.Changes) != 0 || !page.CaughtUp {
+		t.Fatalf("a new store's feed: %d changes, caught up %v", len(page.Changes), page.CaughtUp)
+	}
+	emails := Spread(10, "caught")
+	for _, e := range emails {
+		put(t, s, e, "one")
+	}
+	pages := 0
+	var got []partmap.Change
+	q := partmap.ChangeQuery{Limit: 3}
+	for {
+		page := read(q)
+		pages++
+		got = append(got, page.Changes...)
+		q.After = page.Next
+		if page.CaughtUp {
+			break
+		}
+		// Without a filter only a limit cuts a page short, and a page
+		// that is not the end moves on by at least one change.
+		if len(page.Changes) == 0 || pages > len(emails) {
+			t.Fatalf("page %d of 3: %d changes and not caught up", pages, len(page.Changes))
+		}
+	}
+	if len(got) != len(emails) || pages < len(emails)/3 {
+		t.Fatalf("pages of 3 until caught up: %d changes in %d pages, want %d", len(got), pages, len(emails))
+	}
+	for _, w := range []time.Duration{0, 30 * time.Millisecond} {
+		if page := read(partmap.ChangeQuery{After: q.After, Wait: w}); len(page.Changes) != 0 || !page.CaughtUp {
+			t.Fatalf("after the caught-up page, wait %v: %d changes, caught up %v", w, len(page.Changes), page.CaughtUp)
+		}
+	}
+	if page := read(partmap.ChangeQuery{Limit: 1}); len(page.Changes) != 1 || page.CaughtUp {
+		t.Fatalf("one of ten changes: %d changes, caught up %v", len(page.Changes), page.CaughtUp)
+	}
+	// Filtered: the changes of one profile, and of a range, in one page
+	// each, caught up; a profile never written, an empty page caught up.
+	put(t, s, emails[4], "two")
+	p := partmap.PartitionOf(emails[4], 16)
+	for _, q := range []partmap.ChangeQuery{{Email: emails[4]}, {Email: "never@example.com"}, {From: p, To: p + 1}} {
+		page := read(q)
+		want := 0
+		for _, c := range feedAll(t, s, partmap.ChangeQuery{}) {
+			if c.Email == q.Email || (q.Email == "" && partmap.PartitionOf(c.Email, 16) == p) {
+				want++
+			}
+		}
+		if q.Email != "never@example.com" && want < 2 {
+			t.Fatalf("filtered %+v: %d changes to read: a poor test", q, want)
+		}
+		if len(page.Changes) != want || !page.CaughtUp {
+			t.Fatalf("filtered %+v: %d changes, caught up %v; want %d, caught up", q, len(page.Changes), page.CaughtUp, want)
+		}
+	}
+}
+
 // runFeedFilters checks the profile and partition filters.
 func runFeedFilters(t *testing.T, s FeedStore) {
 	mixedWrites(t, s, 120, 30, 7)
@@ -935,6 +1020,44 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 	stop := make(chan struct{})
 	var read []partmap.Change
 	readerDone := make(chan error, 1)
+	// A drainer reads until a page is caught up, again and again: each time
+	// it must have read every write acknowledged before it began.
+	drainerDone := make(chan error, 1)
+	drains := 0
+	go func() {
+		seen := map[acked]bool{}
+		q := partmap.ChangeQuery{Limit: 100}
+		for last := false; !last; drains++ {
+			select {
+			case <-stop:
+				last = true
+			case <-time.After(time.Millisecond): // leave the writers the CPU
+			}
+			mu.Lock()
+			before := slices.Clone(acks)
+			mu.Unlock()
+			for caughtUp := false; !caughtUp; {
+				page, err := s.Changes(ctx, q)
+				if err != nil {
+					drainerDone <- err
+					return
+				}
+				for _, c := range page.Changes {
+					if c.Record != nil {
+						seen[acked{c.Email, c.Record.Version}] = true
+					}
+				}
+				q.After, caughtUp = page.Next, page.CaughtUp
+			}
+			for _, a := range before {
+				if !seen[a] {
+					drainerDone <- fmt.Errorf("drain %d: version %x of %s, acknowledged before it began, is not in the feed read until caught up", drains, uint64(a.version), a.email)
+					return
+				}
+			}
+		}
+		drainerDone <- nil
+	}()
 	go func() {
 		q := partmap.ChangeQuery{Limit: 3}
 		stopping := false
@@ -1062,6 +1185,10 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 	if err := <-readerDone; err != nil {
 		t.Fatalf("reader: %v", err)
 	}
+	if err := <-drainerDone; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the drainer caught up %d times", drains)
 	all := feedAll(t, s, partmap.ChangeQuery{})
 	if !sameChanges(read, all) {
 		t.Fatalf("the reader that paged during the writes read %d changes, the feed holds %d: %s", len(read), len(all), diffChanges(read, all))
