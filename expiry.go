@@ -96,7 +96,7 @@ func (r Record) Live(now int64) (Record, bool) {
 	}
 	slices.Sort(passed)
 	passed = slices.Compact(passed)
-	live := Record{Profile: r.Profile.Clone(), Version: r.Version, Deadlines: d.Clone()}
+	live := Record{Profile: r.Profile.Clone(), Version: r.Version, Deadlines: d.Clone(), Committed: r.Committed}
 	for name, at := range d.Fields {
 		if at <= now {
 			delete(live.Profile, name)

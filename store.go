@@ -145,7 +145,8 @@ type Store interface {
 
 	// UpsertRecords is UpsertProfiles for records with deadlines, as an
 	// import restores an export's: each profile is written with its
-	// record's Deadlines, in the same commit (Version is ignored). A
+	// record's Deadlines, in the same commit (Version and Committed are
+	// ignored: the write makes its own). A
 	// deadline that has passed is written as it is and has expired at
 	// once, as if it had passed just after the write: the field, or the
 	// whole profile, is never seen, and the sweeper reclaims it. Deadlines
