@@ -42,6 +42,27 @@ func (d Deadlines) Earliest() int64 {
 	return min
 }
 
+// Check reports whether d can be written with profile p, as an import
+// writes an exported record's: every deadline from 1 ms after the epoch to
+// MaxDeadline, and each field's on a field of p other than the email
+// (EKEYFIELD). A deadline that has passed is allowed: it expires at once.
+func (d Deadlines) Check(p Profile) error {
+	if d.Profile < 0 || d.Profile > MaxDeadline {
+		return &Error{Code: EINVALID, Message: fmt.Sprintf("the profile's deadline %d is not from 1 to %d ms after the epoch", d.Profile, int64(MaxDeadline))}
+	}
+	for name, at := range d.Fields {
+		switch _, ok := p[name]; {
+		case name == FieldEmail:
+			return &Error{Code: EKEYFIELD, Field: name, Message: "emailAddress is the profile's key and cannot expire"}
+		case !ok:
+			return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("field %q has a deadline but is not in the profile", name)}
+		case at < 1 || at > MaxDeadline:
+			return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("the deadline %d of field %q is not from 1 to %d ms after the epoch", at, name, int64(MaxDeadline))}
+		}
+	}
+	return nil
+}
+
 // MaxDeadline is the latest deadline partmap keeps, Redis's bound on a
 // field's expiry time: 2^48-1 ms after the epoch, in the year 10889.
 const MaxDeadline = 1<<48 - 1
@@ -75,7 +96,7 @@ func (r Record) Live(now int64) (Record, bool) {
 	}
 	slices.Sort(passed)
 	passed = slices.Compact(passed)
-	live := Record{Profile: r.Profile.Clone(), Version: r.Version, Deadlines: d.Clone()}
+	live := Record{Profile: r.Profile.Clone(), Version: r.Version, Deadlines: d.Clone(), Committed: r.Committed}
 	for name, at := range d.Fields {
 		if at <= now {
 			delete(live.Profile, name)

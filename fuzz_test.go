@@ -2,6 +2,7 @@ package partmap_test
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -135,4 +136,34 @@ func parseProfile(data []byte) (map[string]*string, error) {
 func parsePatch(data []byte) (map[string]*string, error) {
 	p, err := partmap.ParsePatchJSON(data)
 	return p, err
+}
+
+// Any line: no panic; whatever ParseRecordJSON accepts, MarshalRecordJSON
+// writes so that it reads back the same, and a bare profile reads as
+// ParseProfileJSON reads it.
+func FuzzParseRecordJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"emailAddress":"a@b","fullName":"Ada"}`, `{"profile":{"emailAddress":"a@b","c":"1"},"expires":{"profile":5,"fields":{"c":3}}}`,
+		`{"profile":{}}`, `{"profile":{"a":"b"},"expires":{"fields":{"\u0061":1}}}`, `{"profile":{"a":"b"},"expires":{"fields":{"a":1,"a":2}}}`,
+		`{"profile":[],"expires":{}}`, `{"profile":{"a":{"b":"c"}}}`, `{"expires":{"profile":-1},"profile":{"x":"y"}}`, `{"profile":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		rec, err := partmap.ParseRecordJSON(line)
+		if p, perr := partmap.ParseProfileJSON(line); perr == nil && (err != nil || !maps.Equal(p, rec.Profile) || !rec.Deadlines.IsZero()) {
+			t.Fatalf("%q: a profile read as %+v, %v", line, rec, err)
+		}
+		if err != nil {
+			return
+		}
+		out, err := partmap.MarshalRecordJSON(rec)
+		if err != nil {
+			t.Fatalf("%q: read as %+v, which does not write: %v", line, rec, err)
+		}
+		again, err := partmap.ParseRecordJSON(out)
+		if err != nil || !maps.Equal(again.Profile, rec.Profile) || again.Deadlines.Profile != rec.Deadlines.Profile || !maps.Equal(again.Deadlines.Fields, rec.Deadlines.Fields) {
+			t.Fatalf("%q → %+v → %s → %+v, %v", line, rec, out, again, err)
+		}
+	})
 }

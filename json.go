@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -27,6 +28,184 @@ func ParseProfileJSON(data []byte) (Profile, error) {
 		p[f.name] = *f.value
 	}
 	return p, nil
+}
+
+// ParseRecordJSON reads one line of an export, or of a bulk upsert: a
+// profile, as ParseProfileJSON reads it, or a profile with its deadlines,
+//
+//	{"profile": {...}, "expires": {"profile": ms, "fields": {"name": ms, ...}}}
+//
+// in Unix milliseconds, as the change feed gives them; either member of
+// expires may be left out. A profile's values are strings, so a line whose
+// "profile" is an object is always the second form. The deadlines are not
+// checked against the profile here: Deadlines.Check does that, as the
+// store does.
+func ParseRecordJSON(data []byte) (Record, error) {
+	p, err := ParseProfileJSON(data)
+	if err == nil {
+		return Record{Profile: p}, nil
+	}
+	if rec, ok, rerr := parseTimedRecord(data); ok {
+		return rec, rerr
+	}
+	return Record{}, err
+}
+
+// parseTimedRecord reads the second form of ParseRecordJSON; ok is false
+// when data is not one (it has no "profile" that is an object).
+func parseTimedRecord(data []byte) (rec Record, ok bool, err error) {
+	if checkJSONSyntax(data) != nil {
+		return Record{}, false, nil
+	}
+	members, ok := objectMembers(data)
+	if !ok || len(members["profile"]) == 0 || members["profile"][0] != '{' {
+		return Record{}, false, nil
+	}
+	for name := range members {
+		if name != "profile" && name != "expires" {
+			return Record{}, true, Errorf(EMALFORMEDJSON, "a profile with deadlines has only \"profile\" and \"expires\", not %q", name)
+		}
+	}
+	if rec.Profile, err = ParseProfileJSON(members["profile"]); err != nil {
+		return Record{}, true, err
+	}
+	raw, has := members["expires"]
+	if !has {
+		return rec, true, nil
+	}
+	expires, ok := objectMembers(raw)
+	if !ok {
+		return Record{}, true, Errorf(EMALFORMEDJSON, "expires is %s; it must be an object of \"profile\" and \"fields\"", jsonKind(raw[0]))
+	}
+	for name, v := range expires {
+		switch name {
+		case "profile":
+			if rec.Deadlines.Profile, err = deadlineJSON("expires.profile", v); err != nil {
+				return Record{}, true, err
+			}
+		case "fields":
+			fields, ok := objectMembers(v)
+			if !ok {
+				return Record{}, true, Errorf(EMALFORMEDJSON, "expires.fields is %s; it must be an object of deadlines by field name", jsonKind(v[0]))
+			}
+			rec.Deadlines.Fields = make(map[string]int64, len(fields))
+			for field, v := range fields {
+				if rec.Deadlines.Fields[field], err = deadlineJSON("expires.fields."+field, v); err != nil {
+					return Record{}, true, &Error{Code: EMALFORMEDJSON, Field: field, Message: ErrorMessage(err)}
+				}
+			}
+			if len(rec.Deadlines.Fields) == 0 {
+				rec.Deadlines.Fields = nil
+			}
+		default:
+			return Record{}, true, Errorf(EMALFORMEDJSON, "expires has only \"profile\" and \"fields\", not %q", name)
+		}
+	}
+	return rec, true, nil
+}
+
+// deadlineJSON reads a deadline in Unix ms: a JSON integer.
+func deadlineJSON(name string, v []byte) (int64, error) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, Errorf(EMALFORMEDJSON, "%s is %s; it must be an integer, in Unix milliseconds", name, showItem(string(v)))
+	}
+	return n, nil
+}
+
+// objectMembers splits the JSON object data, whose syntax is checked, into
+// its members' values by name; ok is false when data is not an object, or
+// names a member twice or with a name that is not valid UTF-8.
+func objectMembers(data []byte) (map[string][]byte, bool) {
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return nil, false
+	}
+	out := map[string][]byte{}
+	for i = skipSpace(data, i+1); data[i] != '}'; {
+		name, n, _, why := decodeJSONString(data[i:])
+		if _, dup := out[name]; dup || why != "" {
+			return nil, false
+		}
+		i = skipSpace(data, skipSpace(data, i+n)+1) // past the colon
+		end := valueEnd(data, i)
+		out[name] = data[i:end]
+		if i = skipSpace(data, end); data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return out, true
+}
+
+// valueEnd returns the index just past the JSON value at data[i], whose
+// syntax is checked.
+func valueEnd(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return jsonStringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch data[i] {
+			case '"':
+				i = jsonStringEnd(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(data) && !strings.ContainsRune(",}] \t\r\n", rune(data[i])) {
+		i++
+	}
+	return i
+}
+
+// MarshalRecordJSON writes what ParseRecordJSON reads: a record without
+// deadlines as Profile.MarshalJSON writes its profile, byte for byte, and
+// one with deadlines in the second form, its fields' deadlines in byte
+// order of their names. The version is not written.
+func MarshalRecordJSON(r Record) ([]byte, error) {
+	p, err := r.Profile.MarshalJSON()
+	if err != nil || r.Deadlines.IsZero() {
+		return p, err
+	}
+	names := make([]string, 0, len(r.Deadlines.Fields))
+	for name := range r.Deadlines.Fields {
+		if !utf8.ValidString(name) {
+			return nil, invalidUTF8("", name, "is not valid UTF-8")
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	buf := bytes.NewBuffer(make([]byte, 0, len(p)+48+24*len(names)))
+	buf.WriteString(`{"profile":`)
+	buf.Write(p)
+	buf.WriteString(`,"expires":{`)
+	if r.Deadlines.Profile != 0 {
+		buf.WriteString(`"profile":`)
+		buf.WriteString(strconv.FormatInt(r.Deadlines.Profile, 10))
+		if len(names) > 0 {
+			buf.WriteByte(',')
+		}
+	}
+	if len(names) > 0 {
+		buf.WriteString(`"fields":{`)
+		for i, name := range names {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeJSONString(buf, name)
+			buf.WriteByte(':')
+			buf.WriteString(strconv.FormatInt(r.Deadlines.Fields[name], 10))
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`}}`)
+	return buf.Bytes(), nil
 }
 
 // Patch is an RFC 7396 merge patch of a flat profile: a non-nil value sets the

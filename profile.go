@@ -242,6 +242,12 @@ type Record struct {
 	Profile   Profile
 	Version   Version
 	Deadlines Deadlines // when the profile and its fields expire; see Live
+	// Committed is when the write that last changed the profile was
+	// committed, in Unix milliseconds: the time of its change feed event.
+	// A store sets it on the records it reads (the HTTP client on those of
+	// FindProfiles and the change feed only). It is 0 on a record last
+	// written before stores kept it, and in what a write returns.
+	Committed int64
 }
 
 // Condition makes a write conditional, like HTTP's If-Match and

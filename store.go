@@ -143,6 +143,16 @@ type Store interface {
 	// whole (ENOTSTARTED, too many profiles).
 	UpsertProfiles(ctx context.Context, profiles []Profile) ([]BulkResult, error)
 
+	// UpsertRecords is UpsertProfiles for records with deadlines, as an
+	// import restores an export's: each profile is written with its
+	// record's Deadlines, in the same commit (Version and Committed are
+	// ignored: the write makes its own). A
+	// deadline that has passed is written as it is and has expired at
+	// once, as if it had passed just after the write: the field, or the
+	// whole profile, is never seen, and the sweeper reclaims it. Deadlines
+	// that Deadlines.Check refuses fail their profile alone.
+	UpsertRecords(ctx context.Context, records []Record) ([]BulkResult, error)
+
 	// LockWholeMap takes every partition's lock and holds it for d (more
 	// than 0, at most MaxWholeMapLock), for bulk maintenance: writers
 	// meanwhile fail with ELOCKCONFLICT (after their usual wait), exactly

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/partmap/partmap"
 )
@@ -22,10 +23,13 @@ const (
 
 // batchReply is the body of a batch lookup: the profiles (or projections)
 // in the order asked, null for a missing one, and beside them their ETags,
-// in the form of the ETag header, null where the profile is.
+// in the form of the ETag header, null where the profile is; and, for
+// whole profiles, when each was last committed, as a change's time (null
+// where the store does not know).
 type batchReply struct {
-	profiles []json.Marshaler // nil: missing
-	versions []partmap.Version
+	profiles  []json.Marshaler // nil: missing
+	versions  []partmap.Version
+	committed []int64 // Unix ms, 0 unknown; nil for projections
 }
 
 // MarshalJSON writes the reply directly: profiles write their own JSON,
@@ -59,6 +63,21 @@ func (b batchReply) MarshalJSON() ([]byte, error) {
 		}
 		tag, _ := json.Marshal(b.versions[i].ETag())
 		buf.Write(tag)
+	}
+	if b.committed != nil {
+		buf.WriteString(`],"committed":[`)
+		for i, ms := range b.committed {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if ms == 0 {
+				buf.WriteString("null")
+				continue
+			}
+			buf.WriteByte('"')
+			buf.WriteString(time.UnixMilli(ms).UTC().Format(changeTime))
+			buf.WriteByte('"')
+		}
 	}
 	buf.WriteString(`]}`)
 	return buf.Bytes(), nil
@@ -100,9 +119,10 @@ func (s *Server) handleGetProfiles(w http.ResponseWriter, r *http.Request, _ url
 		if err != nil {
 			return err
 		}
+		reply.committed = make([]int64, len(emails))
 		for i, rec := range recs {
 			if rec != nil {
-				reply.profiles[i], reply.versions[i] = rec.Profile, rec.Version
+				reply.profiles[i], reply.versions[i], reply.committed[i] = rec.Profile, rec.Version, rec.Committed
 			}
 		}
 	}
@@ -112,55 +132,70 @@ func (s *Server) handleGetProfiles(w http.ResponseWriter, r *http.Request, _ url
 // batchWire is a batch reply as the client reads it: each profile is
 // decoded by the strict decoder of its kind.
 type batchWire struct {
-	Profiles []json.RawMessage `json:"profiles"`
-	ETags    []*string         `json:"etags"`
+	Profiles  []json.RawMessage `json:"profiles"`
+	ETags     []*string         `json:"etags"`
+	Committed []*string         `json:"committed"` // absent from a projection's, and from older servers'
 }
 
 // getMany sends one batch lookup and returns each answer's JSON (nil for a
-// missing profile) and version. The emails and fields are checked here as
-// the store checks them: JSON cannot carry bytes that are not UTF-8, and a
-// request bound to fail need not be sent.
-func (c *Client) getMany(ctx context.Context, emails, fields []string) ([]json.RawMessage, []partmap.Version, error) {
+// missing profile), version and commit time (0 when not sent). The emails
+// and fields are checked here as the store checks them: JSON cannot carry
+// bytes that are not UTF-8, and a request bound to fail need not be sent.
+func (c *Client) getMany(ctx context.Context, emails, fields []string) ([]json.RawMessage, []partmap.Version, []int64, error) {
 	if _, err := partmap.CanonicalEmails(emails); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	req := map[string][]string{batchEmails: emails}
 	if fields != nil {
 		if err := partmap.CheckBatchFields(fields); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		req[batchFields] = fields
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var out batchWire
 	if _, err := c.do(ctx, request{method: "POST", path: "/customer-profiles/get", body: body}, &out); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(out.Profiles) != len(emails) || len(out.ETags) != len(emails) {
-		return nil, nil, fmt.Errorf("batch reply has %d profiles and %d ETags for %d emails", len(out.Profiles), len(out.ETags), len(emails))
+		return nil, nil, nil, fmt.Errorf("batch reply has %d profiles and %d ETags for %d emails", len(out.Profiles), len(out.ETags), len(emails))
+	}
+	if out.Committed != nil && len(out.Committed) != len(emails) {
+		return nil, nil, nil, fmt.Errorf("batch reply has %d commit times for %d emails", len(out.Committed), len(emails))
+	}
+	var committed []int64
+	if out.Committed != nil {
+		committed = make([]int64, len(emails))
 	}
 	versions := make([]partmap.Version, len(emails))
 	for i, raw := range out.Profiles {
 		missing := bytes.Equal(raw, []byte("null"))
 		if missing != (out.ETags[i] == nil) {
-			return nil, nil, fmt.Errorf("batch reply: profile %d and its ETag disagree on whether it exists", i)
+			return nil, nil, nil, fmt.Errorf("batch reply: profile %d and its ETag disagree on whether it exists", i)
 		}
 		if missing {
 			out.Profiles[i] = nil
 			continue
 		}
 		if versions[i], err = partmap.ParseETag(*out.ETags[i]); err != nil {
-			return nil, nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
+			return nil, nil, nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
+		}
+		if committed != nil && out.Committed[i] != nil {
+			t, err := time.Parse(changeTime, *out.Committed[i])
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("batch reply: profile %d: a bad commit time %q", i, *out.Committed[i])
+			}
+			committed[i] = t.UnixMilli()
 		}
 	}
-	return out.Profiles, versions, nil
+	return out.Profiles, versions, committed, nil
 }
 
 func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.Record, error) {
-	raws, versions, err := c.getMany(ctx, emails, nil)
+	raws, versions, committed, err := c.getMany(ctx, emails, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +205,9 @@ func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.
 			continue
 		}
 		rec := &partmap.Record{Version: versions[i]}
+		if committed != nil {
+			rec.Committed = committed[i]
+		}
 		if err := rec.Profile.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
 		}
@@ -182,7 +220,7 @@ func (c *Client) ProjectProfiles(ctx context.Context, emails []string, fields []
 	if fields == nil {
 		fields = []string{} // refused as empty, not sent as a whole-profile lookup
 	}
-	raws, versions, err := c.getMany(ctx, emails, fields)
+	raws, versions, _, err := c.getMany(ctx, emails, fields)
 	if err != nil {
 		return nil, err
 	}

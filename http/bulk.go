@@ -33,8 +33,9 @@ type bulkReply struct {
 	Results  []bulkResult `json:"results"`
 }
 
-// handleBulk upserts the profiles of a JSON Lines body, one per line. Every
-// line gets a result; a bad line fails alone.
+// handleBulk upserts the profiles of a JSON Lines body, one per line, each
+// with its deadlines if the line has them (partmap.ParseRecordJSON, as an
+// export writes them). Every line gets a result; a bad line fails alone.
 func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	body, err := s.readBodyLimit(w, r, MaxBulkBodyBytes, "application/x-ndjson", "application/jsonl", "application/json")
 	if err != nil {
@@ -42,22 +43,38 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 	}
 	reply := bulkReply{Results: []bulkResult{}} // [] for an empty body, never null
 	var profiles []partmap.Profile
+	var deadlines []partmap.Deadlines // nil unless a line has some
 	var lines []int
 	for n, line := range bytes.Split(body, []byte("\n")) {
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		p, err := partmap.ParseProfileJSON(line)
+		rec, err := partmap.ParseRecordJSON(line)
 		if err != nil {
 			pr := s.problem(r, err)
 			reply.Results = append(reply.Results, bulkResult{Line: n + 1, Status: pr.Status, Problem: &pr})
 			continue
 		}
-		profiles = append(profiles, p)
+		if deadlines == nil && !rec.Deadlines.IsZero() {
+			deadlines = make([]partmap.Deadlines, len(profiles), cap(profiles))
+		}
+		if deadlines != nil {
+			deadlines = append(deadlines, rec.Deadlines)
+		}
+		profiles = append(profiles, rec.Profile)
 		lines = append(lines, n+1)
 	}
-	results, err := s.store.UpsertProfiles(r.Context(), profiles)
+	var results []partmap.BulkResult
+	if deadlines == nil {
+		results, err = s.store.UpsertProfiles(r.Context(), profiles)
+	} else {
+		records := make([]partmap.Record, len(profiles))
+		for i := range profiles {
+			records[i] = partmap.Record{Profile: profiles[i], Deadlines: deadlines[i]}
+		}
+		results, err = s.store.UpsertRecords(r.Context(), records)
+	}
 	if err != nil {
 		return err
 	}
@@ -95,11 +112,21 @@ func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request, _ url.Values
 // Record holds the profile as sent, with its canonical email, and its
 // version.
 func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile) ([]partmap.BulkResult, error) {
-	results := make([]partmap.BulkResult, len(profiles))
-	var lines [][]byte
-	var sent []int // lines[k] is profiles[sent[k]]
+	records := make([]partmap.Record, len(profiles))
 	for i, p := range profiles {
-		b, err := p.MarshalJSON() // not json.Marshal, which would re-validate it
+		records[i].Profile = p
+	}
+	return c.UpsertRecords(ctx, records)
+}
+
+// UpsertRecords is UpsertProfiles for records with deadlines: each goes as
+// one line of the bulk request, as an export writes it.
+func (c *Client) UpsertRecords(ctx context.Context, records []partmap.Record) ([]partmap.BulkResult, error) {
+	results := make([]partmap.BulkResult, len(records))
+	var lines [][]byte
+	var sent []int // lines[k] is records[sent[k]]
+	for i, rec := range records {
+		b, err := partmap.MarshalRecordJSON(rec) // not json.Marshal, which would re-validate it
 		if err != nil {
 			results[i] = partmap.BulkResult{Err: err} // invalid UTF-8: never sent
 			continue
@@ -116,12 +143,12 @@ func (c *Client) UpsertProfiles(ctx context.Context, profiles []partmap.Profile)
 			results[i] = partmap.BulkResult{Err: r.Err}
 			continue
 		}
-		p := profiles[i]
-		if p.Email() != r.Email { // the server canonicalised it; leave the caller's map alone
-			p = p.Clone()
-			p[partmap.FieldEmail] = r.Email
+		rec := partmap.Record{Profile: records[i].Profile, Version: r.Version, Deadlines: records[i].Deadlines}
+		if rec.Profile.Email() != r.Email { // the server canonicalised it; leave the caller's map alone
+			rec.Profile = rec.Profile.Clone()
+			rec.Profile[partmap.FieldEmail] = r.Email
 		}
-		results[i] = partmap.BulkResult{Record: partmap.Record{Profile: p, Version: r.Version}, Created: r.Created}
+		results[i] = partmap.BulkResult{Record: rec, Created: r.Created}
 	}
 	return results, nil
 }

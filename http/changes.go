@@ -75,7 +75,7 @@ func fromChangeJSON(j changeJSON) (partmap.Change, error) {
 		if err != nil {
 			return partmap.Change{}, fmt.Errorf("server sent a bad change ETag: %w", err)
 		}
-		c.Record = &partmap.Record{Profile: *j.Profile, Version: v}
+		c.Record = &partmap.Record{Profile: *j.Profile, Version: v, Committed: t.UnixMilli()}
 		if j.Expires != nil {
 			c.Record.Deadlines = partmap.Deadlines{Profile: j.Expires.Profile, Fields: j.Expires.Fields}
 		}

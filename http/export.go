@@ -19,7 +19,9 @@ const (
 	ExportErrorTrailer = "Partmap-Export-Error"
 )
 
-// handleExport streams every profile as JSON Lines from one snapshot.
+// handleExport streams every profile as JSON Lines from one snapshot: a
+// line is a profile, or a profile with the deadlines it has
+// (partmap.MarshalRecordJSON).
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	stream := newLineStream(w, ExportCountTrailer, ExportErrorTrailer)
 	if r.Method == http.MethodHead {
@@ -32,7 +34,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ url.Valu
 		return nil
 	}
 	return stream.finish(s.store.ExportProfiles(r.Context(), func(rec partmap.Record) error {
-		line, err := rec.Profile.MarshalJSON()
+		line, err := partmap.MarshalRecordJSON(rec)
 		if err != nil {
 			return err
 		}
@@ -48,11 +50,11 @@ func (c *Client) ExportProfiles(ctx context.Context, fn func(partmap.Record) err
 		n := 0
 		return readLines(resp, "export", "profile", ExportCountTrailer, ExportErrorTrailer, func(line []byte) error {
 			n++
-			p, err := partmap.ParseProfileJSON(line)
+			rec, err := partmap.ParseRecordJSON(line)
 			if err != nil {
 				return fmt.Errorf("export: profile %d: %w", n, err)
 			}
-			return fn(partmap.Record{Profile: p})
+			return fn(rec)
 		})
 	}}, nil)
 	return err
@@ -66,13 +68,14 @@ type ExportOptions struct {
 }
 
 // Export writes the server's export to w as JSON Lines, one compact profile
-// per line: what Import reads back. It returns how many profiles it wrote.
+// per line, with its deadlines if it has any (partmap.MarshalRecordJSON):
+// what Import reads back. It returns how many profiles it wrote.
 // After an error w may hold a part of the export, cut anywhere.
 func (c *Client) Export(ctx context.Context, w io.Writer, opts ExportOptions) (int, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	n := 0
 	err := c.ExportProfiles(ctx, func(rec partmap.Record) error {
-		line, err := rec.Profile.MarshalJSON()
+		line, err := partmap.MarshalRecordJSON(rec)
 		if err != nil {
 			return err
 		}

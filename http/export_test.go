@@ -3,6 +3,7 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +11,13 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/pebble"
 )
 
 // exportFailsAfter is a store whose export breaks down after n profiles,
@@ -135,4 +139,126 @@ func TestClientExport(t *testing.T) {
 			t.Fatalf("got %d profiles, %v; want 2 and unavailable", n, err)
 		}
 	})
+}
+
+// An export over HTTP carries the deadlines that have not passed, and an
+// import of it restores them: through Client.Export and Client.Import (as
+// partmap export and import run them), and through the bulk route itself.
+// A deadline that passes between the export and the import is imported
+// already expired, and never seen.
+func TestExportImportKeepDeadlines(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	var now atomic.Int64
+	now.Store(t0)
+	clock := &pebble.Options{Clock: func() time.Time { return time.UnixMilli(now.Load()) }, SweepInterval: -1}
+	srcURL, src := newServer(t, clock)
+	dstURL, dst := newServer(t, clock)
+	start(t, srcURL.URL)
+	start(t, dstURL.URL)
+	for _, e := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+		if _, _, err := src.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "soon": "1", "later": "2"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, op := range []partmap.Operation{
+		{Op: partmap.OpExpire, Email: "a@example.com", Fields: []string{"soon"}, When: partmap.When{Millis: t0 + 1000}},
+		{Op: partmap.OpExpire, Email: "a@example.com", Fields: []string{"later"}, When: partmap.When{Millis: t0 + 5000}},
+		{Op: partmap.OpExpire, Email: "b@example.com", When: partmap.When{Millis: t0 + 1000}},
+	} {
+		if _, err := src.Apply(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var export bytes.Buffer
+	if n, err := newClient(t, srcURL.URL, nil).Export(ctx, &export, pmhttp.ExportOptions{}); err != nil || n != 3 {
+		t.Fatalf("export: %d, %v", n, err)
+	}
+	want := `{"profile":{"emailAddress":"a@example.com","later":"2","soon":"1"},"expires":{"fields":{"later":` + fmt.Sprint(t0+5000) + `,"soon":` + fmt.Sprint(t0+1000) + `}}}` + "\n" +
+		`{"profile":{"emailAddress":"b@example.com","later":"2","soon":"1"},"expires":{"profile":` + fmt.Sprint(t0+1000) + `}}` + "\n" +
+		`{"emailAddress":"c@example.com","later":"2","soon":"1"}` + "\n"
+	if got := sortedLines(export.String()); got != sortedLines(want) {
+		t.Fatalf("export:\n%s\nwant (in some order):\n%s", export.String(), want)
+	}
+	// What the route streams, the client reads back with the deadlines.
+	var recs []partmap.Record
+	if err := newClient(t, srcURL.URL, nil).ExportProfiles(ctx, func(r partmap.Record) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if (r.Profile.Email() == "c@example.com") != r.Deadlines.IsZero() {
+			t.Fatalf("ExportProfiles read %+v", r)
+		}
+	}
+
+	now.Store(t0 + 1000) // "soon" and b pass between the export and the import
+	res, err := newClient(t, dstURL.URL, nil).Import(ctx, bytes.NewReader(export.Bytes()), pmhttp.ImportOptions{})
+	if err != nil || res.Written != 3 || len(res.Rejected) != 0 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	ttls := func(email string) string {
+		d, err := dst.Deadlines(ctx, email, []string{"soon", "later"})
+		if err != nil {
+			return string(partmap.ErrorCode(err))
+		}
+		return fmt.Sprint(d.Profile, d.Deadlines)
+	}
+	for email, want := range map[string]string{
+		"a@example.com": fmt.Sprintf("-1 [-2 %d]", t0+5000),
+		"b@example.com": string(partmap.ENOTFOUND),
+		"c@example.com": "-1 [-1 -1]",
+	} {
+		if got := ttls(email); got != want {
+			t.Errorf("%s after the import: %s, want %s", email, got, want)
+		}
+	}
+	var again bytes.Buffer
+	if n, err := newClient(t, dstURL.URL, nil).Export(ctx, &again, pmhttp.ExportOptions{}); err != nil || n != 2 {
+		t.Fatalf("export of the import: %d, %v:\n%s", n, err, again.String())
+	}
+	want = `{"profile":{"emailAddress":"a@example.com","later":"2"},"expires":{"fields":{"later":` + fmt.Sprint(t0+5000) + `}}}` + "\n" +
+		`{"emailAddress":"c@example.com","later":"2","soon":"1"}` + "\n"
+	if got := sortedLines(again.String()); got != sortedLines(want) {
+		t.Fatalf("export of the import:\n%s\nwant (in some order):\n%s", again.String(), want)
+	}
+
+	// The bulk route takes the same lines, and refuses deadlines the store
+	// cannot keep, line by line.
+	body := `{"profile":{"emailAddress":"d@example.com","x":"1"},"expires":{"fields":{"x":` + fmt.Sprint(t0+9000) + `}}}` + "\n" +
+		`{"profile":{"emailAddress":"e@example.com"},"expires":{"fields":{"emailAddress":` + fmt.Sprint(t0+9000) + `}}}` + "\n" +
+		`{"profile":{"emailAddress":"e@example.com"},"expires":{"fields":{"y":1}}}` + "\n" +
+		`{"profile":{"emailAddress":"e@example.com"},"expires":{"profile":1.5}}` + "\n" +
+		`{"emailAddress":"f@example.com"}` + "\n"
+	r := send(t, "POST", dstURL.URL+base+"/customer-profiles/bulk", strings.NewReader(body))
+	var reply struct {
+		Results []struct {
+			Line    int
+			Status  int
+			Problem *struct{ Type string }
+		}
+	}
+	if err := json.Unmarshal(r.body, &reply); err != nil || r.status != 200 || len(reply.Results) != 5 {
+		t.Fatalf("bulk: %d %s %v", r.status, r.body, err)
+	}
+	for i, want := range []string{"201", "key-field", "invalid", "malformed-json", "201"} {
+		got := fmt.Sprint(reply.Results[i].Status)
+		if p := reply.Results[i].Problem; p != nil {
+			got = strings.TrimPrefix(p.Type, "urn:partmap:problem:")
+		}
+		if got != want {
+			t.Errorf("bulk line %d: %s, want %s", i+1, got, want)
+		}
+	}
+	if d, err := dst.Deadlines(ctx, "d@example.com", []string{"x"}); err != nil || d.Deadlines[0] != t0+9000 {
+		t.Errorf("d's deadline from the bulk route: %+v %v", d, err)
+	}
+	if _, err := dst.FindProfile(ctx, "e@example.com"); !errors.Is(err, partmap.ErrNotFound) {
+		t.Errorf("a refused line wrote e: %v", err)
+	}
+}
+
+func sortedLines(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }

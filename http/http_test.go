@@ -80,6 +80,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// An export and an import through the client and the server keep the
+// deadlines, as they do on the store itself.
+func TestExportDeadlines(t *testing.T) {
+	storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		srv, store := newServer(t, &pebble.Options{Clock: clock, SweepInterval: -1})
+		return newClient(t, srv.URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
+	})
+}
+
 type response struct {
 	status int
 	header http.Header

@@ -73,7 +73,8 @@ func ValidateImport(r io.Reader, opts ImportOptions) (valid int, invalid []LineE
 }
 
 // Import upserts the profiles of r, a JSON Lines or CSV stream, in bulk
-// requests. It writes every valid profile and returns the other lines in
+// requests; a JSON line may carry the profile's deadlines, as Export
+// writes them, and the profile is written with them. It writes every valid profile and returns the other lines in
 // the result; run ValidateImport first to write nothing unless all are
 // valid. A profile that appears twice ends as its last line says. An error
 // (an unreadable input, a failed request) stops the import; the result
@@ -223,9 +224,10 @@ var bom = []byte("\xef\xbb\xbf")
 // size of the input.
 type profileReader interface {
 	// next returns io.EOF at the end and a LineError for a bad line. raw is
-	// the profile's JSON as read, for JSONL, so that it goes to the server
-	// as it is instead of being encoded again; nil for CSV.
-	next() (p partmap.Profile, raw []byte, line int, err error)
+	// the line as read, for JSONL, so that it goes to the server as it is
+	// instead of being encoded again; nil for CSV, whose records have no
+	// deadlines.
+	next() (rec partmap.Record, raw []byte, line int, err error)
 }
 
 func newProfileReader(r io.Reader, format string) (profileReader, error) {
@@ -244,13 +246,13 @@ type jsonlReader struct {
 	line int
 }
 
-func (j *jsonlReader) next() (partmap.Profile, []byte, int, error) {
+func (j *jsonlReader) next() (partmap.Record, []byte, int, error) {
 	for {
 		// ReadBytes joins the read buffers, so a character split across
 		// two of them arrives whole, and returns a new slice each time.
 		b, err := j.r.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
-			return nil, nil, j.line, err
+			return partmap.Record{}, nil, j.line, err
 		}
 		j.line++
 		if j.line == 1 {
@@ -260,11 +262,11 @@ func (j *jsonlReader) next() (partmap.Profile, []byte, int, error) {
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		p, perr := partmap.ParseProfileJSON(b)
+		rec, perr := partmap.ParseRecordJSON(b)
 		if perr != nil {
-			return nil, nil, j.line, LineError{j.line, perr}
+			return partmap.Record{}, nil, j.line, LineError{j.line, perr}
 		}
-		return p, b, j.line, nil
+		return rec, b, j.line, nil
 	}
 }
 
@@ -291,27 +293,27 @@ func newCSVReader(r io.Reader) (*csvReader, error) {
 	return c, nil
 }
 
-func (c *csvReader) next() (partmap.Profile, []byte, int, error) {
+func (c *csvReader) next() (partmap.Record, []byte, int, error) {
 	rec, err := c.r.Read()
 	line, _ := c.r.FieldPos(0)
 	if err == io.EOF {
-		return nil, nil, line, err
+		return partmap.Record{}, nil, line, err
 	}
 	var perr *csv.ParseError
 	if errors.As(err, &perr) {
-		return nil, nil, perr.StartLine, LineError{perr.StartLine, partmap.Errorf(partmap.EINVALID, "%v", perr.Err)}
+		return partmap.Record{}, nil, perr.StartLine, LineError{perr.StartLine, partmap.Errorf(partmap.EINVALID, "%v", perr.Err)}
 	}
 	if err != nil {
-		return nil, nil, line, err
+		return partmap.Record{}, nil, line, err
 	}
 	p := make(partmap.Profile, len(rec))
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
-			return nil, nil, line, LineError{line, partmap.Errorf(partmap.EINVALIDUTF8, "column %q is not valid UTF-8", c.header[i])}
+			return partmap.Record{}, nil, line, LineError{line, partmap.Errorf(partmap.EINVALIDUTF8, "column %q is not valid UTF-8", c.header[i])}
 		}
 		p[c.header[i]] = v // an empty cell is an empty value
 	}
-	return p, nil, line, nil
+	return partmap.Record{Profile: p}, nil, line, nil
 }
 
 // eachValid reads every profile, passes the valid ones to fn with their
@@ -319,16 +321,16 @@ func (c *csvReader) next() (partmap.Profile, []byte, int, error) {
 // error (an unreadable input, a failed request) stops the walk.
 func eachValid(r profileReader, fn func(email string, json []byte, line int) error) (bad []LineError, err error) {
 	for {
-		p, raw, line, err := r.next()
+		rec, raw, line, err := r.next()
 		if err == io.EOF {
 			return bad, nil
 		}
 		var email string
 		if err == nil {
-			email, err = validate(p, line)
+			email, err = validate(rec, line)
 		}
 		if err == nil && raw == nil {
-			if raw, err = p.MarshalJSON(); err != nil {
+			if raw, err = rec.Profile.MarshalJSON(); err != nil {
 				err = LineError{line, err}
 			}
 		}
@@ -360,12 +362,16 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // validate applies the server's checks locally, so that a bad line is found
 // before anything is written, and returns the canonical email.
-func validate(p partmap.Profile, line int) (string, error) {
+func validate(rec partmap.Record, line int) (string, error) {
+	p := rec.Profile
 	email, ok := p[partmap.FieldEmail]
 	if !ok {
 		return "", LineError{line, partmap.Errorf(partmap.EINVALIDEMAIL, "emailAddress is missing")}
 	}
 	if err := partmap.DefaultLimits.CheckProfile(p); err != nil {
+		return "", LineError{line, err}
+	}
+	if err := rec.Deadlines.Check(p); err != nil {
 		return "", LineError{line, err}
 	}
 	canonical, err := partmap.CanonicalEmail(email)

@@ -1161,6 +1161,10 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	bulkCodes()
 	c.expect(t, exchange{method: "POST", target: bulk, body: `{"emailAddress":"fay@example.com"}`,
 		header: []string{"Content-Type", "application/jsonl"}}, 200, "")
+	// A line with deadlines, as an export writes it; the export below
+	// streams it back in the same form.
+	c.expect(t, exchange{method: "POST", target: bulk, body: `{"profile":{"emailAddress":"gus@example.com","coupon":"X1"},"expires":{"profile":4102444800000,"fields":{"coupon":4102444800000}}}`,
+		header: []string{"Content-Type", "application/jsonl"}}, 200, "")
 	c.expect(t, xPost(bulk, "", ndjson...), 200, "")
 	c.expect(t, xPost(bulk, "\n\n", ndjson...), 200, "")
 	c.expect(t, xBad(xPost(bulk, `{"emailAddress":"`+alice+`"}`, "Content-Type", "text/csv")), 415, partmap.EMEDIATYPE)
@@ -1314,6 +1318,9 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 
 	// The export: every profile, then the count in a trailer.
 	r = c.expect(t, xGet(export), 200, "")
+	if !bytes.Contains(r.body, []byte(`{"profile":{"emailAddress":"gus@example.com","coupon":"X1"},"expires":{"profile":4102444800000,"fields":{"coupon":4102444800000}}}`+"\n")) {
+		t.Errorf("export without gus@example.com's deadlines: %s", r.body)
+	}
 	var parts struct{ TotalProfiles int }
 	json.Unmarshal(c.expect(t, xGet(b+"/partitions"), 200, "").body, &parts)
 	if lines := fmt.Sprint(bytes.Count(r.body, []byte("\n"))); r.trailer.Get(pmhttp.ExportCountTrailer) != lines || lines != fmt.Sprint(parts.TotalProfiles) {

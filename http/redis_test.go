@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -85,6 +86,21 @@ func TestConformanceOnRedis(t *testing.T) {
 			return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs})
 		},
 	} {
+		t.Run(name+"/ExportDeadlines", func(t *testing.T) {
+			storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+				ns := fmt.Sprintf("http%d", namespaces.Add(1))
+				store, err := redis.Open(context.Background(), client(t), &redis.Options{Namespace: ns, Clock: clock, SweepInterval: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := httptest.NewServer(pmhttp.NewServer(store, nil))
+				t.Cleanup(func() {
+					srv.Close()
+					store.Close()
+				})
+				return newClient(t, srv.URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
+			})
+		})
 		t.Run(name, func(t *testing.T) {
 			storetest.RunStore(t, func(t *testing.T) partmap.Store {
 				ns := fmt.Sprintf("http%d", namespaces.Add(1))

@@ -114,7 +114,12 @@ func (w txOp) times() map[string]json.RawMessage {
 func parseTxOps(body []byte) ([]partmap.Operation, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	var req txRequest
+	// The operations stay raw here and are decoded one by one below, so
+	// that an error inside one (an unknown member, a member of the wrong
+	// type) names it.
+	var req struct {
+		Operations []json.RawMessage `json:"operations"`
+	}
 	if err := dec.Decode(&req); err != nil {
 		return nil, partmap.Errorf(partmap.EMALFORMEDJSON, "the body must be {\"operations\": [...]}: %v", err)
 	}
@@ -125,8 +130,8 @@ func parseTxOps(body []byte) ([]partmap.Operation, error) {
 		return nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionOps, len(req.Operations))
 	}
 	ops := make([]partmap.Operation, len(req.Operations))
-	for i, w := range req.Operations {
-		op, err := w.operation()
+	for i, raw := range req.Operations {
+		op, err := ParseTransactionOp(raw)
 		if err != nil {
 			e := partmap.Error{Code: partmap.ErrorCode(err), Message: partmap.ErrorMessage(err), Operation: i + 1}
 			e.Message = fmt.Sprintf("operation %d: %s", i+1, e.Message)

@@ -158,7 +158,10 @@ func TestTransactionRouteBadInput(t *testing.T) {
 		{"a list, not an object", `[]`, 400, "malformed-json", 0},
 		{"no operations", `{"operations":[]}`, 400, "invalid", 0},
 		{"too many", many.String(), 400, "invalid", 0},
-		{"unknown member", `{"operations":[{"op":"delete","emailAddress":"a@example.com","iff":"*"}]}`, 400, "malformed-json", 0},
+		{"unknown member", `{"operations":[{"op":"delete","emailAddress":"a@example.com","iff":"*"}]}`, 400, "malformed-json", 1},
+		{"unknown member, 2nd", `{"operations":[{"op":"delete","emailAddress":"b@example.com"},{"op":"delete","emailAddress":"a@example.com","colour":"red"}]}`, 400, "malformed-json", 2},
+		{"member of the wrong type", `{"operations":[{"op":"delete","emailAddress":"b@example.com"},{"op":"persist","emailAddress":"a@example.com","fields":"x"}]}`, 400, "malformed-json", 2},
+		{"not an object", `{"operations":[{"op":"delete","emailAddress":"b@example.com"},[]]}`, 400, "malformed-json", 2},
 		{"unknown op", `{"operations":[{"op":"delete","emailAddress":"a@example.com"},{"op":"upsert","emailAddress":"a@example.com"}]}`, 400, "invalid", 2},
 		{"member of another kind", `{"operations":[{"op":"delete","emailAddress":"a@example.com","to":"b@example.com"}]}`, 400, "invalid", 1},
 		{"missing member", `{"operations":[{"op":"increment","emailAddress":"a@example.com","field":"n"}]}`, 400, "invalid", 1},
@@ -171,7 +174,7 @@ func TestTransactionRouteBadInput(t *testing.T) {
 	} {
 		r := transact(t, srv.URL, c.body)
 		p := r.problem(t)
-		if r.status != c.status || p["type"] != "urn:partmap:problem:"+c.typ || (c.operation != 0 && p["operation"] != c.operation) {
+		if r.status != c.status || p["type"] != "urn:partmap:problem:"+c.typ || (c.operation != 0 && (p["operation"] != c.operation || !strings.Contains(p["detail"].(string), fmt.Sprintf("operation %v", c.operation)))) {
 			t.Errorf("%s: %d %v, want %d %s naming operation %v", c.name, r.status, p, c.status, c.typ, c.operation)
 		}
 	}

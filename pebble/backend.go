@@ -172,9 +172,15 @@ func (b *backend) getOne(k []byte) (*partmap.Record, error) {
 // profile count in one batch. The count is read without a snapshot: the
 // engine holds the partition's lock, so nobody else changes it.
 func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Write) (func() error, error) {
+	// The commit's time is its events' and every record's but a copy's;
+	// the events' numbers are taken with it, so that time and numbers agree.
+	events, seq, ms := b.feed.take(writes)
 	batch := b.db.NewBatch()
 	fail := func(err error) (func() error, error) {
 		batch.Close()
+		if events != nil {
+			b.feed.settle(events, false)
+		}
 		return nil, err
 	}
 	delta := make(map[engine.Part]int, 1)
@@ -210,11 +216,11 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			err = batch.Delete(k, nil)
 			delta[w.Part]--
 		case w.Created:
-			encoded[i] = record.Encode(*w.Record)
+			encoded[i] = encodeAt(w, ms)
 			err = batch.Set(k, encoded[i], nil)
 			delta[w.Part]++
 		default:
-			encoded[i] = record.Encode(*w.Record)
+			encoded[i] = encodeAt(w, ms)
 			err = batch.Set(k, encoded[i], nil)
 		}
 		if err != nil {
@@ -239,8 +245,7 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 			return fail(err)
 		}
 	}
-	events, err := b.feed.addEvents(batch, writes, encoded)
-	if err != nil {
+	if err := b.feed.addEvents(batch, writes, encoded, seq, ms); err != nil {
 		return fail(err)
 	}
 	// Visible now; durable once the WAL's fsync, which the engine waits for
@@ -251,15 +256,12 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	if b.cache != nil {
 		b.cache.begin(keys)
 	}
-	err = b.db.ApplyNoSyncWait(batch, pebble.Sync)
+	err := b.db.ApplyNoSyncWait(batch, pebble.Sync)
 	if b.cache != nil {
 		b.cache.end(keys, encoded, err == nil)
 	}
 	if err != nil {
 		b.inFlight.Add(-1)
-		if events != nil {
-			b.feed.settle(events, false)
-		}
 		return fail(err)
 	}
 	return func() error {
@@ -271,6 +273,17 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 		}
 		return err
 	}, nil
+}
+
+// encodeAt encodes w's record with the commit time ms, or, for a copy,
+// with its own.
+func encodeAt(w engine.Write, ms int64) []byte {
+	if w.Copy {
+		return record.Encode(*w.Record)
+	}
+	rec := *w.Record
+	rec.Committed = ms
+	return record.Encode(rec)
 }
 
 func (b *backend) count(part engine.Part) (int64, error) {

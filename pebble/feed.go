@@ -106,11 +106,21 @@ func (b *backend) loadFeed() error {
 	return nil
 }
 
-// take hands out n numbers and a commit time for one commit.
-func (f *feed) take(n int) (*span, uint64, int64) {
+// take hands out a commit time for one commit, and a number for each of
+// its writes that records an event; the span is nil when none does.
+func (f *feed) take(writes []engine.Write) (*span, uint64, int64) {
+	n := 0
+	for _, w := range writes {
+		if w.Change != engine.Move {
+			n++
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastMs = max(f.lastMs, time.Now().UnixMilli())
+	if n == 0 {
+		return nil, 0, f.lastMs
+	}
 	first := f.next
 	f.next += uint64(n)
 	s := &span{end: f.next, n: int64(n)}
@@ -137,30 +147,19 @@ func (f *feed) settle(s *span, ok bool) {
 	}
 }
 
-// addEvents appends an event for every write that names a change, and
-// returns the span its numbers came from (nil: none).
-func (f *feed) addEvents(batch *pebble.Batch, writes []engine.Write, encoded [][]byte) (*span, error) {
-	n := 0
-	for _, w := range writes {
-		if w.Change != engine.Move {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	s, seq, ms := f.take(n)
+// addEvents appends an event for every write that names a change, numbered
+// from seq, at the commit time ms, as take handed them out.
+func (f *feed) addEvents(batch *pebble.Batch, writes []engine.Write, encoded [][]byte, seq uint64, ms int64) error {
 	for i, w := range writes {
 		if w.Change == engine.Move {
 			continue
 		}
 		if err := batch.Set(feedKey(seq), record.EncodeEvent(ms, w.Change, w.Email, encoded[i]), nil); err != nil {
-			f.settle(s, false)
-			return nil, err
+			return err
 		}
 		seq++
 	}
-	return s, nil
+	return nil
 }
 
 func formatCursor(seq uint64) string { return strconv.FormatUint(seq, 10) }

@@ -25,8 +25,9 @@
 //
 //   - The projected table belongs to the projector: a rebuild truncates it,
 //     and rows written by anyone else are overwritten or deleted.
-//   - A profile copied by a (re)build has as updated_at the time of the
-//     copy, not of its last change.
+//   - A profile copied by a (re)build whose record does not know its last
+//     commit (written before partmap kept it in the record) has as
+//     updated_at the time of the copy.
 //   - PostgreSQL's jsonb cannot hold the character U+0000, which a partmap
 //     profile may: it is projected as U+FFFD, and logged.
 //   - Deadlines are not projected. A field whose deadline has passed leaves
@@ -567,7 +568,14 @@ func (p *Projector) copyAll(ctx context.Context, fresh bool) (string, error) {
 		}
 		var r rows
 		for _, rec := range recs {
-			if err := r.add(p.opts.Logger, rec.Profile.Email(), rec, start); err != nil {
+			// A row's updated_at is its profile's last commit, as a change
+			// through the feed has it; the copy's own time only for a
+			// record that does not know it (written before stores kept it).
+			at := start
+			if rec.Committed != 0 {
+				at = time.UnixMilli(rec.Committed)
+			}
+			if err := r.add(p.opts.Logger, rec.Profile.Email(), rec, at); err != nil {
 				return "", err
 			}
 		}
@@ -600,8 +608,9 @@ func (p *Projector) copyAll(ctx context.Context, fresh bool) (string, error) {
 	return now.Next, nil
 }
 
-// withVersions returns the records of a listed page with their versions:
-// a list read over HTTP carries none, and they are read again. A profile
+// withVersions returns the records of a listed page with their versions
+// and commit times: a list read over HTTP carries neither, and they are
+// read again. A profile
 // deleted meanwhile is left out: its deletion is in the feed.
 func withVersions(ctx context.Context, l Lister, listed []partmap.Record) ([]*partmap.Record, error) {
 	out := make([]*partmap.Record, 0, len(listed))

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
@@ -379,4 +381,81 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A row's updated_at is its profile's last commit in partmap, to the
+// millisecond: for a row that a new projection copied as for one that came
+// through the change feed, whether the projector reads the store itself
+// or, as partmap project does, the HTTP API.
+func TestUpdatedAtIsTheLastCommit(t *testing.T) {
+	for _, via := range []string{"store", "http"} {
+		t.Run(via, func(t *testing.T) {
+			e := newEnv(t)
+			workload(t, e.store, rand.New(rand.NewPCG(3, 4)), 200, 600) // before the projection: copied
+			// The copy starts well after the last commit, so that its own
+			// time is never taken for one.
+			time.Sleep(20 * time.Millisecond)
+			var feed partmap.Feeder = e.store
+			if via == "http" {
+				srv := httptest.NewServer(pmhttp.NewServer(e.store, nil))
+				t.Cleanup(srv.Close)
+				c, err := pmhttp.NewClient(srv.URL, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				feed = c
+			}
+			r := e.projectFeed(t, feed, postgres.Options{})
+			e.caughtUp(t, postgres.DefaultTable, r)
+			if n := e.checkUpdatedAt(t); n < 50 {
+				t.Fatalf("only %d rows", n)
+			}
+			workload(t, e.store, rand.New(rand.NewPCG(5, 6)), 200, 300) // through the feed
+			e.caughtUp(t, postgres.DefaultTable, r)
+			e.checkUpdatedAt(t)
+			r.stop(t)
+		})
+	}
+}
+
+// checkUpdatedAt requires every row's updated_at to be its profile's last
+// change's time in the feed, and returns how many rows it checked.
+func (e *env) checkUpdatedAt(t *testing.T) int {
+	t.Helper()
+	ctx := context.Background()
+	last := map[string]time.Time{}
+	for q := (partmap.ChangeQuery{}); ; {
+		page, err := e.store.Changes(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Changes) == 0 {
+			break
+		}
+		for _, c := range page.Changes {
+			last[c.Email] = c.Time
+		}
+		q.After = page.Next
+	}
+	rows, err := e.pool.Query(ctx, `SELECT email, updated_at FROM `+postgres.DefaultTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var email string
+		var at time.Time
+		if err := rows.Scan(&email, &at); err != nil {
+			t.Fatal(err)
+		}
+		if want, ok := last[email]; !ok || !at.Equal(want) {
+			t.Errorf("%s: updated_at %s, its last commit %s", email, at.UTC().Format(time.RFC3339Nano), want.UTC().Format(time.RFC3339Nano))
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

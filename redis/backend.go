@@ -485,6 +485,11 @@ type partWrite struct {
 	// carries it, so that whoever rolls the partition forward appends the
 	// event.
 	Head []byte `json:"h,omitempty"`
+	// Stamp says the script ends Value with the commit time
+	// (record.AppendCommitted): its event's, or for a mirror, which has
+	// none, the master's clock. Value is then encoded without one. A copy
+	// keeps the time it was read with.
+	Stamp bool `json:"t,omitempty"`
 }
 
 type indexOp struct {
@@ -501,7 +506,11 @@ func partWrites(writes []engine.Write) []partWrite {
 			pw.Head = record.AppendEventHead(nil, w.Change, w.Email, w.Record == nil)
 		}
 		if w.Record != nil {
-			pw.Value = record.Encode(*w.Record)
+			rec := *w.Record
+			if !w.Copy {
+				rec.Committed, pw.Stamp = 0, true
+			}
+			pw.Value = record.Encode(rec)
 		}
 		if !w.Created {
 			pw.Prev = binary.BigEndian.AppendUint64(nil, uint64(w.Prev))
@@ -529,7 +538,11 @@ func (b *backend) step(ctx context.Context, p engine.Part, mode, token, accept, 
 	var indexArgs []any
 	for _, w := range ws {
 		keys = append(keys, b.recordKey(p, w.Email))
-		args = append(args, w.Email, string(w.Value), string(w.Prev), string(w.Head))
+		stamp := ""
+		if w.Stamp {
+			stamp = "t"
+		}
+		args = append(args, w.Email, string(w.Value), string(w.Prev), string(w.Head), stamp)
 		for _, x := range w.Index {
 			indexKeys = append(indexKeys, b.indexKey(p, x.Field))
 			op := "-"

@@ -424,6 +424,9 @@ func parseStreamPage(q uint32, v any) (streamPage, error) {
 		if err != nil {
 			return pg, fmt.Errorf("event %s: %w", id, err)
 		}
+		if rec != nil {
+			rec.Committed = int64(ms) // the stored record ends with it; the event's copy has its ID
+		}
 		p := position{ms, q, seq}
 		pg.pos = append(pg.pos, p)
 		pg.events = append(pg.events, engine.Event{Cursor: p.cursor(), Time: int64(ms), Op: op, Email: email, Record: rec})

@@ -69,5 +69,5 @@ func runFeedConformance(t *testing.T, fresh func(t *testing.T) (func() goredis.U
 			t.Fatal(err)
 		}
 		return openAt(t, w.(where), o)
-	}, storetest.FeedTraits{RetentionPerPartition: true})
+	}, storetest.FeedTraits{RetentionPerPartition: true, MirrorClock: true})
 }

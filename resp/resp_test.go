@@ -49,6 +49,13 @@ func TestMain(m *testing.M) {
 // returns its address and the store.
 func serve(t testing.TB, opts *resp.Options) (string, partmap.Store) {
 	t.Helper()
+	_, addr, store := serveServer(t, opts)
+	return addr, store
+}
+
+// serveServer is serve that returns the server too.
+func serveServer(t testing.TB, opts *resp.Options) (*resp.Server, string, partmap.Store) {
+	t.Helper()
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +73,7 @@ func serve(t testing.TB, opts *resp.Options) (string, partmap.Store) {
 		s.Close()
 		store.Close()
 	})
-	return ln.Addr().String(), store
+	return s, ln.Addr().String(), store
 }
 
 func client(t *testing.T, addr string, proto int) *goredis.Client {
@@ -567,6 +574,91 @@ func TestScanMatchesRedis(t *testing.T) {
 		if !ok || len(p) != 2 {
 			t.Fatalf("HRANDFIELD WITHVALUES over RESP3: %#v, want [field value] pairs", v)
 		}
+	}
+}
+
+// One client's scans cannot break another's: a client that starts more
+// scans than any table holds forgets only its own oldest cursors. Any
+// connection continues any cursor, as a client's pool needs, also after
+// the connection it was handed to has closed.
+func TestScanCursorsPerConnection(t *testing.T) {
+	srv, addr, _ := serveServer(t, nil)
+	ctx := context.Background()
+	conn := func() *goredis.Client {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, DisableIdentity: true})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	b, flooder, other := conn(), conn(), conn()
+	var want []string
+	for i := range 5 {
+		key := fmt.Sprintf("u%d@example.com", i)
+		b.HSet(ctx, key, "n", i)
+		want = append(want, key)
+	}
+	scan := func(c *goredis.Client, cursor string) (string, []string, error) {
+		v, err := c.Do(ctx, "scan", cursor, "count", "1").Slice()
+		if err != nil {
+			return "", nil, err
+		}
+		var keys []string
+		for _, k := range v[1].([]any) {
+			keys = append(keys, k.(string))
+		}
+		return v[0].(string), keys, nil
+	}
+	cursor, keys, err := scan(b, "0")
+	if err != nil || cursor == "0" {
+		t.Fatalf("SCAN 0: %q %v", cursor, err)
+	}
+
+	// More scans started than the one table shared by every client used
+	// to keep (100,000), in pipelines.
+	var first string
+	for sent := 0; sent <= 100_000; sent += 5000 {
+		pipe := flooder.Pipeline()
+		cmds := make([]*goredis.Cmd, 5000)
+		for i := range cmds {
+			cmds[i] = pipe.Do(ctx, "scan", "0", "count", "1")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = cmds[0].Val().([]any)[0].(string)
+		}
+	}
+	if _, _, err := scan(flooder, first); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
+		t.Errorf("the flooder's first cursor, 100,000 scans later: %v, want ERR invalid cursor", err)
+	}
+	last, _, err := scan(flooder, "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The other client's scan goes on, and ends with every key.
+	for cursor != "0" {
+		var page []string
+		if cursor, page, err = scan(b, cursor); err != nil {
+			t.Fatalf("the scan of a client beside the flooder: %v", err)
+		}
+		keys = append(keys, page...)
+	}
+	if slices.Sort(keys); !slices.Equal(keys, want) {
+		t.Errorf("the scan beside the flooder found %q, want %q", keys, want)
+	}
+
+	// The flooder's newest cursor goes on over another connection, after
+	// the flooder has hung up too.
+	flooder.Close()
+	for tries := 0; srv.Clients() > 2; tries++ { // b and other
+		if tries == 1000 {
+			t.Fatalf("the flooder has not hung up: %d clients", srv.Clients())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, _, err := scan(other, last); err != nil {
+		t.Errorf("a closed connection's cursor, over another: %v", err)
 	}
 }
 

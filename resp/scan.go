@@ -3,6 +3,7 @@ package resp
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -20,17 +21,26 @@ func init() {
 
 // scanCursors maps the numbers SCAN hands out, as Redis clients expect a
 // cursor to be, to the directory's own cursors, which hold a partition and
-// an email. The newest maxScanCursors are kept; an older one is refused,
-// and the client starts again from 0.
+// an email. Any connection may continue any cursor, since a client's pool
+// sends each page on whichever connection is free. But each cursor
+// belongs to the connection it was handed to, and a connection keeps only
+// its newest maxScanCursors: one that starts more scans forgets its own
+// oldest, never another connection's. A connection that closes leaves its
+// cursors to the newest maxOrphanScanCursors of all closed connections',
+// so that a scan whose connection dropped goes on over another. A cursor
+// forgotten is refused, and the client starts again from 0.
 type scanCursors struct {
-	mu    sync.Mutex
-	byID  map[uint64]string
-	order []uint64
+	mu      sync.Mutex
+	byID    map[uint64]string
+	orphans []uint64 // closed connections' cursors, oldest first
 }
 
-const maxScanCursors = 100_000
+const (
+	maxScanCursors       = 1000
+	maxOrphanScanCursors = 10_000
+)
 
-func (sc *scanCursors) put(cursor string) uint64 {
+func (sc *scanCursors) put(c *client, cursor string) uint64 {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.byID == nil {
@@ -41,10 +51,10 @@ func (sc *scanCursors) put(cursor string) uint64 {
 		id = rand.Uint64() | 1
 	}
 	sc.byID[id] = cursor
-	sc.order = append(sc.order, id)
-	if len(sc.order) > maxScanCursors {
-		delete(sc.byID, sc.order[0])
-		sc.order = sc.order[1:]
+	c.cursors = append(c.cursors, id)
+	if len(c.cursors) > maxScanCursors {
+		delete(sc.byID, c.cursors[0])
+		c.cursors = c.cursors[1:]
 	}
 	return id
 }
@@ -54,6 +64,20 @@ func (sc *scanCursors) get(id uint64) (string, bool) {
 	defer sc.mu.Unlock()
 	c, ok := sc.byID[id]
 	return c, ok
+}
+
+// release hands the cursors of c, which has hung up, to the orphans.
+func (sc *scanCursors) release(c *client) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.orphans = append(sc.orphans, c.cursors...)
+	c.cursors = nil
+	if n := len(sc.orphans) - maxOrphanScanCursors; n > 0 {
+		for _, id := range sc.orphans[:n] {
+			delete(sc.byID, id)
+		}
+		sc.orphans = slices.Clone(sc.orphans[n:])
+	}
 }
 
 // scanOptions reads MATCH, COUNT and, where typed, TYPE.
@@ -122,7 +146,7 @@ func cmdScan(k *call) {
 			}
 		}
 		if page.NextCursor != "" {
-			next = strconv.FormatUint(k.s.cursors.put(page.NextCursor), 10)
+			next = strconv.FormatUint(k.s.cursors.put(k.c, page.NextCursor), 10)
 		}
 	}
 	k.w.WriteArray(2)
@@ -360,7 +384,7 @@ func cmdSearch(k *call) {
 	}
 	next := "0"
 	if page.NextCursor != "" {
-		next = strconv.FormatUint(k.s.cursors.put(page.NextCursor), 10)
+		next = strconv.FormatUint(k.s.cursors.put(k.c, page.NextCursor), 10)
 	}
 	keys := make([]string, len(page.Profiles))
 	for i, r := range page.Profiles {

@@ -154,8 +154,12 @@ func (s *Server) accept(conn redcon.Conn) bool {
 
 func (s *Server) hangUp(conn redcon.Conn, err error) {
 	s.mu.Lock()
+	c := s.clients[conn]
 	delete(s.clients, conn)
 	s.mu.Unlock()
+	if c != nil {
+		s.cursors.release(c)
+	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("resp: client hung up", "addr", conn.RemoteAddr(), "err", err)
 	}
@@ -175,8 +179,9 @@ type client struct {
 	ctx  context.Context
 	wait func() error
 
-	tx   transaction // MULTI and WATCH (multi.go)
-	quit bool        // QUIT: hang up after the pipeline's replies
+	tx      transaction // MULTI and WATCH (multi.go)
+	quit    bool        // QUIT: hang up after the pipeline's replies
+	cursors []uint64    // the SCAN cursors it was handed, oldest first (scan.go)
 }
 
 // handle runs one command and writes its reply.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Export, import into an empty directory, export again: the two files are
@@ -70,6 +71,64 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Fatalf("the export left temporary files: %v", entries)
+	}
+}
+
+// partmap export writes each profile's deadlines, and partmap import
+// restores them. One that passes between the export and the import is
+// imported already expired, and never seen: the import's export is then
+// the same bytes as the first directory's export at that time.
+func TestExportImportKeepDeadlines(t *testing.T) {
+	urlA, _ := serveInProcess(t)
+	urlB, _ := serveInProcess(t)
+	a, b := mustRun(t, "--server="+urlA), mustRun(t, "--server="+urlB)
+	a("", "start")
+	b("", "start")
+	a("", "put", "ada@example.com", "--name", "Ada", "--field", "visits=1", "--field", "code=1234")
+	a("", "put", "bob@example.com", "--name", "Bob")
+	a("", "put", "cy@example.com", "--name", "Cy")
+	a("", "expire", "ada@example.com", "visits", "--at", "2100-01-01T00:00:00Z")
+	a("", "expire", "cy@example.com", "--at", "2100-01-01T00:00:00Z")
+	a("", "expire", "ada@example.com", "code", "--in", "300ms")
+	a("", "expire", "bob@example.com", "--in", "300ms")
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.jsonl")
+	a("", "export", file)
+	exported, _ := os.ReadFile(file)
+	for _, want := range []string{
+		`{"profile":{"emailAddress":"ada@example.com","fullName":"Ada","code":"1234","visits":"1"},"expires":{"fields":{"code":`,
+		`,"visits":4102444800000}}}`,
+		`{"profile":{"emailAddress":"cy@example.com","fullName":"Cy"},"expires":{"profile":4102444800000}}`,
+		`{"profile":{"emailAddress":"bob@example.com","fullName":"Bob"},"expires":{"profile":`,
+	} {
+		if !strings.Contains(string(exported), want) {
+			t.Fatalf("the export has no %s:\n%s", want, exported)
+		}
+	}
+	// Until bob has expired, and with him ada's code, set before him.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if code, _, errOut := run(t, "", "get", "bob@example.com", "--server="+urlA); code == 1 && strings.Contains(errOut, "not-found") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob@example.com did not expire")
+		}
+	}
+	if _, errOut := b("", "import", file); !strings.Contains(errOut, "imported 3 profiles") {
+		t.Fatalf("import: %q", errOut)
+	}
+	if code, _, errOut := run(t, "", "get", "bob@example.com", "--server="+urlB); code != 1 || !strings.Contains(errOut, "not-found") {
+		t.Fatalf("an expired profile came back: %d %q", code, errOut)
+	}
+	if out, _ := b("", "ttl", "ada@example.com", "code", "visits", "fullName"); !strings.HasPrefix(out, "(profile)\t-1\tno deadline\ncode\t-2\tno such field\nvisits\t") ||
+		!strings.HasSuffix(out, "fullName\t-1\tno deadline\n") {
+		t.Fatalf("ttl of ada after the import: %q", out)
+	}
+	nowA, _ := a("", "export")
+	nowB, _ := b("", "export")
+	if nowA != nowB || !strings.Contains(nowB, `{"profile":{"emailAddress":"ada@example.com","fullName":"Ada","visits":"1"},"expires":{"fields":{"visits":4102444800000}}}`) {
+		t.Fatalf("the import's export differs from the first directory's:\n%s\n%s", nowB, nowA)
 	}
 }
 

@@ -19,6 +19,21 @@ const bulkParallelism = 16
 var errNotWritten = partmap.Errorf(partmap.EINTERNAL, "bulk write: profile left unwritten")
 
 func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profile) ([]partmap.BulkResult, error) {
+	return d.upsertBulk(ctx, profiles, nil)
+}
+
+func (d *Directory) UpsertRecords(ctx context.Context, records []partmap.Record) ([]partmap.BulkResult, error) {
+	profiles := make([]partmap.Profile, len(records))
+	deadlines := make([]partmap.Deadlines, len(records))
+	for i, r := range records {
+		profiles[i], deadlines[i] = r.Profile, r.Deadlines
+	}
+	return d.upsertBulk(ctx, profiles, deadlines)
+}
+
+// upsertBulk writes profiles with deadlines, one per profile, or none
+// when deadlines is nil.
+func (d *Directory) upsertBulk(ctx context.Context, profiles []partmap.Profile, deadlines []partmap.Deadlines) ([]partmap.BulkResult, error) {
 	if len(profiles) > partmap.MaxBulkProfiles {
 		return nil, partmap.Errorf(partmap.ETOOLARGE, "%d profiles in one call; the limit is %d", len(profiles), partmap.MaxBulkProfiles)
 	}
@@ -30,6 +45,9 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 	var todo []int
 	for i, p := range profiles {
 		c, err := d.prepare(p)
+		if err == nil && deadlines != nil {
+			err = deadlines[i].Check(c)
+		}
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -46,7 +64,7 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 	// the new one.
 	for len(todo) > 0 {
 		var sv *serving
-		todo, sv = d.upsertGroups(ctx, canonical, todo, results)
+		todo, sv = d.upsertGroups(ctx, canonical, deadlines, todo, results)
 		if len(todo) > 0 {
 			if err := d.reload(sv); err != nil {
 				for _, i := range todo {
@@ -61,7 +79,7 @@ func (d *Directory) UpsertProfiles(ctx context.Context, profiles []partmap.Profi
 
 // upsertGroups commits todo's profiles, d.bulkSize partitions per
 // invocation, and returns those to run again.
-func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, todo []int, results []partmap.BulkResult) ([]int, *serving) {
+func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, deadlines []partmap.Deadlines, todo []int, results []partmap.BulkResult) ([]int, *serving) {
 	sv := d.acquire()
 	defer sv.release()
 	groups := map[partmap.Partition][]int{} // partition → indexes, in order
@@ -105,7 +123,7 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 			}
 			now := d.now()
 			for _, p := range chunk {
-				if err := upsertGroup(tx, sv, p, groups[p], canonical, results, now); err != nil {
+				if err := upsertGroup(tx, sv, p, groups[p], canonical, deadlines, results, now); err != nil {
 					return err
 				}
 			}
@@ -152,8 +170,9 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 	return again, sv
 }
 
-// upsertGroup upserts the profiles idx of partition p, in order.
-func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, results []partmap.BulkResult, now int64) error {
+// upsertGroup upserts the profiles idx of partition p, in order, each with
+// its deadlines if there are any.
+func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, deadlines []partmap.Deadlines, results []partmap.BulkResult, now int64) error {
 	part := engine.Part{Generation: sv.cur.Generation, Partition: p}
 	emails := make([]string, len(idx))
 	for k, i := range idx {
@@ -170,6 +189,9 @@ func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, can
 		// An expired profile is no profile: the upsert creates one.
 		exists = exists && live(&cur, now) != nil
 		rec := partmap.Record{Profile: canonical[i], Version: nextVersion(cur.Version)}
+		if deadlines != nil {
+			rec.Deadlines = deadlines[i]
+		}
 		st := sv.staged(emails[k])
 		st.tx = tx
 		if err := st.Put(rec, partmap.OpPut); err != nil {

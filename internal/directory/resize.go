@@ -434,7 +434,7 @@ func (d *Directory) copySlice(ctx context.Context, sv *serving, part engine.Part
 			}
 			for _, it := range items {
 				q, _ := sv.mirror(it.Email)
-				if err := tx.Put(q, it.Email, it.Record, engine.Move); err != nil { // a copy: no change to feed
+				if err := tx.Copy(q, it.Email, it.Record); err != nil { // no change to feed, and the commit time kept
 					return err
 				}
 			}

@@ -209,6 +209,10 @@ type Write struct {
 	// Change (Move) records none: a resize's copy, and the mirror of a
 	// write into the next generation, change nothing a reader sees.
 	Change partmap.OpKind
+	// Copy says the record is written as it was read, a resize's copy: it
+	// keeps its Committed. The backend sets every other record's Committed
+	// to the commit's time, the time of its event (a mirror's too).
+	Copy bool
 }
 
 // Move is the Change of a write that only moves a profile between

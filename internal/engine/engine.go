@@ -455,18 +455,24 @@ func (tx *Tx) Prefetch(part Part, emails []string) error {
 // Put stages rec as the record of email in part, as change (Write.Change;
 // Move for a copy that changes nothing).
 func (tx *Tx) Put(part Part, email string, rec partmap.Record, change partmap.OpKind) error {
-	return tx.stage(part, email, &rec, change)
+	return tx.stage(part, email, &rec, change, false)
+}
+
+// Copy stages rec, a record read from another generation, as it is, commit
+// time included, and records no event: a resize's copy.
+func (tx *Tx) Copy(part Part, email string, rec partmap.Record) error {
+	return tx.stage(part, email, &rec, Move, true)
 }
 
 // Delete stages the removal of email from part, as change. Deleting an
 // absent record writes nothing but still requires the lock.
 func (tx *Tx) Delete(part Part, email string, change partmap.OpKind) error {
-	return tx.stage(part, email, nil, change)
+	return tx.stage(part, email, nil, change, false)
 }
 
 // stage records a write; a later one of the same record replaces it, its
 // change too, so that a transaction's event names its last operation.
-func (tx *Tx) stage(part Part, email string, rec *partmap.Record, change partmap.OpKind) error {
+func (tx *Tx) stage(part Part, email string, rec *partmap.Record, change partmap.OpKind, copied bool) error {
 	if tx.done {
 		return ErrDone
 	}
@@ -492,6 +498,7 @@ func (tx *Tx) stage(part Part, email string, rec *partmap.Record, change partmap
 	}
 	tx.writes[k.staged].Record = rec
 	tx.writes[k.staged].Change = change
+	tx.writes[k.staged].Copy = copied
 	k.rec = rec
 	tx.known.put(key{part, email}, k)
 	return nil

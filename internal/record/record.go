@@ -15,13 +15,15 @@ var ErrCorrupt = errors.New("corrupt record")
 
 // Encode writes the version, then the fields in byte order of their
 // names, each as a length-prefixed name and value. A record with deadlines
-// ends with them: 'D', the profile's (uvarint, 0 for none), their count,
-// and each field's name and deadline in byte order of names. A record
-// without any ends after its fields, as records did before expiry, so
-// that old directories read as they are.
+// goes on with them: 'D', the profile's (uvarint, 0 for none), their count,
+// and each field's name and deadline in byte order of names. A record that
+// knows its commit time ends with it: 'T' and the Unix ms (uvarint), as
+// AppendCommitted writes them. A record without either ends after its
+// fields, as records did before them, so that old directories read as
+// they are.
 func Encode(rec partmap.Record) []byte {
 	names := make([]string, 0, len(rec.Profile))
-	size := 8 + binary.MaxVarintLen64
+	size := 8 + binary.MaxVarintLen64 + 1 + binary.MaxVarintLen64
 	for name, value := range rec.Profile {
 		names = append(names, name)
 		size += len(name) + len(value) + 2*binary.MaxVarintLen32
@@ -37,10 +39,24 @@ func Encode(rec partmap.Record) []byte {
 	if !rec.Deadlines.IsZero() {
 		b = appendDeadlines(b, rec.Deadlines)
 	}
+	if rec.Committed != 0 {
+		b = AppendCommitted(b, rec.Committed)
+	}
 	return b
 }
 
-const deadlinesTag = 'D'
+const (
+	deadlinesTag = 'D'
+	committedTag = 'T'
+)
+
+// AppendCommitted appends a commit time (Unix ms) to a record that Encode
+// wrote without one: what a backend does that learns the time only as it
+// commits. Redis's commit script writes the same bytes.
+func AppendCommitted(b []byte, ms int64) []byte {
+	b = append(b, committedTag)
+	return binary.AppendUvarint(b, uint64(ms))
+}
 
 func appendDeadlines(b []byte, d partmap.Deadlines) []byte {
 	b = append(b, deadlinesTag)
@@ -87,28 +103,33 @@ func Decode(b []byte) (partmap.Record, error) {
 		}
 		rec.Profile[name] = value
 	}
-	if len(text) != 0 {
+	if len(text) != 0 && text[0] == deadlinesTag {
 		var err error
-		if rec.Deadlines, err = decodeDeadlines(text); err != nil {
+		if rec.Deadlines, text, err = decodeDeadlines(text[1:]); err != nil {
 			return partmap.Record{}, err
 		}
+	}
+	if len(text) != 0 {
+		ms, rest, ok := readUvarint(text[1:])
+		if text[0] != committedTag || !ok || rest != "" || ms == 0 || ms > 1<<62 {
+			return partmap.Record{}, ErrCorrupt
+		}
+		rec.Committed = int64(ms)
 	}
 	return rec, nil
 }
 
-func decodeDeadlines(text string) (partmap.Deadlines, error) {
+// decodeDeadlines reads what appendDeadlines wrote after its tag, and
+// returns the rest.
+func decodeDeadlines(text string) (partmap.Deadlines, string, error) {
 	var d partmap.Deadlines
-	if text[0] != deadlinesTag {
-		return d, ErrCorrupt
-	}
-	text = text[1:]
 	var n uint64
 	var ok bool
 	if d.Profile, text, ok = readDeadline(text); !ok {
-		return d, ErrCorrupt
+		return d, "", ErrCorrupt
 	}
 	if n, text, ok = readUvarint(text); !ok || n > uint64(len(text)) {
-		return d, ErrCorrupt
+		return d, "", ErrCorrupt
 	}
 	if n > 0 {
 		d.Fields = make(map[string]int64, n)
@@ -117,17 +138,14 @@ func decodeDeadlines(text string) (partmap.Deadlines, error) {
 		var name string
 		var at int64
 		if name, text, ok = readString(text); !ok {
-			return d, ErrCorrupt
+			return d, "", ErrCorrupt
 		}
 		if at, text, ok = readDeadline(text); !ok || at == 0 {
-			return d, ErrCorrupt
+			return d, "", ErrCorrupt
 		}
 		d.Fields[name] = at
 	}
-	if len(text) != 0 {
-		return d, ErrCorrupt
-	}
-	return d, nil
+	return d, text, nil
 }
 
 func readDeadline(s string) (int64, string, bool) {

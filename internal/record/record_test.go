@@ -17,13 +17,16 @@ func TestCodec(t *testing.T) {
 		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1"}, Version: 7, Deadlines: partmap.Deadlines{Profile: partmap.MaxDeadline}},
 		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1", "y": ""}, Version: 7,
 			Deadlines: partmap.Deadlines{Fields: map[string]int64{"x": 1, "y": 1764547200000}}},
+		{Profile: partmap.Profile{"emailAddress": "a@b"}, Version: 3, Committed: 1764547200123},
+		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1"}, Version: 3, Committed: 1,
+			Deadlines: partmap.Deadlines{Profile: 9, Fields: map[string]int64{"x": 1764547200000}}},
 	} {
 		got, err := Decode(Encode(rec))
 		if err != nil || got.Version != rec.Version || len(got.Profile) != len(rec.Profile) {
 			t.Fatalf("round trip of %v: %v, %v", rec, got, err)
 		}
-		if !reflect.DeepEqual(got.Deadlines, rec.Deadlines) {
-			t.Fatalf("deadlines: got %+v, want %+v", got.Deadlines, rec.Deadlines)
+		if !reflect.DeepEqual(got.Deadlines, rec.Deadlines) || got.Committed != rec.Committed {
+			t.Fatalf("deadlines and commit time: got %+v %d, want %+v %d", got.Deadlines, got.Committed, rec.Deadlines, rec.Committed)
 		}
 		for k, v := range rec.Profile {
 			if got.Profile[k] != v {
@@ -32,9 +35,10 @@ func TestCodec(t *testing.T) {
 		}
 		b := Encode(rec)
 		fieldsEnd := len(Encode(partmap.Record{Profile: rec.Profile, Version: rec.Version}))
+		deadlinesEnd := len(Encode(partmap.Record{Profile: rec.Profile, Version: rec.Version, Deadlines: rec.Deadlines}))
 		for cut := range len(b) {
-			if cut == fieldsEnd {
-				continue // a record without deadlines ends there
+			if cut == fieldsEnd || cut == deadlinesEnd {
+				continue // a record without deadlines, or without its commit time, ends there
 			}
 			if _, err := Decode(b[:cut]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("truncated at %d of %d: got %v, want ErrCorrupt", cut, len(b), err)
@@ -42,6 +46,14 @@ func TestCodec(t *testing.T) {
 		}
 		if _, err := Decode(append(b, 0)); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("trailing byte: got %v, want ErrCorrupt", err)
+		}
+		if rec.Committed != 0 {
+			// What a backend stamps as it commits is what Encode writes.
+			without := rec
+			without.Committed = 0
+			if got := AppendCommitted(Encode(without), rec.Committed); !reflect.DeepEqual(got, b) {
+				t.Fatalf("AppendCommitted: %x, Encode: %x", got, b)
+			}
 		}
 	}
 }
@@ -144,4 +156,24 @@ func encoded(rec *partmap.Record) []byte {
 		return nil
 	}
 	return Encode(*rec)
+}
+
+// The commit time's cost: a typical profile encoded and decoded with it
+// and without it.
+func BenchmarkCodec(b *testing.B) {
+	p := partmap.Profile{partmap.FieldEmail: "bench@example.com", "fullName": "Bench User", "companyName": "Acme Corp", "customerTier": "gold", "visits": "0"}
+	for _, c := range []struct {
+		name string
+		ms   int64
+	}{{"committed=no", 0}, {"committed=yes", 1764547200123}} {
+		rec := partmap.Record{Profile: p, Version: 7, Committed: c.ms}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Decode(Encode(rec)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(Encode(rec))), "bytes/record")
+		})
+	}
 }

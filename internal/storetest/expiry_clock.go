@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -40,6 +41,24 @@ func (c *testClock) set(ms int64) { c.ms.Store(ms) }
 // t0 is when the clock suite starts, a round and unremarkable instant.
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 
+// startClocked opens a started store on a clock of its own, at t0.
+func startClocked(t *testing.T, open ClockOpener) (partmap.Store, func(context.Context) error, *testClock) {
+	c := &testClock{}
+	c.set(t0)
+	s, sweep := open(t, c.now)
+	if _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, sweep, c
+}
+
+func mustSweep(t *testing.T, sweep func(context.Context) error) {
+	t.Helper()
+	if err := sweep(context.Background()); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+}
+
 // RunExpiry runs the expiry suite that needs a clock it controls: that what
 // expires is gone at its deadline on every read path, swept or not; that
 // the sweeper reclaims it without changing what a reader sees; and that
@@ -47,19 +66,7 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 	ctx := context.Background()
 	start := func(t *testing.T) (partmap.Store, func(context.Context) error, *testClock) {
-		c := &testClock{}
-		c.set(t0)
-		s, sweep := open(t, c.now)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s, sweep, c
-	}
-	mustSweep := func(t *testing.T, sweep func(context.Context) error) {
-		t.Helper()
-		if err := sweep(ctx); err != nil {
-			t.Fatalf("sweep: %v", err)
-		}
+		return startClocked(t, open)
 	}
 
 	t.Run("GoneAtTheDeadlineOnEveryPath", func(t *testing.T) {
@@ -605,6 +612,145 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		noD("after a sweep")
 		CheckAll(t, s)
 	})
+
+	t.Run("ExportAndImportKeepDeadlines", func(t *testing.T) { RunExportDeadlines(t, open) })
+}
+
+// RunExportDeadlines checks that an export carries every deadline that has
+// not passed, and that an import of it (UpsertRecords) restores them. One
+// that passes between the export and the import is imported already
+// expired: what it ends is never seen again, and the sweeper reclaims it.
+// A profile already expired replaces the one its email had, as any line of
+// an import replaces it. RunExpiry runs it; a front door that exports and
+// imports (HTTP) runs it too.
+func RunExportDeadlines(t *testing.T, open ClockOpener) {
+	ctx := context.Background()
+	src, _, srcClock := startClocked(t, open)
+	fields, whole, both, plain, early := "fields@example.com", "whole@example.com", "both@example.com", "plain@example.com", "early@example.com"
+	for _, e := range []string{fields, whole, both, plain, early} {
+		putProfile(t, src, partmap.Profile{partmap.FieldEmail: e, "soon": "1", "later": "2", "never": "3"})
+	}
+	expireFields(t, src, fields, at(t0+1000), "", "soon")
+	expireFields(t, src, fields, at(t0+5000), "", "later")
+	apply(t, src, partmap.Operation{Op: partmap.OpExpire, Email: whole, When: at(t0 + 1000)})
+	apply(t, src, partmap.Operation{Op: partmap.OpExpire, Email: both, When: at(t0 + 5000)})
+	expireFields(t, src, both, at(t0+1000), "", "soon")
+	expireFields(t, src, both, at(t0+5000), "", "later")
+	expireFields(t, src, early, at(t0+500), "", "soon") // passes before the export
+	srcClock.set(t0 + 500)
+	exported := exportAll(t, src)
+	all := partmap.Profile{"soon": "1", "later": "2", "never": "3"}
+	want := map[string]partmap.Record{
+		fields: {Profile: all, Deadlines: partmap.Deadlines{Fields: map[string]int64{"soon": t0 + 1000, "later": t0 + 5000}}},
+		whole:  {Profile: all, Deadlines: partmap.Deadlines{Profile: t0 + 1000}},
+		both:   {Profile: all, Deadlines: partmap.Deadlines{Profile: t0 + 5000, Fields: map[string]int64{"soon": t0 + 1000, "later": t0 + 5000}}},
+		plain:  {Profile: all},
+		early:  {Profile: partmap.Profile{"later": "2", "never": "3"}},
+	}
+	// wantExport compares an export with want, emails aside.
+	wantExport := func(t *testing.T, got []partmap.Record, want map[string]partmap.Record) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("exported %d profiles, want %d", len(got), len(want))
+		}
+		for _, rec := range got {
+			e := rec.Profile.Email()
+			w, ok := want[e]
+			p := rec.Profile.Clone()
+			delete(p, partmap.FieldEmail)
+			if !ok || !maps.Equal(p, w.Profile) || rec.Deadlines.Profile != w.Deadlines.Profile || !maps.Equal(rec.Deadlines.Fields, w.Deadlines.Fields) {
+				t.Fatalf("exported %s: %v %+v, want %v %+v", e, p, rec.Deadlines, w.Profile, w.Deadlines)
+			}
+		}
+	}
+	wantExport(t, exported, want)
+
+	dst, sweep, clock := startClocked(t, open)
+	putProfile(t, dst, partmap.Profile{partmap.FieldEmail: whole, "mine": "x"}) // replaced by an expired one
+	clock.set(t0 + 1000)                                                        // the deadlines at t0+1000 pass
+	results, err := dst.UpsertRecords(ctx, exported)
+	if err != nil || len(results) != len(exported) {
+		t.Fatalf("import: %d results, %v", len(results), err)
+	}
+	for i, r := range results {
+		if r.Err != nil {
+			t.Fatalf("import of %s: %v", exported[i].Profile.Email(), r.Err)
+		}
+	}
+	now := map[string]partmap.Record{
+		fields: {Profile: partmap.Profile{"later": "2", "never": "3"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"later": t0 + 5000}}},
+		both:   {Profile: partmap.Profile{"later": "2", "never": "3"}, Deadlines: partmap.Deadlines{Profile: t0 + 5000, Fields: map[string]int64{"later": t0 + 5000}}},
+		plain:  want[plain],
+		early:  want[early],
+	}
+	seen := func(t *testing.T, now map[string]partmap.Record) {
+		t.Helper()
+		for e, w := range now {
+			p := partmap.Profile{partmap.FieldEmail: e}
+			maps.Copy(p, w.Profile)
+			assertProfile(t, mustFind(t, dst, e).Profile, p)
+			d := w.Deadlines.Profile
+			if d == 0 {
+				d = partmap.ExpiryNone
+			}
+			ttl := func(f string) int64 {
+				if _, ok := p[f]; !ok {
+					return partmap.ExpiryNoField
+				}
+				if at, ok := w.Deadlines.Fields[f]; ok {
+					return at
+				}
+				return partmap.ExpiryNone
+			}
+			wantDeadlines(t, dst, e, d, []string{"soon", "later", "never"}, ttl("soon"), ttl("later"), ttl("never"))
+		}
+		for _, e := range []string{fields, whole, both, plain, early} {
+			if _, ok := now[e]; !ok {
+				mustBeGone(t, dst, e)
+			}
+		}
+		if got := listAll(t, dst, 2); len(got) != len(now) {
+			t.Fatalf("listed %d, want %d", len(got), len(now))
+		}
+		if stats, err := dst.ListPartitions(ctx); err != nil || stats.TotalProfiles != int64(len(now)) {
+			t.Fatalf("partitions count %d profiles, %v; want %d", stats.TotalProfiles, err, len(now))
+		}
+		wantExport(t, exportAll(t, dst), now)
+	}
+	seen(t, now)
+	mustSweep(t, sweep)
+	seen(t, now)
+	CheckAll(t, dst)
+	clock.set(t0 + 5000)
+	delete(now, both)
+	now[fields] = partmap.Record{Profile: partmap.Profile{"never": "3"}}
+	seen(t, now)
+	mustSweep(t, sweep)
+	seen(t, now)
+	CheckAll(t, dst)
+
+	// Deadlines a store cannot keep fail their profile alone.
+	e := "bad@example.com"
+	results, err = dst.UpsertRecords(ctx, []partmap.Record{
+		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{partmap.FieldEmail: t0 + 9000}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"absent": t0 + 9000}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: e, "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": partmap.MaxDeadline + 1}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Profile: -1}},
+		{Profile: partmap.Profile{partmap.FieldEmail: "good@example.com", "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": t0 + 9000}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, code := range []partmap.Code{partmap.EKEYFIELD, partmap.EINVALID, partmap.EINVALID, partmap.EINVALID} {
+		if got := partmap.ErrorCode(results[i].Err); got != code {
+			t.Errorf("bad deadlines %d: %v, want %s", i, results[i].Err, code)
+		}
+	}
+	mustBeGone(t, dst, e)
+	if results[4].Err != nil {
+		t.Fatalf("good deadlines beside bad ones: %v", results[4].Err)
+	}
+	wantDeadlines(t, dst, "good@example.com", partmap.ExpiryNone, []string{"a"}, t0+9000)
 }
 
 func ptrWhen(w partmap.When) *partmap.When { return &w }

@@ -38,6 +38,12 @@ type FeedTraits struct {
 	// between the partitions' feeds, each trimmed to its share (Redis),
 	// rather than kept of the feed as a whole (Pebble).
 	RetentionPerPartition bool
+	// MirrorClock: a write during a resize stamps its copy in the next
+	// generation, which has no event, with that partition's own clock at
+	// its own commit step (Redis), not with its event's time, so that a
+	// profile last written during a resize may know a slightly different
+	// commit time once the resize is over.
+	MirrorClock bool
 }
 
 // FeedOpener returns a new, empty store configured by o, closed when the
@@ -81,6 +87,7 @@ func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTrai
 	t.Run("ErrInvalid", func(t *testing.T) { runFeedInvalid(t, started(t)) })
 	t.Run("Concurrent", func(t *testing.T) { runFeedConcurrent(t, started(t)) })
 	t.Run("Resize", func(t *testing.T) { runFeedResize(t, started(t)) })
+	t.Run("RecordsKnowTheirCommit", func(t *testing.T) { runFeedCommitTimes(t, started(t), traits) })
 	t.Run("RetentionEvents", func(t *testing.T) {
 		const keep = 10
 		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &directory.Retention{Events: keep}})
@@ -1420,4 +1427,111 @@ func assertTrimmed(t *testing.T, s FeedStore, all, want []partmap.Change) {
 			t.Fatalf("cursor of change %d, none of whose followers is trimmed: %s", i, diffChanges(got, all[i+1:]))
 		}
 	}
+}
+
+// runFeedCommitTimes checks that every record read knows the commit time
+// of the last write that changed it, the time of its last event: by every
+// kind of write, through every read, and across a resize, whose copies
+// keep the times they copy.
+func runFeedCommitTimes(t *testing.T, s FeedStore, traits FeedTraits) {
+	ctx := context.Background()
+	bulk := make([]partmap.Profile, 200)
+	for i := range bulk {
+		bulk[i] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("ct%03d@example.com", i), "n": "0"}
+	}
+	if _, err := s.UpsertProfiles(ctx, bulk); err != nil {
+		t.Fatal(err)
+	}
+	mixedWrites(t, s, 300, 20, 5)
+	// check compares each profile's commit time, as every read gives it,
+	// with its last event's; slack allows a profile of written (the
+	// emails written during a resize) that much difference.
+	check := func(t *testing.T, written map[string]bool, slack time.Duration) {
+		t.Helper()
+		last := map[string]partmap.Change{}
+		for _, c := range feedAll(t, s, partmap.ChangeQuery{}) {
+			last[c.Email] = c
+		}
+		near := func(e string, got int64) bool {
+			want := last[e].Time.UnixMilli()
+			if written[e] {
+				return got != 0 && time.Duration(abs(got-want))*time.Millisecond <= slack
+			}
+			return got == want
+		}
+		listed := listAll(t, s, 97)
+		if len(listed) < len(bulk) {
+			t.Fatalf("listed %d profiles", len(listed))
+		}
+		emails := make([]string, len(listed))
+		for i, rec := range listed {
+			e := rec.Profile.Email()
+			emails[i] = e
+			if c := last[e]; c.Record == nil || c.Record.Version != rec.Version || c.Record.Committed != c.Time.UnixMilli() {
+				t.Fatalf("%s: listed at %s, its last change is %s (record committed %d)", e, rec.Version.ETag(), showChange(c), c.Record.Committed)
+			}
+			if !near(e, rec.Committed) {
+				t.Fatalf("%s: listed committed at %d, its last change at %d", e, rec.Committed, last[e].Time.UnixMilli())
+			}
+			if one := mustFind(t, s, e); !near(e, one.Committed) {
+				t.Fatalf("%s: found committed at %d, its last change at %d", e, one.Committed, last[e].Time.UnixMilli())
+			}
+		}
+		for batch := range slices.Chunk(emails, partmap.MaxBatchEmails) {
+			recs, err := s.FindProfiles(ctx, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, rec := range recs {
+				if rec == nil || !near(batch[i], rec.Committed) {
+					t.Fatalf("%s: found in a batch as %+v, its last change at %d", batch[i], rec, last[batch[i]].Time.UnixMilli())
+				}
+			}
+		}
+		if err := s.ExportProfiles(ctx, func(rec partmap.Record) error {
+			if e := rec.Profile.Email(); !near(e, rec.Committed) {
+				return fmt.Errorf("%s: exported committed at %d, its last change at %d", e, rec.Committed, last[e].Time.UnixMilli())
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, nil, 0)
+
+	// A resize copies every record with its time; a write meanwhile is
+	// stamped in both generations.
+	if _, err := s.Resize(ctx, 24); err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]bool{}
+	for i := 0; ; i++ {
+		st, err := s.ResizeStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Running {
+			break
+		}
+		e := bulk[(i*37)%len(bulk)].Email()
+		if err := retry(func() error { _, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{}); return err }); err != nil {
+			t.Fatalf("write during the resize: %v", err)
+		}
+		written[e] = true
+	}
+	if st := WaitResized(t, s); st.Partitions != 24 {
+		t.Fatalf("resized to %d partitions, want 24", st.Partitions)
+	}
+	slack := time.Duration(0)
+	if traits.MirrorClock {
+		slack = 10 * time.Second
+	}
+	check(t, written, slack)
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

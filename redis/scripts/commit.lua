@@ -39,9 +39,11 @@
 -- ARGV[6]  the pending intent to store (prepare, primary), or ""
 -- ARGV[7 ..]  per write: email, encoded record ("" deletes), the first
 --             8 bytes (the version) of the record it replaces ("" when it
---             creates one), and the head of its change feed event
---             (record.AppendEventHead), "" for a write that records none;
---             then per index change: "+" or "-", and the member
+--             creates one), the head of its change feed event
+--             (record.AppendEventHead), "" for a write that records none,
+--             and "t" to end the record with the commit time, "" to write
+--             it as it is (a copy); then per index change: "+" or "-", and
+--             the member
 --
 -- Errors, each a code and a message (a reply without a space would get
 -- Redis's ERR code instead): PARTMAP_LOCK_LOST (the lock is not the
@@ -54,7 +56,10 @@
 --
 -- Each write with an event head appends one entry to the feed when, and
 -- only when, the write is applied (commit, decide, roll): its one field,
--- "e", is the head and the encoded record; its ID, the commit time.
+-- "e", is the head and the encoded record; its ID, the commit time. A
+-- stamped record ends with that time ('T' and the Unix ms as a uvarint,
+-- record.AppendCommitted), or, for a write without an event (a mirror),
+-- with the master's TIME; the event's copy of it does not, its ID says it.
 local mode = ARGV[1]
 local writes = tonumber(ARGV[3])
 
@@ -92,7 +97,7 @@ else
     end
     for w = 1, writes do
       -- GETRANGE reads only the version, and "" for a missing record.
-      if redis.call('GETRANGE', KEYS[7 + w], 0, 7) ~= ARGV[7 + (w - 1) * 4 + 2] then
+      if redis.call('GETRANGE', KEYS[7 + w], 0, 7) ~= ARGV[7 + (w - 1) * 5 + 2] then
         return redis.error_reply('PARTMAP_CHANGED a record changed since it was read')
       end
     end
@@ -104,23 +109,45 @@ else
   end
 end
 
-local delta = 0
+local function uvarint(n)
+  local b = ''
+  while n >= 128 do
+    b = b .. string.char(n % 128 + 128)
+    n = math.floor(n / 128)
+  end
+  return b .. string.char(n)
+end
+
+local delta, clock = 0, nil
 for w = 1, writes do
-  local k, a = 7 + w, 7 + (w - 1) * 4
-  local email, value, prev, head = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local k, a = 7 + w, 7 + (w - 1) * 5
+  local email, value, prev, head, stamp = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local ms
+  if head ~= '' then
+    ms = tonumber(string.match(redis.call('XADD', KEYS[7], '*', 'e', head .. value), '^%d+'))
+  end
   if value == '' then
     redis.call('DEL', KEYS[k])
     redis.call('ZREM', KEYS[3], email)
     if prev ~= '' then delta = delta - 1 end
   else
+    if stamp ~= '' then
+      if not ms then
+        if not clock then
+          local t = redis.call('TIME')
+          clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        end
+        ms = clock
+      end
+      value = value .. 'T' .. uvarint(ms)
+    end
     redis.call('SET', KEYS[k], value)
     redis.call('ZADD', KEYS[3], 0, email)
     if prev == '' then delta = delta + 1 end
   end
-  if head ~= '' then redis.call('XADD', KEYS[7], '*', 'e', head .. value) end
 end
 for k = 8 + writes, #KEYS do
-  local a = 7 + writes * 4 + (k - 8 - writes) * 2
+  local a = 7 + writes * 5 + (k - 8 - writes) * 2
   if ARGV[a] == '+' then
     redis.call('ZADD', KEYS[k], 0, ARGV[a + 1])
   else
