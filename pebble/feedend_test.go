@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
 )
 
 // A commit acknowledged while an earlier-numbered one's fsync still runs is
@@ -23,7 +24,7 @@ func TestFeedEndWaitsForTheHorizon(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := s.backend.feed
-	stuck, _, _ := f.take(1) // numbered first, its fsync not finished
+	stuck, _, _ := f.take([]engine.Write{{Change: partmap.OpPut}}) // numbered first, its fsync not finished
 	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "acked@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
