@@ -234,20 +234,43 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tuneGC lets the Go heap grow to three times what is live (GOGC=200)
-// within a soft limit of 40 MiB beside the record cache, unless GOGC or
-// GOMEMLIMIT say otherwise. The live heap of a serving directory is small
-// (Pebble's memtables and block cache are C memory, the record cache one
-// allocation the collector does not scan), so the default GOGC=100
-// collected several times a second under load, and nothing bounded a
-// burst such as a bulk import (docs/PERFORMANCE.md, issue 14).
+// tuneGC sets the collector's pace and its soft memory limit (gcSettings),
+// unless GOGC or GOMEMLIMIT say otherwise.
 func tuneGC(recordCache int64) {
+	percent, limit := gcSettings(recordCache)
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+		debug.SetGCPercent(percent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(40<<20 + recordCache)
+		debug.SetMemoryLimit(limit)
 	}
+}
+
+// gcSettings is GOGC and the soft memory limit for a record cache of
+// recordCache bytes (0: none).
+//
+// Without a record cache the live heap of a serving directory is small
+// (Pebble's memtables and block cache are C memory), and GOGC=200 keeps
+// the default from collecting several times a second under load. The
+// cache's ring is one allocation in the Go heap that the collector does not
+// scan, and its index of entries grows to about a quarter of it; with
+// it the live heap is never small, and Go's default GOGC=100 leaves as
+// much headroom without tripling the ring.
+//
+// The limit only bounds the heap: it must sit above the heaviest working
+// set, or the collector runs back to back, held at half the CPU by the
+// runtime's limiter. An import is that working set: two bulk requests of
+// 10,000 profiles in flight hold about 25 MB live beside the cache, and
+// the 40 MiB limit this replaced made it collect 250 times for 200,000
+// profiles instead of 45, at three times the server's CPU (issue 32,
+// docs/PERFORMANCE.md). 80 MiB leaves that working set as much again to
+// collect in.
+func gcSettings(recordCache int64) (percent int, limit int64) {
+	percent = 200
+	if recordCache > 0 {
+		percent = 100
+	}
+	return percent, 80<<20 + recordCache + recordCache/4
 }
 
 func newLogger(e *env, c serveConfig) *slog.Logger {
