@@ -139,7 +139,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
-	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by as much")
+	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by 1.25 times as much")
 	fs.DurationVar(&c.sweepInterval, "sweep-interval", directory.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
 	c.feedRetention = directory.DefaultRetention
 	fs.Func("feed-retention", "how long the change feed keeps changes, how many, or both: `DURATION,COUNT` such as 24h, 7d, 1000000 or 24h,1000000; none keeps all (default "+directory.DefaultRetention.String()+")", func(s string) error {
