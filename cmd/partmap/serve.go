@@ -264,8 +264,8 @@ func tuneGC(recordCache int64) {
 // 10,000 profiles in flight hold about 20 MB live beside the cache, and
 // the 40 MiB limit this replaced made it collect 250 times for 200,000
 // profiles instead of 45, at three times the server's CPU (issue 32,
-// docs/PERFORMANCE.md). 80 MiB leaves that working set as much again to
-// collect in.
+// docs/PERFORMANCE.md). 80 MiB holds that working set and the rest of
+// the live heap, with about as much again to collect in.
 func gcSettings(recordCache int64) (percent int, limit int64) {
 	percent = 200
 	if recordCache > 0 {
