@@ -123,12 +123,21 @@ type process struct {
 
 func startProcess(t *testing.T, data string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, data, args...)
+}
+
+// startProcessEnv is startProcess with env added to the child's environment.
+func startProcessEnv(t *testing.T, env []string, data string, args ...string) *process {
+	t.Helper()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := newLogWriter()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -139,7 +139,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
-	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by as much")
+	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by 1.5 times as much")
 	fs.DurationVar(&c.sweepInterval, "sweep-interval", directory.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
 	c.feedRetention = directory.DefaultRetention
 	fs.Func("feed-retention", "how long the change feed keeps changes, how many, or both: `DURATION,COUNT` such as 24h, 7d, 1000000 or 24h,1000000; none keeps all (default "+directory.DefaultRetention.String()+")", func(s string) error {
@@ -234,20 +234,44 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tuneGC lets the Go heap grow to three times what is live (GOGC=200)
-// within a soft limit of 40 MiB beside the record cache, unless GOGC or
-// GOMEMLIMIT say otherwise. The live heap of a serving directory is small
-// (Pebble's memtables and block cache are C memory, the record cache one
-// allocation the collector does not scan), so the default GOGC=100
-// collected several times a second under load, and nothing bounded a
-// burst such as a bulk import (docs/PERFORMANCE.md, issue 14).
+// tuneGC sets the collector's pace and its soft memory limit (gcSettings),
+// unless GOGC or GOMEMLIMIT say otherwise.
 func tuneGC(recordCache int64) {
+	percent, limit := gcSettings(recordCache)
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+		debug.SetGCPercent(percent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(40<<20 + recordCache)
+		debug.SetMemoryLimit(limit)
 	}
+}
+
+// gcSettings is GOGC and the soft memory limit for a record cache of
+// recordCache bytes (0: none).
+//
+// Without a record cache the live heap of a serving directory is small
+// (Pebble's memtables and block cache are C memory), and GOGC=200 keeps
+// the default from collecting several times a second under load. The
+// cache is Go heap that the collector does not scan: its ring, and an
+// index of its entries that grows with their count (to about half the
+// ring once an import has filled it with small profiles). With it the
+// live heap is never small, and Go's default GOGC=100 leaves as much
+// headroom without tripling the ring.
+//
+// The limit only bounds the heap: it must sit above the heaviest working
+// set, or the collector runs back to back, held at half the CPU by the
+// runtime's limiter. An import is that working set: two bulk requests of
+// 10,000 profiles in flight hold about 20 MB live beside the cache, and
+// the 40 MiB limit this replaced made it collect 250 times for 200,000
+// profiles instead of 45, at three times the server's CPU (issue 32,
+// docs/PERFORMANCE.md). 80 MiB holds that working set and the rest of
+// the live heap, with about as much again to collect in.
+func gcSettings(recordCache int64) (percent int, limit int64) {
+	percent = 200
+	if recordCache > 0 {
+		percent = 100
+	}
+	return percent, 80<<20 + recordCache + recordCache/2
 }
 
 func newLogger(e *env, c serveConfig) *slog.Logger {

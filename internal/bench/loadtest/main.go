@@ -13,8 +13,13 @@
 //	go run ./internal/bench/loadtest --preload 10000,1000000 --sizes-only
 //	go run ./internal/bench/loadtest --baseline /tmp/partmap-old
 //	go run ./internal/bench/loadtest --baseline /tmp/partmap-old --phases put --duration 20s
+//	go run ./internal/bench/loadtest --baseline /tmp/partmap-old --phases import --rounds 4
 //
-// It needs Linux and wrk. Progress goes to stderr, a Markdown report to
+// The import phase is different (import.go): each round imports a file
+// into a fresh server on an empty directory with `partmap import`, and
+// reports the rate, the server's CPU and how often its collector ran.
+//
+// It needs Linux, and wrk for the other phases. Progress goes to stderr, a Markdown report to
 // stdout. docs/PERFORMANCE.md describes the figures.
 package main
 
@@ -55,7 +60,9 @@ type config struct {
 	sizesOnly         bool   // partmap (and baseline) only, to compare sizes
 	pprof             string // the phase to profile, or ""
 	pprofDir          string
-	phases            []phase // the phases to run, in phases' order as given
+	phases            []phase // the wrk phases to run, in phases' order as given
+	imports           bool    // run the import phase
+	importProfiles    int
 }
 
 // A phase is one wrk run against one server.
@@ -79,6 +86,7 @@ type target struct {
 	profiles int
 	addr     string
 	args     []string // its command line, for the report
+	env      []string // added to its environment
 	cmd      *exec.Cmd
 	exited   chan error
 	logPath  string
@@ -122,9 +130,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds; the report gives medians")
 	fs.DurationVar(&c.duration, "duration", 8*time.Second, "length of each wrk run, whole seconds")
 	fs.BoolVar(&c.sizesOnly, "sizes-only", false, "leave out the bare server: compare partmap's sizes only")
-	fs.StringVar(&c.pprof, "pprof", "", "after the rounds, run `phase` (get, put or lone) once more against each partmap and save a CPU profile of the server")
+	fs.StringVar(&c.pprof, "pprof", "", "after the rounds, run `phase` (get, put or lone) once more against each partmap and save a CPU profile of the server; import keeps the import phase's profiles")
 	fs.StringVar(&c.pprofDir, "pprof-dir", ".", "`directory` for --pprof's profiles")
-	only := fs.String("phases", "get,put,lone", "the `phases` to run, a comma list of get, put and lone")
+	only := fs.String("phases", "get,put,lone", "the `phases` to run, a comma list of get, put, lone and import")
+	fs.IntVar(&c.importProfiles, "import-profiles", 200_000, "profiles the import phase imports")
 	if err := fs.Parse(args); err != nil {
 		return c, usageError{err}
 	}
@@ -139,9 +148,13 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.preload = append(c.preload, n)
 	}
 	for name := range strings.SplitSeq(*only, ",") {
+		if strings.TrimSpace(name) == "import" {
+			c.imports = true
+			continue
+		}
 		i := slices.IndexFunc(phases, func(p phase) bool { return p.name == strings.TrimSpace(name) })
 		if i < 0 {
-			return c, usageError{fmt.Errorf("--phases: no phase %q (get, put or lone)", name)}
+			return c, usageError{fmt.Errorf("--phases: no phase %q (get, put, lone or import)", name)}
 		}
 		if !slices.ContainsFunc(c.phases, func(p phase) bool { return p.name == phases[i].name }) {
 			c.phases = append(c.phases, phases[i])
@@ -156,8 +169,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, usageError{errors.New("--duration must be whole seconds, at least 1s")}
 	case c.sizesOnly && len(c.preload) < 2:
 		return c, usageError{errors.New("--sizes-only needs two --preload sizes or more")}
-	case c.pprof != "" && !slices.ContainsFunc(phases, func(p phase) bool { return p.name == c.pprof }):
-		return c, usageError{fmt.Errorf("--pprof: no phase %q (get, put or lone)", c.pprof)}
+	case c.pprof != "" && c.pprof != "import" && !slices.ContainsFunc(phases, func(p phase) bool { return p.name == c.pprof }):
+		return c, usageError{fmt.Errorf("--pprof: no phase %q (get, put, lone or import)", c.pprof)}
+	case c.pprof == "import" && !c.imports:
+		return c, usageError{errors.New("--pprof import needs the import phase in --phases")}
+	case c.imports && c.importProfiles < 1:
+		return c, usageError{errors.New("--import-profiles must be at least 1")}
 	}
 	return c, nil
 }
@@ -167,9 +184,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	wrk, err := exec.LookPath("wrk")
-	if err != nil {
-		return errors.New("wrk is not on PATH (Debian: apt-get install wrk)")
+	var wrk string
+	if len(c.phases) > 0 {
+		if wrk, err = exec.LookPath("wrk"); err != nil {
+			return errors.New("wrk is not on PATH (Debian: apt-get install wrk)")
+		}
 	}
 	clkTck, err := procstat.ClockTick()
 	if err != nil {
@@ -186,8 +205,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// Binaries.
 	bare := filepath.Join(tmp, "bare")
-	if err := goBuild(ctx, bare, "github.com/partmap/partmap/internal/bench/loadtest/bare"); err != nil {
-		return err
+	if len(c.phases) > 0 && !c.sizesOnly {
+		if err := goBuild(ctx, bare, "github.com/partmap/partmap/internal/bench/loadtest/bare"); err != nil {
+			return err
+		}
 	}
 	if c.partmap == "" {
 		c.partmap = filepath.Join(tmp, "partmap")
@@ -200,6 +221,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			c.partmapRev = "commit " + strings.TrimSpace(string(out))
 		}
 	}
+	// Imports first, while no other server of this run is up.
+	var imports []*importTarget
+	if c.imports {
+		if imports, err = runImports(ctx, c, tmp, clkTck, logf); err != nil {
+			return err
+		}
+	}
+	if len(c.phases) == 0 {
+		report(stdout, c, nil, imports, wrk, args)
+		return nil
+	}
+
 	var targets []*target
 	for _, n := range c.preload {
 		targets = append(targets, &target{kind: "partmap", bin: c.partmap, profiles: n})
@@ -286,7 +319,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%v: %w", t, err)
 		}
 	}
-	report(stdout, c, targets, wrk, args)
+	report(stdout, c, targets, imports, wrk, args)
 	return nil
 }
 
@@ -319,6 +352,9 @@ func (t *target) start(ctx context.Context, dir, logPath string) error {
 	defer log.Close() // the child has its own descriptor
 	t.logPath = logPath
 	t.cmd = exec.Command(t.bin, t.args...)
+	if t.env != nil {
+		t.cmd.Env = append(os.Environ(), t.env...)
+	}
 	t.cmd.Stdout, t.cmd.Stderr = log, log
 	if err := t.cmd.Start(); err != nil {
 		return err
@@ -612,7 +648,7 @@ end
 `
 
 // report writes the Markdown report.
-func report(w io.Writer, c config, targets []*target, wrk string, args []string) {
+func report(w io.Writer, c config, targets []*target, imports []*importTarget, wrk string, args []string) {
 	find := func(kind string, n int) *target {
 		i := slices.IndexFunc(targets, func(t *target) bool { return t.kind == kind && t.profiles == n })
 		if i < 0 {
@@ -623,8 +659,6 @@ func report(w io.Writer, c config, targets []*target, wrk string, args []string)
 	hasBaseline := c.baseline != ""
 
 	fmt.Fprintf(w, "## External load, %s\n\n", time.Now().Format("2006-01-02"))
-	fmt.Fprintf(w, "Medians of %d rounds of %v per phase; a ratio is the median of the per-round ratios, each taken from two runs next to each other. ", c.rounds, c.duration)
-	fmt.Fprintf(w, "CPU is the server process's utime+stime per request.\n\n")
 	if c.partmapRev != "" {
 		fmt.Fprintf(w, "- partmap: ./cmd/partmap built from %s\n", c.partmapRev)
 	} else {
@@ -634,6 +668,15 @@ func report(w io.Writer, c config, targets []*target, wrk string, args []string)
 		fmt.Fprintf(w, "- baseline: `%s` (%s)\n", c.baseline, revision(c.baseline))
 	}
 	fmt.Fprintln(w)
+	if len(imports) > 0 {
+		reportImports(w, c, imports)
+	}
+	if len(c.phases) == 0 {
+		fmt.Fprintf(w, "Command:\n\n```sh\ngo run ./internal/bench/loadtest %s\n```\n", strings.Join(args, " "))
+		return
+	}
+	fmt.Fprintf(w, "Medians of %d rounds of %v per phase; a ratio is the median of the per-round ratios, each taken from two runs next to each other. ", c.rounds, c.duration)
+	fmt.Fprintf(w, "CPU is the server process's utime+stime per request.\n\n")
 
 	head := "| phase | server | profiles | ops/s | CPU µs/req | p50 | p99 | non-2xx |"
 	rule := "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
