@@ -35,8 +35,10 @@ type Store interface {
 	// not an error). An email given twice, in any spelling, is answered
 	// twice. Each partition is read once, with one backend read for all its
 	// emails, and no lock is taken. The answers of one partition are from
-	// one instant; those of different partitions are not: the batch is not
-	// a snapshot of the directory.
+	// one instant. On the embedded store (pebble) so is the whole batch:
+	// a rename or a transaction shows in all of it or in none. On Redis
+	// each partition is read at its own instant, and the batch is not a
+	// snapshot of the directory: a transaction that only reads is.
 	//
 	// emails must hold 1 to MaxBatchEmails addresses (EINVALID otherwise);
 	// a bad one fails the whole call with EINVALIDEMAIL (or ETOOLARGE)
@@ -89,7 +91,7 @@ type Store interface {
 
 	// RenameProfile moves the profile of from to the email to, in one
 	// atomic step that locks both partitions: no reader sees both emails,
-	// or neither. The moved profile gets to as its emailAddress and a new
+	// or neither (a batch lookup on Redis can: see FindProfiles). The moved profile gets to as its emailAddress and a new
 	// version; counts, index entries and partitions follow. A missing from
 	// is ENOTFOUND, an existing to is EEXISTS, and two emails with one
 	// canonical form are EINVALID. cond applies to from's profile.

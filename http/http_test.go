@@ -89,6 +89,14 @@ func TestExportDeadlines(t *testing.T) {
 	})
 }
 
+// The server reads a batch lookup from one view of its Pebble store.
+func TestBatchAtOneInstant(t *testing.T) {
+	storetest.RunBatchAtOneInstant(t, func(t *testing.T) partmap.Store {
+		srv, _ := newServer(t, nil)
+		return newClient(t, srv.URL, nil)
+	})
+}
+
 type response struct {
 	status int
 	header http.Header

@@ -131,6 +131,134 @@ func (b *backend) Get(_ context.Context, part engine.Part, emails []string) (out
 	return out, it.Error()
 }
 
+var _ engine.ViewReader = (*backend)(nil)
+
+// GetView reads the records of several partitions as they were at one
+// instant: a batch lookup's, so that it sees a rename, or any commit of
+// several partitions, whole or not at all. Each record comes from the
+// record cache where it has it, as a single lookup's does, and the others
+// from one Pebble iterator, which sees the database as it was when it was
+// made. A cached value is kept only if it is settled once the iterator
+// exists (recordCache.settled): it was then the database's from before
+// the lookup until after the iterator was made, and so the iterator's
+// too; one that is not is read from the iterator. A lookup that finds
+// every record cached and settled needs no iterator at all.
+func (b *backend) GetView(_ context.Context, gen int, reads []engine.Read) (out [][]*partmap.Record, err error) {
+	pre := genPrefix(gen)
+	type key struct {
+		k      []byte
+		i, j   int    // the answer's place: out[i][j]
+		ticket uint64 // the cache's, for settled or fill
+	}
+	var hits, misses []key
+	out = make([][]*partmap.Record, len(reads))
+	for i, r := range reads {
+		out[i] = make([]*partmap.Record, len(r.Emails))
+		for j, e := range r.Emails {
+			k := key{k: recordKey(pre, r.Partition, e), i: i, j: j}
+			if b.cache == nil {
+				misses = append(misses, k)
+				continue
+			}
+			ok, ticket, err := b.cache.lookup(k.k, func(v []byte) error {
+				if v == nil {
+					return nil
+				}
+				rec, err := record.Decode(v) // copies: v is the cache's
+				out[i][j] = &rec
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", r.Partition, e, err)
+			}
+			k.ticket = ticket
+			if ok {
+				hits = append(hits, k)
+			} else {
+				misses = append(misses, k)
+			}
+		}
+	}
+	var it *pebble.Iterator
+	defer func() {
+		if it != nil {
+			if cerr := it.Close(); err == nil && cerr != nil {
+				out, err = nil, cerr
+			}
+		}
+	}()
+	unsettled := func() []key {
+		var out []key
+		for _, k := range hits {
+			if !b.cache.settled(k.k, k.ticket) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	view := func() error {
+		var lo, hi []byte
+		for _, ks := range [][]key{hits, misses} {
+			for _, k := range ks {
+				if lo == nil || bytes.Compare(k.k, lo) < 0 {
+					lo = k.k
+				}
+				if hi == nil || bytes.Compare(k.k, hi) > 0 {
+					hi = k.k
+				}
+			}
+		}
+		it, err = b.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: append(slices.Clip(hi), 0)})
+		return err
+	}
+	if len(misses) > 0 {
+		if err := view(); err != nil {
+			return nil, err
+		}
+	}
+	stale := unsettled()
+	if len(stale) > 0 && it == nil {
+		// The hits were settled with each other, but not since a view
+		// that did not exist yet: settle them again after making one.
+		if err := view(); err != nil {
+			return nil, err
+		}
+		stale = unsettled()
+	}
+	if it == nil {
+		return out, nil
+	}
+	// Seeks in key order; SeekPrefixGE consults the tables' Bloom filters,
+	// as a point lookup does, since a record key is its own prefix.
+	todo := append(misses, stale...)
+	slices.SortFunc(todo, func(x, y key) int { return bytes.Compare(x.k, y.k) })
+	for _, k := range todo {
+		out[k.i][k.j] = nil
+		if !it.SeekPrefixGE(k.k) || !bytes.Equal(it.Key(), k.k) {
+			if err := it.Error(); err != nil {
+				return nil, err
+			}
+			if b.cache != nil {
+				b.cache.fill(k.k, k.ticket, nil) // known absent, unless a commit came since
+			}
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		if b.cache != nil {
+			b.cache.fill(k.k, k.ticket, v) // refused unless still the database's
+		}
+		rec, err := record.Decode(v) // copies: v is only valid until the next seek
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", reads[k.i].Partition, reads[k.i].Emails[k.j], err)
+		}
+		out[k.i][k.j] = &rec
+	}
+	return out, it.Error()
+}
+
 // getOne reads the record at k, nil if there is none, from the record
 // cache when it has it.
 func (b *backend) getOne(k []byte) (*partmap.Record, error) {

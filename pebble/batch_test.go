@@ -15,7 +15,8 @@ import (
 	"github.com/partmap/partmap/internal/storetest"
 )
 
-// countedGets records every read the directory asks of the real backend.
+// countedGets records every read the directory asks of the real backend,
+// each partition of a view (GetView) as one.
 type countedGets struct {
 	*backend
 	mu    sync.Mutex
@@ -32,6 +33,16 @@ func (c *countedGets) Get(ctx context.Context, part engine.Part, emails []string
 	c.reads = append(c.reads, countedRead{part, slices.Clone(emails)})
 	c.mu.Unlock()
 	return c.backend.Get(ctx, part, emails)
+}
+
+// GetView counts each partition of a batch read at one instant as one read.
+func (c *countedGets) GetView(ctx context.Context, gen int, reads []engine.Read) ([][]*partmap.Record, error) {
+	c.mu.Lock()
+	for _, r := range reads {
+		c.reads = append(c.reads, countedRead{engine.Part{Generation: gen, Partition: r.Partition}, slices.Clone(r.Emails)})
+	}
+	c.mu.Unlock()
+	return c.backend.GetView(ctx, gen, reads)
 }
 
 // take returns the reads since the last take.

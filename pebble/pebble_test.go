@@ -39,6 +39,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// Every partition is in one database, so a batch lookup reads them all
+// from one view of it.
+func TestBatchAtOneInstant(t *testing.T) {
+	storetest.RunBatchAtOneInstant(t, func(t *testing.T) partmap.Store {
+		s, _ := MustOpen(t, nil)
+		return s
+	})
+}
+
 func TestEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
 		s, _ := MustOpen(t, &pebble.Options{LockWait: wait})

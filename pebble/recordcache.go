@@ -79,8 +79,9 @@ func (c *recordCache) shard(key []byte) *cacheShard {
 }
 
 // lookup calls found with the cached value of key (nil for a record known
-// absent) and returns true, or returns false and a ticket for fill, which
-// the caller takes after reading Pebble. found must not keep the slice.
+// absent) and returns true, or returns false; either way with a ticket,
+// for fill after reading Pebble on a miss, or for settled on a hit. found
+// must not keep the slice.
 func (c *recordCache) lookup(key []byte, found func(v []byte) error) (ok bool, ticket uint64, err error) {
 	s := c.shard(key)
 	ticket = s.epoch.Load()
@@ -104,9 +105,33 @@ func (c *recordCache) lookup(key []byte, found func(v []byte) error) (ok bool, t
 		return found(v)
 	})
 	if ok {
-		return true, 0, err
+		return true, ticket, err
 	}
 	return false, ticket, nil
+}
+
+// settled says that no commit of key's shard began or ended since lookup
+// gave ticket, and that none of key is under way: the value lookup found
+// was then the database's all along, from before lookup until now. A
+// batch lookup reads several keys from the cache and the rest from one
+// Pebble view taken meanwhile, and keeps a cached value only if it is
+// settled after the view was taken, so that it is the view's too.
+//
+// The mark matters besides the epoch: a commit whose begin changed the
+// epoch before lookup took its ticket, but whose mark lookup, reading
+// without the mutex, did not see yet, may apply before the view is taken
+// while lookup found the old value.
+func (c *recordCache) settled(key []byte, ticket uint64) bool {
+	s := c.shard(key)
+	if s.busyN.Load() > 0 {
+		s.mu.Lock()
+		busy := s.busy[string(key)] != nil
+		s.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	return s.epoch.Load() == ticket
 }
 
 // fill stores v, read from Pebble after lookup gave ticket, unless a

@@ -163,6 +163,35 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a cached value is settled until a commit of its shard begins", func(t *testing.T) {
+		c := newRecordCache(1 << 20)
+		c.fill([]byte("k"), ticket(t, c, "k"), []byte("v"))
+		ok, tk, _ := c.lookup([]byte("k"), func([]byte) error { return nil })
+		if !ok || !c.settled([]byte("k"), tk) {
+			t.Fatalf("a hit with no commit since: cached %v, settled %v", ok, c.settled([]byte("k"), tk))
+		}
+		c.begin(keys("k"))
+		if c.settled([]byte("k"), tk) {
+			t.Fatal("settled while a commit of the key is under way")
+		}
+		c.end(keys("k"), keys("new"), true)
+		if c.settled([]byte("k"), tk) {
+			t.Fatal("settled after a commit of the key began and ended since the lookup")
+		}
+	})
+	t.Run("a key under way is never settled, whatever its ticket", func(t *testing.T) {
+		// A lookup without the mutex can take its ticket after a commit's
+		// begin changed the epoch and still miss its mark: the ticket then
+		// matches, and only the mark tells that the batch may apply.
+		c := newRecordCache(1 << 20)
+		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		c.begin(keys("k"))
+		tk := c.shard([]byte("k")).epoch.Load()
+		if c.settled([]byte("k"), tk) {
+			t.Fatal("settled while a commit of the key is under way")
+		}
+		c.end(keys("k"), keys("new"), true)
+	})
 	t.Run("commits of other keys leave a key's value", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
 		c.fill([]byte("k"), ticket(t, c, "k"), []byte("v"))

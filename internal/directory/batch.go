@@ -55,10 +55,11 @@ func (d *Directory) ProjectProfiles(ctx context.Context, emails []string, fields
 }
 
 // readBatch reads the records of canonical emails in sv's current
-// generation: the emails of one partition with one engine read, each
-// email once however often it was asked for. It locks nothing, as a
-// single lookup locks nothing; d.read runs it again should a resize switch
-// layouts meanwhile.
+// generation: all of them from one view where the backend has one
+// (engine.ViewReader), else the emails of one partition with one engine
+// read; each email once however often it was asked for. It locks nothing,
+// as a single lookup locks nothing; d.read runs it again should a resize
+// switch layouts meanwhile.
 func (d *Directory) readBatch(ctx context.Context, sv *serving, emails []string) ([]*partmap.Record, error) {
 	type group struct {
 		emails []string         // distinct, in the order first asked
@@ -96,6 +97,28 @@ func (d *Directory) readBatch(ctx context.Context, sv *serving, emails []string)
 	parts := slices.Sorted(maps.Keys(groups))
 	if len(parts) == 1 {
 		return out, read(ctx, parts[0]) // no goroutine for the common small case
+	}
+	// A backend that reads every partition from one view (Pebble) answers
+	// the whole batch at one instant, in one call.
+	reads := make([]engine.Read, len(parts))
+	for i, p := range parts {
+		reads[i] = engine.Read{Partition: p, Emails: groups[p].emails}
+	}
+	if recs, ok, err := d.engine.ReadView(ctx, sv.cur.Generation, reads); ok {
+		if err != nil {
+			return nil, err
+		}
+		now := d.now()
+		for i, p := range parts {
+			g := groups[p]
+			for k, e := range g.emails {
+				rec := live(recs[i][k], now)
+				for _, at := range g.at[e] {
+					out[at] = rec
+				}
+			}
+		}
+		return out, nil
 	}
 	// The first failure stops the reads that have not started: nothing is
 	// partially answered anyway.

@@ -7,7 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"slices"
+	"maps"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
@@ -106,26 +106,32 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 		var err error
 		n = sv.cur.Partitions
 		now := d.now()
-		// Expired profiles are gone at once, swept or not: the counts less
-		// the profiles due. The two are separate reads, and a sweep
-		// between them would leave a profile counted but no longer due,
-		// so the counts are read again after the due ones, until a read
-		// sees them unchanged (a few tries; writers that never pause get
-		// the last).
-		if counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
+		// Expired profiles are gone at once, swept or not: each count less
+		// the partition's profiles due, two separate reads. With now
+		// fixed, what is due only shrinks (a sweep deletes a profile, a
+		// write revives it; no write makes a profile due at a past
+		// instant), so due profiles read alike before and after the
+		// counts did not change meanwhile, and each count less its due
+		// ones is what the partition held live when the count was read,
+		// whatever else was written. (Two reads of the counts alike said
+		// nothing of a sweep and a put in one partition between them.)
+		due, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
+		if err != nil {
 			return err
 		}
-		var due map[partmap.Partition]int64
 		for try := 0; ; try++ {
-			if due, err = d.dueProfiles(ctx, sv.cur.Generation, n, now); err != nil {
+			if counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
 				return err
 			}
-			again, err := d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n))
+			again, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
 			if err != nil {
 				return err
 			}
-			stable := slices.Equal(again, counts)
-			if counts = again; stable || try == 3 {
+			// A sweep that reclaims throughout gets the last: a
+			// partition may then still count the profiles reclaimed in
+			// it after its count was read (DESIGN.md, Expiry).
+			stable := maps.Equal(again, due)
+			if due = again; stable || try == 3 {
 				break
 			}
 		}

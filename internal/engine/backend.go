@@ -9,9 +9,10 @@ import (
 )
 
 // Backend is the whole contract between the directory and a storage
-// technology: a backend implements these thirteen methods and nothing else. It
-// stores what it is handed and answers what it is asked; it never decides
-// what a write means and never calls back into the engine or the directory.
+// technology: a backend implements these thirteen methods, and ViewReader
+// where it can, and nothing else. It stores what it is handed and answers
+// what it is asked; it never decides what a write means and never calls
+// back into the engine or the directory.
 //
 // What a backend stores, for every layout generation the directory names:
 // partitions of records, each keyed by canonical email; each partition's
@@ -130,6 +131,27 @@ type Backend interface {
 	// nobody reads or writes any more. Marks stay, for servers that have
 	// not noticed.
 	Drop(ctx context.Context, l Layout) error
+}
+
+// ViewReader is a Backend that can also read several partitions of one
+// generation from one view of them all, as a single database can: a
+// commit of several partitions (a rename, a transaction) shows in all of
+// them or in none. A batch lookup uses it where the backend has it; a
+// backend whose commits of several partitions take several steps (Redis)
+// cannot offer it cheaply, and its batch lookups read each partition at
+// an instant of its own.
+type ViewReader interface {
+	// GetView returns the records of each read's emails, in order, nil for
+	// a missing one, all as they were at one instant, which every commit
+	// that returned before the call precedes. The reads name distinct
+	// partitions of generation gen.
+	GetView(ctx context.Context, gen int, reads []Read) ([][]*partmap.Record, error)
+}
+
+// Read names records of one partition, for ViewReader.GetView.
+type Read struct {
+	Partition partmap.Partition
+	Emails    []string
 }
 
 // Lease is a set of held locks.

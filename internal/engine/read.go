@@ -41,3 +41,25 @@ func (e *Engine) ReadRecords(ctx context.Context, part Part, emails []string) ([
 	}
 	return recs, nil
 }
+
+// ReadView returns the records of reads, partitions of generation gen, as
+// ReadRecords would, but from one view of them all (ViewReader). ok is
+// false, and nothing is read, when the backend has no such view.
+func (e *Engine) ReadView(ctx context.Context, gen int, reads []Read) (recs [][]*partmap.Record, ok bool, err error) {
+	v, ok := e.backend.(ViewReader)
+	if !ok {
+		return nil, false, nil
+	}
+	if recs, err = v.GetView(ctx, gen, reads); err != nil {
+		return nil, true, err
+	}
+	if len(recs) != len(reads) {
+		return nil, true, fmt.Errorf("engine: GetView returned %d partitions for %d", len(recs), len(reads))
+	}
+	for i, r := range reads {
+		if len(recs[i]) != len(r.Emails) {
+			return nil, true, fmt.Errorf("engine: GetView returned %d records for %d emails of %s", len(recs[i]), len(r.Emails), r.Partition)
+		}
+	}
+	return recs, true, nil
+}

@@ -56,6 +56,7 @@ func RunStore(t *testing.T, open Opener) {
 	runList(t, started)
 	runBulk(t, started)
 	runBatch(t, open, started)
+	runRenameRaces(t, started)
 	runExport(t, open, started)
 	runSearch(t, started)
 	runSearchInput(t, started)
