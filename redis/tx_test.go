@@ -255,7 +255,7 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string, a
 	if left := keys("*pending"); len(left) > 0 {
 		t.Errorf("intents left pending: %v", left)
 	}
-	if left := keys("*:tx:*"); len(left) > 0 {
+	if left := keys("*tx:*"); len(left) > 0 {
 		t.Errorf("transaction records left: %v", left)
 	}
 }
@@ -561,7 +561,7 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 			if left := keys(t, env, "*pending"); len(left) > 0 {
 				t.Errorf("intents left pending: %v", left)
 			}
-			if left := keys(t, env, "*:tx:*"); len(left) > 0 {
+			if left := keys(t, env, "*tx:*"); len(left) > 0 {
 				t.Errorf("transaction records left: %v", left)
 			}
 		})
