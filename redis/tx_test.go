@@ -353,9 +353,15 @@ func crashTx(ctx context.Context, e *engine.Engine) error {
 }
 
 // openEnv opens a store where env says, with the crash tests' lock TTL.
-func openEnv(env string) (*redis.Store, error) {
+func openEnv(env string) (*redis.Store, error) { return openEnvWith(env, nil) }
+
+// openEnvWith is openEnv with options that tweak changes.
+func openEnvWith(env string, tweak func(*redis.Options)) (*redis.Store, error) {
 	kind, rest, _ := strings.Cut(env, ":")
 	o := redis.Options{LockWait: 2 * time.Second, LockTTL: crashTTL}
+	if tweak != nil {
+		tweak(&o)
+	}
 	var c goredis.UniversalClient
 	switch kind {
 	case "unix":

@@ -16,9 +16,9 @@ import (
 )
 
 // DefaultSweepInterval is how often the sweeper looks for what has
-// expired, unless told otherwise: a pass over every partition's expiry
-// entries, which costs a seek per partition on Pebble and a pipelined
-// range read per partition on Redis.
+// expired, unless told otherwise: on Pebble a pass over the expiry entries
+// by deadline, one seek when nothing is due; on Redis one read of the
+// hints of which partitions hold something due.
 const DefaultSweepInterval = 500 * time.Millisecond
 
 // sweepBatch bounds the expiry entries one step of a pass reads; a pass
