@@ -17,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/redis"
 )
 
@@ -434,5 +435,78 @@ func TestHintRaces(t *testing.T) {
 			})
 		}
 		wg.Wait()
+	})
+}
+
+// A feed nobody writes any more is trimmed by age all the same: once the
+// clock passes its events' age, the backstop finds each stream past it
+// and hints it, and the trimmer, which otherwise trims only the streams
+// written since, trims it. The trimmer here trims every 100 ms, and the
+// backstop reads a thousand partitions a second.
+func TestBackstopTrimsIdleFeed(t *testing.T) {
+	onBoth(t, func(t *testing.T, _ opener) {
+		ctx := context.Background()
+		var now atomic.Int64
+		now.Store(time.Now().UnixMilli())
+		opts := redis.DefaultOptions()
+		opts.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
+		opts.FeedRetention = &directory.Retention{Age: time.Hour}
+		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, 1000
+		s := sharedStores(t, isCluster(t), 1, opts)[0]
+		for _, e := range spread("aged", 20) {
+			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if changes, _ := readFeed(t, s, "", 100); len(changes) != 20 {
+			t.Fatalf("the feed holds %d changes, want 20", len(changes))
+		}
+		time.Sleep(500 * time.Millisecond) // the trimmer has claimed what the writes hinted
+		now.Add(2 * time.Hour.Milliseconds())
+		for until := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			changes, _ := readFeed(t, s, "", 100)
+			if len(changes) == 0 {
+				return
+			}
+			if time.Now().After(until) {
+				t.Fatalf("the feed still holds %d changes older than its retention after 10 s", len(changes))
+			}
+		}
+	})
+}
+
+// The trimmer keeps the retention's count on the streams written since
+// its last trim, which the writers' hints name: here a count of 1,000
+// over 1,000 partitions, one event a stream.
+func TestTrimmerTrimsWrittenFeeds(t *testing.T) {
+	onBoth(t, func(t *testing.T, _ opener) {
+		ctx := context.Background()
+		opts := redis.DefaultOptions()
+		opts.FeedRetention = &directory.Retention{Events: partmap.DefaultPartitions}
+		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, -1
+		s := sharedStores(t, isCluster(t), 1, opts)[0]
+		time.Sleep(300 * time.Millisecond) // past the first, whole, trim
+		emails := spread("counted", 5)
+		for i := range 5 {
+			for _, e := range emails {
+				if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for until := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			changes, _ := readFeed(t, s, "", 100)
+			if len(changes) == len(emails) {
+				for _, c := range changes {
+					if c.Record == nil || c.Record.Profile["n"] != "4" {
+						t.Fatalf("kept %v, want each profile's last change", c.Record)
+					}
+				}
+				return
+			}
+			if time.Now().After(until) {
+				t.Fatalf("the feed holds %d changes of %d streams after 10 s; want one a stream", len(changes), len(emails))
+			}
+		}
 	})
 }
