@@ -18,6 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/record"
 )
@@ -34,9 +35,25 @@ type backend struct {
 	batch      *batcher     // the commands of lookups and commits
 	streams    atomic.Int64 // how many change feeds there are, as far as this process knows (feed.go)
 	streamsMu  sync.Mutex   // one raise of streams at a time
+
+	hints     *hinter             // hints of this server's commits, until flushed (hints.go)
+	retention directory.Retention // the feed's, for the backstop
+	clock     func() time.Time    // the directory's, for the backstop
+	feedMu    sync.Mutex
+	feedStats map[int]streamStat // what each stream held at its last trim or look
 }
 
-var _ engine.Backend = (*backend)(nil)
+func (b *backend) now() time.Time {
+	if b.clock != nil {
+		return b.clock()
+	}
+	return time.Now()
+}
+
+var (
+	_ engine.Backend = (*backend)(nil)
+	_ engine.Hints   = (*backend)(nil)
+)
 
 // Keys. A partition's keys start with its hash tag, before anything else:
 // the namespace and the email may themselves contain braces.
@@ -433,6 +450,9 @@ func (b *backend) Commit(ctx context.Context, l engine.Lease, writes []engine.Wr
 				return nil, partmap.Errorf(partmap.ELOCKCONFLICT, "a transaction was pending on %s; nothing was written, retry", p.Partition)
 			}
 			continue
+		}
+		if scriptError(err) == "" {
+			b.hints.noteWrites(p, ws) // applied, or perhaps (no reply): a hint too many is harmless
 		}
 		if err != nil {
 			return nil, commitError(p, err)

@@ -8,6 +8,15 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
+// HintFlush is how often a server writes the hints of its commits.
+const HintFlush = hintFlush
+
+// Namespace is the store's namespace.
+func (s *Store) Namespace() string { return s.hints.b.ns }
+
+// FlushHints writes the hints of the store's commits now.
+func (s *Store) FlushHints(ctx context.Context) error { return s.hints.flush(ctx) }
+
 // Engine is the directory's engine, for tests that hold a partition's lock
 // or invoke the engine directly.
 func (s *Store) Engine() *engine.Engine { return s.dir.Engine() }

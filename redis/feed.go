@@ -588,31 +588,63 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 	if err != nil {
 		return engine.FeedStats{}, err
 	}
-	var per int64
-	if keep > 0 {
-		per = max(1, (keep+int64(s)-1)/max(1, int64(s)))
+	all := make([]int, s)
+	for q := range all {
+		all[q] = q
 	}
-	cmds, err := b.pipeScript(ctx, feedTrimScript, s, func(q int) ([]string, []any) {
-		p := partmap.Partition(q)
-		return []string{b.feedKey(p), b.feedCutKey(p)}, []any{max(0, before), per, feedTrimRun}
-	})
+	// The hints of streams written are claimed first, as TrimWritten
+	// claims them: this trim covers what they name, and they go.
+	if err := b.hints.flush(ctx); err != nil {
+		return engine.FeedStats{}, err
+	}
+	token := newToken()
+	claimed, err := b.claim(ctx, b.feedHintsKey(), time.Now().UnixMilli(), token, 1<<30)
 	if err != nil {
 		return engine.FeedStats{}, err
 	}
-	var st engine.FeedStats
-	for _, c := range cmds {
-		r, _ := c.Val().([]any)
-		if len(r) != 2 {
-			return engine.FeedStats{}, fmt.Errorf("redis: trimming the feed: unexpected reply %v", c.Val())
-		}
-		n, _ := r[0].(int64)
-		st.Events += n
-		if first, _ := r[1].(string); first != "" {
-			ms, _, ok := parseID(first)
-			if ok && (st.Oldest == 0 || int64(ms) < st.Oldest) {
-				st.Oldest = int64(ms)
-			}
+	b.feedMu.Lock()
+	b.feedStats = map[int]streamStat{}
+	b.feedMu.Unlock()
+	per, left, err := b.trimStreams(ctx, s, all, before, keep)
+	if err != nil {
+		return engine.FeedStats{}, err // the claims run out by themselves
+	}
+	scores := make([]string, len(claimed))
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	for i, base := range claimed {
+		if q, err := strconv.Atoi(base); err == nil && q >= 0 && q < s && per > 0 && left[q] > per {
+			scores[i] = now // a run's most: the next trim goes on
 		}
 	}
-	return st, nil
+	if err := b.release(ctx, b.feedHintsKey(), token, claimed, scores); err != nil {
+		return engine.FeedStats{}, err
+	}
+	return b.feedTotals(), nil
+}
+
+// trimStreams trims the streams of partition numbers qs, of the s there
+// are (feedtrim.lua), records what each holds now (noteStream), and
+// returns each one's share of keep and how many events each holds.
+func (b *backend) trimStreams(ctx context.Context, s int, qs []int, before int64, keep int64) (per int64, left []int64, err error) {
+	if keep > 0 {
+		per = max(1, (keep+int64(s)-1)/max(1, int64(s)))
+	}
+	cmds, err := b.pipeScript(ctx, feedTrimScript, len(qs), func(i int) ([]string, []any) {
+		p := partmap.Partition(qs[i])
+		return []string{b.feedKey(p), b.feedCutKey(p)}, []any{max(0, before), per, feedTrimRun}
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	left = make([]int64, len(qs))
+	for i, c := range cmds {
+		r, _ := c.Val().([]any)
+		if len(r) != 2 {
+			return 0, nil, fmt.Errorf("redis: trimming the feed: unexpected reply %v", c.Val())
+		}
+		left[i], _ = r[0].(int64)
+		first, _ := r[1].(string)
+		b.noteStream(qs[i], left[i], first)
+	}
+	return per, left, nil
 }

@@ -579,8 +579,8 @@ func abandonAfterCommitPoint(t *testing.T, s *redis.Store, emails []string) {
 	for _, e := range emails {
 		ops = append(ops, partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: e}})
 	}
-	s.Transact(context.Background(), ops)
-	t.Fatal("the committer was not abandoned")
+	_, err := s.Transact(context.Background(), ops)
+	t.Fatalf("the committer was not abandoned: %v", err)
 }
 
 // A transaction whose committer died after its commit point reaches the
@@ -622,8 +622,8 @@ func TestFeedAbandonedTransactionCompletes(t *testing.T) {
 func TestFeedRolledForwardTransaction(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		// No finisher: the reads must roll it forward.
-		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond, FinishInterval: -1})
+		// No finisher, no backstop: the reads must roll it forward.
+		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

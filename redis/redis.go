@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,8 +72,11 @@ type Options struct {
 	// Clock is the time deadlines are measured against; nil means
 	// time.Now. SweepInterval is how often expired data is reclaimed: 0
 	// means directory.DefaultSweepInterval, a negative one never (tests).
-	// Every server sharing the Redis sweeps; their sweeps are writes like
-	// any other, so two of them reclaim each profile once.
+	// Each pass is one script that claims the partitions whose hints say
+	// something is due, whatever the partition count, and then reads
+	// only those (DESIGN.md, Expiry). Every server sharing the Redis
+	// sweeps; their sweeps are writes like any other, so two of them
+	// reclaim each profile once.
 	Clock         func() time.Time
 	SweepInterval time.Duration
 	// FeedRetention bounds the change feed; nil means
@@ -80,14 +84,25 @@ type Options struct {
 	// partitions' feeds, so the bound is approximate (DESIGN.md).
 	FeedRetention *directory.Retention
 	// FeedTrimInterval is how often the feed is trimmed: 0 means every
-	// 10 s, a negative one never (tests that count commands).
+	// 10 s, a negative one never (tests that count commands). The first
+	// trim trims every partition's feed; each later one, the feeds hints
+	// say were written since (or the backstop found aged): one script,
+	// and one per such feed.
 	FeedTrimInterval time.Duration
 	// FinishInterval is how often this server looks for transactions
 	// whose committer died, on partitions nobody reads or writes, and
 	// ends them (their other partitions' changes reach the feed then): 0
-	// means every LockTTL, a negative one never (tests that count
-	// commands). Each look is one round trip per master.
+	// means every half LockTTL, a negative one never (tests that count
+	// commands). Each look is one read of the hints transactions leave,
+	// and a read of each partition a hint names that is due.
 	FinishInterval time.Duration
+	// BackstopRate is how many partitions a second the backstop reads,
+	// one script each, for what a lost hint would hide (a server that
+	// died before it wrote its hints, a failover that lost some): 0
+	// means DefaultBackstopRate, a negative one none (tests). A round
+	// over every partition takes the partition count over the rate
+	// (250 s for 1,000 partitions at 4 a second).
+	BackstopRate int
 }
 
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
@@ -107,8 +122,9 @@ type Store struct {
 	dir           *directory.Directory
 	client        goredis.UniversalClient
 	batch         *batcher
-	stop          context.CancelFunc // the finisher's
-	finished      chan struct{}      // closed once the finisher is gone
+	hints         *hinter
+	stop          context.CancelFunc // the finisher's and the backstop's
+	wg            sync.WaitGroup     // they are gone once it is done
 }
 
 // Open serves the directory in client's Redis (or Redis Cluster), creating
@@ -127,7 +143,12 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		o.ReplicaAckTimeout = time.Second
 	}
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout,
-		batch: newBatcher(client, batchWorkers)}
+		batch: newBatcher(client, batchWorkers), retention: directory.DefaultRetention, clock: o.Clock}
+	if o.FeedRetention != nil {
+		b.retention = *o.FeedRetention
+	}
+	b.hints = newHinter(b)
+	go b.hints.run()
 	// A commit of several partitions is atomic (a transaction across
 	// slots, tx.go), but costs far more round trips than several commits
 	// of one partition each: SplitCommits keeps a bulk write's
@@ -146,24 +167,28 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		}
 	}
 	if err != nil {
+		b.hints.close()
 		b.batch.close()
 		return nil, fmt.Errorf("redis: %s: %w", b.metaKey(), err)
 	}
-	s := &Store{Store: dir, dir: dir, client: client, batch: b.batch, finished: make(chan struct{})}
+	s := &Store{Store: dir, dir: dir, client: client, batch: b.batch, hints: b.hints}
 	fctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	if o.FinishInterval >= 0 {
-		go s.finisher(fctx, b, cmp.Or(o.FinishInterval, o.LockTTL))
-	} else {
-		close(s.finished)
+		s.wg.Add(1)
+		go s.finisher(fctx, b, cmp.Or(o.FinishInterval, o.LockTTL/2))
+	}
+	if o.BackstopRate >= 0 {
+		s.wg.Add(1)
+		go s.backstop(fctx, b, cmp.Or(o.BackstopRate, DefaultBackstopRate))
 	}
 	return s, nil
 }
 
-// finisher ends abandoned transactions every interval (finishAbandoned),
+// finisher ends abandoned transactions every interval (finishHinted),
 // until ctx ends.
 func (s *Store) finisher(ctx context.Context, b *backend, interval time.Duration) {
-	defer close(s.finished)
+	defer s.wg.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -172,20 +197,19 @@ func (s *Store) finisher(ctx context.Context, b *backend, interval time.Duration
 			return
 		case <-t.C:
 		}
-		for _, l := range s.dir.Layouts() {
-			// A failure is the next look's to retry: readers and writers
-			// end what they meet meanwhile.
-			b.finishAbandoned(ctx, l)
-		}
+		// A failure is the next look's to retry: readers and writers end
+		// what they meet meanwhile.
+		b.finishHinted(ctx)
 	}
 }
 
-// Close stops a resize in progress, to resume at the next Open, and closes
-// the client.
+// Close stops a resize in progress, to resume at the next Open, writes
+// the hints of this server's last commits, and closes the client.
 func (s *Store) Close() error {
 	s.stop()
-	<-s.finished
+	s.wg.Wait()
 	s.dir.Close()
+	s.hints.close()
 	s.batch.close()
 	return s.client.Close()
 }

@@ -48,14 +48,17 @@ func commandStats(t *testing.T, c *goredis.Client) map[string]int {
 
 // monitor counts the commands clients send the server, as MONITOR shows
 // them, leaving out those scripts run and the test's INFO: each is a round
-// trip at most. It speaks RESP itself on a connection of its own: MONITOR
-// answers with one status line per command.
+// trip at most. The writes of hints (a ZADD of a key outside every
+// partition), which a server sends a few times a second whatever its load,
+// it counts apart, in hints. It speaks RESP itself on a connection of its
+// own: MONITOR answers with one status line per command.
 type monitor struct {
 	t     *testing.T
 	c     *goredis.Client // sends the markers
 	conn  net.Conn
 	lines chan string
 	seq   int
+	hints int
 }
 
 func newMonitor(t *testing.T, socket string, marker *goredis.Client) *monitor {
@@ -107,6 +110,13 @@ func (m *monitor) count() int {
 				if strings.Contains(line, "partmap-marker-") || strings.Contains(line, `"info"`) || strings.Contains(line, " lua]") {
 					continue
 				}
+				if strings.Contains(line, `] "zadd" "partmap:`) {
+					m.hints++
+					continue
+				}
+				if strings.Contains(line, `] "hello" `) {
+					continue // a new connection's, once (the hints' own)
+				}
 				n++
 				continue
 			case <-deadline:
@@ -131,10 +141,10 @@ func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.S
 	t.Cleanup(srv.Stop)
 	admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
 	t.Cleanup(func() { admin.Close() })
-	// No sweeper, no feed trimmer: their passes would land in the
-	// commands counted.
+	// No sweeper, no feed trimmer, no finisher, no backstop: their passes
+	// would land in the commands counted.
 	opts := redis.DefaultOptions()
-	opts.SweepInterval, opts.FeedTrimInterval, opts.FinishInterval = -1, -1, -1
+	opts.SweepInterval, opts.FeedTrimInterval, opts.FinishInterval, opts.BackstopRate = -1, -1, -1, -1
 	s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +159,9 @@ func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.S
 // A single-profile write costs two round trips to Redis (the read and the
 // commit script), a read one: Redis's MONITOR counts what the store sends,
 // and INFO commandstats confirms one commit script and one MGET each. The
-// store has a redis-server of its own, so that nothing else counts.
+// store has a redis-server of its own, so that nothing else counts. The
+// hints of where the writes left work (the feeds they wrote) go out
+// apart, one pipeline per HintFlush at most, whatever the writes.
 func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	s, stats, srv := startedOwnServer(t)
@@ -191,16 +203,22 @@ func TestRoundTrips(t *testing.T) {
 	}
 	for _, o := range ops {
 		before := commandStats(t, stats)
+		began := time.Now()
 		for i := range n {
 			if err := o.op(i); err != nil {
 				t.Fatalf("%s %d: %v", o.name, i, err)
 			}
 		}
+		mon.hints = 0
 		sent := mon.count()
 		after := commandStats(t, stats)
+		// A flush of hints per interval at most, whatever the writes.
+		if flushes := 2 + int(time.Since(began)/redis.HintFlush); mon.hints > flushes {
+			t.Errorf("%s: %d writes of hints in %v; want at most %d", o.name, mon.hints, time.Since(began), flushes)
+		}
 		scripts := after["evalsha"] + after["eval"] - before["evalsha"] - before["eval"]
 		reads := after["mget"] - before["mget"]
-		t.Logf("%s: %d commands sent for %d operations (%d scripts, %d MGETs)", o.name, sent, n, scripts, reads)
+		t.Logf("%s: %d commands sent for %d operations (%d scripts, %d MGETs), and %d writes of hints", o.name, sent, n, scripts, reads, mon.hints)
 		want, wantScripts := n, 0
 		if o.writes {
 			want, wantScripts = 2*n, n

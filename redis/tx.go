@@ -92,12 +92,25 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 		ws[p] = partWrites(byPart[p])
 	}
 
+	// 0. The hints of its partitions, before any intent, so that the
+	// finisher finds whatever a committer that died here leaves.
+	if err := b.addTxHints(ctx, token, parts); err != nil {
+		return err
+	}
+	// abort ends the transaction before its commit point; its hints go
+	// once nothing of it is left.
+	abort := func() {
+		if b.finishTx(context.WithoutCancel(ctx), txid, in0(token, primary, parts), true) == nil {
+			b.hints.dropTx(token, parts)
+		}
+	}
+
 	// 1. The record, "prepared", and the primary's intent, which marks it:
 	// the two exist together, so that whoever touches the primary ends a
 	// transaction its committer left.
-	in := intent{Token: token, Primary: primary, Parts: parts}
+	in := in0(token, primary, parts)
 	if err := b.prepare(ctx, primary, "primary", token, accepts(byPart[primary]), txid, encodeIntent(txid, in), txKey, ws[primary]); err != nil {
-		b.finishTx(context.WithoutCancel(ctx), txid, in, true) // a WAIT short of replicas leaves a record
+		abort() // a WAIT short of replicas leaves a record
 		return prepareError(primary, err)
 	}
 	hook("primary")
@@ -112,7 +125,7 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	for i, err := range errs {
 		if err != nil {
 			// Not committed: abort, and leave nothing behind.
-			b.finishTx(context.WithoutCancel(ctx), txid, in, true)
+			abort()
 			return prepareError(others[i], err)
 		}
 	}
@@ -127,10 +140,14 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	// only once a replica has it (abort.lua, status.lua). A master none
 	// of whose replicas lacks it cannot lose it to a failover.
 	var notAcked error
-	if _, err := b.step(ctx, primary, "decide", token, "", txid, "", txKey, ws[primary]); err != nil {
+	_, err := b.step(ctx, primary, "decide", token, "", txid, "", txKey, ws[primary])
+	if scriptError(err) == "" {
+		b.hints.noteWrites(primary, ws[primary])
+	}
+	if err != nil {
 		switch {
 		case scriptError(err) != "":
-			b.finishTx(context.WithoutCancel(ctx), txid, in, true)
+			abort()
 			return commitError(primary, err)
 		case errors.Is(err, errNoneBehind):
 			notAcked = err // no replica lacks it: committed
@@ -147,6 +164,9 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	ctx = context.WithoutCancel(ctx)
 	roll := func(p engine.Part) error {
 		_, err := b.step(ctx, p, "roll", "", "", txid, "", b.fenceKey(p), ws[p])
+		if scriptError(err) == "" {
+			b.hints.noteWrites(p, ws[p])
+		}
 		if errors.Is(err, errNoneBehind) {
 			return nil // no failover can lose it
 		}
@@ -169,9 +189,16 @@ func (b *backend) commitTx(ctx context.Context, token string, parts []engine.Par
 	// 5. The end: the primary's intent and the record go together, once no
 	// other intent is left to need the record.
 	if rolled {
-		b.run(ctx, dropScript, []string{b.pendingKey(primary), txKey}, []any{txid})
+		if _, err := b.run(ctx, dropScript, []string{b.pendingKey(primary), txKey}, []any{txid}); err == nil {
+			b.hints.dropTx(token, parts) // nothing of it is left
+		}
 	}
 	return notAcked
+}
+
+// in0 is a transaction's intent on its primary, which holds no writes.
+func in0(token string, primary engine.Part, parts []engine.Part) intent {
+	return intent{Token: token, Primary: primary, Parts: parts}
 }
 
 // behind reports a step that a replica could take over without: WAIT
@@ -266,6 +293,9 @@ func (b *backend) resolve(ctx context.Context, part engine.Part, raw, lock strin
 		return true, nil
 	case statusCommitted:
 		_, err = b.step(ctx, part, "roll", "", "", txid, "", b.fenceKey(part), in.Writes)
+		if scriptError(err) == "" {
+			b.hints.noteWrites(part, in.Writes)
+		}
 	default:
 		_, err = b.run(ctx, dropScript, []string{b.pendingKey(part), b.pendingKey(part)}, []any{txid})
 	}
@@ -292,43 +322,6 @@ func (b *backend) settle(ctx context.Context, part engine.Part) (inFlight bool, 
 			return false, partmap.Errorf(partmap.EUNAVAILABLE, "transactions kept pending on %s; retry", part.Partition)
 		}
 	}
-}
-
-// finishAbandoned ends the transactions left on any partition of l by a
-// committer that no longer holds the partition's lock (it died, or
-// stalled past the lock's time to live). Whoever reads or writes such a
-// partition ends them; this ends those on partitions nobody touches, so
-// that every partition's change feed gets its part of a committed
-// transaction however idle the partition is. One round trip per master,
-// and a settle per abandoned partition.
-func (b *backend) finishAbandoned(ctx context.Context, l engine.Layout) error {
-	pipe := b.client.Pipeline()
-	txs := make([]*goredis.SliceCmd, l.Partitions)
-	for i := range txs {
-		part := engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}
-		txs[i] = pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return unavailable(err)
-	}
-	for i, c := range txs {
-		vals := c.Val()
-		if len(vals) != 2 {
-			continue
-		}
-		raw, _ := vals[0].(string)
-		if raw == "" {
-			continue
-		}
-		lock, _ := vals[1].(string)
-		if _, in, err := decodeIntent(raw); err == nil && lock == in.Token {
-			continue // its committer is at work
-		}
-		if _, err := b.settle(ctx, engine.Part{Generation: l.Generation, Partition: partmap.Partition(i)}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // finishTx ends a transaction from wherever its committer left it: one
@@ -395,6 +388,9 @@ func (b *backend) finishTx(ctx context.Context, txid string, in intent, own bool
 			}
 		} else {
 			_, err = b.step(ctx, p, "roll", "", "", txid, "", b.fenceKey(p), pin.Writes)
+			if scriptError(err) == "" {
+				b.hints.noteWrites(p, pin.Writes)
+			}
 		}
 		if behind(err) {
 			short = true

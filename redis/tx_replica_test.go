@@ -48,13 +48,14 @@ func TestTxStepsNoReplicaHas(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			// No finisher: the failover here is by hand (restore), and the
-			// hook counts a WAIT after its script has run. A resolver
+			// No finisher, no backstop: the failover here is by hand
+			// (restore), and the hook counts a WAIT after its script has
+			// run. A resolver
 			// beside the test would act on a count taken after the
 			// restore for a script run before it, which no real WAIT
 			// reports: its readers run only where the test puts them.
 			s := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: time.Millisecond, LockTTL: 200 * time.Millisecond, LockWait: time.Second,
-				FinishInterval: -1})
+				FinishInterval: -1, BackstopRate: -1})
 			raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
 			defer raw.Close()
 			accounts := spread("behind", 2)
@@ -279,7 +280,7 @@ func TestReplicasFromRole(t *testing.T) {
 func TestTxOwnAbortWithReplicaBehind(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: time.Millisecond, LockWait: time.Second,
-		FinishInterval: -1}) // nobody but the committer ends its transaction (see TestTxStepsNoReplicaHas)
+		FinishInterval: -1, BackstopRate: -1}) // nobody but the committer ends its transaction (see TestTxStepsNoReplicaHas)
 	db := int(server.nextDB.Load() % databases)
 	raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
 	defer raw.Close()

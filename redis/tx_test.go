@@ -255,7 +255,7 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string, a
 	if left := keys("*pending"); len(left) > 0 {
 		t.Errorf("intents left pending: %v", left)
 	}
-	if left := keys("*:tx:*"); len(left) > 0 {
+	if left := keys("*tx:*"); len(left) > 0 {
 		t.Errorf("transaction records left: %v", left)
 	}
 }
@@ -353,9 +353,15 @@ func crashTx(ctx context.Context, e *engine.Engine) error {
 }
 
 // openEnv opens a store where env says, with the crash tests' lock TTL.
-func openEnv(env string) (*redis.Store, error) {
+func openEnv(env string) (*redis.Store, error) { return openEnvWith(env, nil) }
+
+// openEnvWith is openEnv with options that tweak changes.
+func openEnvWith(env string, tweak func(*redis.Options)) (*redis.Store, error) {
 	kind, rest, _ := strings.Cut(env, ":")
 	o := redis.Options{LockWait: 2 * time.Second, LockTTL: crashTTL}
+	if tweak != nil {
+		tweak(&o)
+	}
 	var c goredis.UniversalClient
 	switch kind {
 	case "unix":
@@ -561,7 +567,7 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 			if left := keys(t, env, "*pending"); len(left) > 0 {
 				t.Errorf("intents left pending: %v", left)
 			}
-			if left := keys(t, env, "*:tx:*"); len(left) > 0 {
+			if left := keys(t, env, "*tx:*"); len(left) > 0 {
 				t.Errorf("transaction records left: %v", left)
 			}
 		})

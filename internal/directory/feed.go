@@ -26,7 +26,7 @@ type Retention struct {
 var DefaultRetention = Retention{Age: 24 * time.Hour, Events: 10_000_000}
 
 // trimInterval is how often the feed is trimmed to its retention, unless
-// Options say otherwise.
+// Options say otherwise: on a backend with hints, the parts written since.
 const trimInterval = 10 * time.Second
 
 // defaultFeedPoll is how often a long-poll looks for new changes.
@@ -200,12 +200,25 @@ func (t *trimmer) collectors() []prometheus.Collector {
 // TrimFeed trims the feed to its retention now, for tests and for the
 // trimmer, and returns what is left.
 func (d *Directory) TrimFeed(ctx context.Context) (engine.FeedStats, error) {
+	return d.trimFeed(ctx, false)
+}
+
+// trimFeed trims the whole feed, or with written, on a backend with hints
+// (engine.Hints), only what its hints say was written or aged since its
+// last trim.
+func (d *Directory) trimFeed(ctx context.Context, written bool) (engine.FeedStats, error) {
 	r := d.trimmer.retention
 	var before int64
 	if r.Age > 0 {
 		before = d.clock().Add(-r.Age).UnixMilli()
 	}
-	st, err := d.backend.TrimFeed(ctx, before, r.Events)
+	var st engine.FeedStats
+	var err error
+	if h, ok := d.backend.(engine.Hints); ok && written {
+		st, err = h.TrimWritten(ctx, before, r.Events)
+	} else {
+		st, err = d.backend.TrimFeed(ctx, before, r.Events)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -215,7 +228,9 @@ func (d *Directory) TrimFeed(ctx context.Context) (engine.FeedStats, error) {
 	return st, nil
 }
 
-// startTrimmer trims every interval until the directory closes.
+// startTrimmer trims every interval until the directory closes: the whole
+// feed first, then, on a backend with hints, only what they say was
+// written or aged since.
 func (d *Directory) startTrimmer(interval time.Duration) {
 	t := d.trimmer
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
@@ -230,8 +245,12 @@ func (d *Directory) startTrimmer(interval time.Duration) {
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		var lastLog time.Time
+		whole := true // until a whole trim succeeds
 		for {
-			if _, err := d.TrimFeed(ctx); err != nil && ctx.Err() == nil && time.Since(lastLog) > time.Minute {
+			_, err := d.trimFeed(ctx, !whole)
+			if err == nil {
+				whole = false
+			} else if ctx.Err() == nil && time.Since(lastLog) > time.Minute {
 				slog.Error("trimming the change feed failed; it will be retried", "err", err)
 				lastLog = time.Now()
 			}

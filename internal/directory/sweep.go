@@ -16,9 +16,9 @@ import (
 )
 
 // DefaultSweepInterval is how often the sweeper looks for what has
-// expired, unless told otherwise: a pass over every partition's expiry
-// entries, which costs a seek per partition on Pebble and a pipelined
-// range read per partition on Redis.
+// expired, unless told otherwise: on Pebble a pass over the expiry entries
+// by deadline, one seek when nothing is due; on Redis one read of the
+// hints of which partitions hold something due.
 const DefaultSweepInterval = 500 * time.Millisecond
 
 // sweepBatch bounds the expiry entries one step of a pass reads; a pass
@@ -133,6 +133,10 @@ func (d *Directory) stopSweeper() {
 // partition's reclaimed records commit in one invocation under its lock,
 // re-read there, so a write that got in first wins; none waits for its
 // fsync: what a crash undoes is still expired, and swept again.
+//
+// A backend with hints (engine.Hints: Redis) is asked only where its hints
+// say something is due; any other is read whole, which on Pebble is one
+// seek when nothing is due.
 func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 	var total SweepStats
 	s := d.sweeper
@@ -146,6 +150,9 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 	sv.release()
 	oldest := now
 	defer func() { s.lag.Set(float64(now-oldest) / 1000) }()
+	if h, ok := d.backend.(engine.Hints); ok {
+		return d.sweepHinted(ctx, h, layouts, now, &oldest)
+	}
 	for _, l := range layouts {
 		var after *engine.Due
 		for {
@@ -175,6 +182,64 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 			// over what this one reclaimed (or could not: a stuck entry is
 			// passed, not spun on).
 			after = &due[len(due)-1]
+		}
+	}
+	return total, nil
+}
+
+// sweepRounds bounds the claims of one hinted pass: each round reclaims
+// a page of every partition claimed, and a partition with more goes on in
+// the next round.
+const sweepRounds = 100
+
+// sweepHinted is Sweep on a backend with hints: it claims the partitions
+// whose hints are due, reclaims what is due in those of layouts, and
+// releases the claims, which brings each hint back at its partition's
+// soonest deadline left. A partition of a generation this server does not
+// serve (one it has not learned of yet, or one a resize retired) is left
+// to a server that does.
+func (d *Directory) sweepHinted(ctx context.Context, h engine.Hints, layouts []engine.Layout, now int64, oldest *int64) (SweepStats, error) {
+	var total SweepStats
+	s := d.sweeper
+	for range sweepRounds {
+		c, err := h.ClaimDue(ctx, now+1)
+		if err != nil || len(c.Parts) == 0 {
+			return total, err
+		}
+		var emails []string
+		var skipped []engine.Part
+		for i, p := range c.Parts {
+			if !slices.ContainsFunc(layouts, func(l engine.Layout) bool {
+				return l.Generation == p.Generation && int(p.Partition) < l.Partitions
+			}) {
+				skipped = append(skipped, p)
+				continue
+			}
+			for _, e := range c.Due[i] {
+				emails = append(emails, e.Email)
+				*oldest = min(*oldest, e.Deadline)
+			}
+		}
+		slices.Sort(emails)
+		emails = slices.Compact(emails)
+		stats, err := d.reclaim(ctx, emails, now)
+		total.Profiles += stats.Profiles
+		total.Records += stats.Records
+		s.profiles.Add(float64(stats.Profiles))
+		s.fields.Add(float64(stats.Records))
+		// Released whatever happened: what is left due comes back due, for
+		// the next pass. A release that fails leaves the claims to run out.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		rerr := h.ReleaseDue(rctx, c, skipped)
+		cancel()
+		if err != nil {
+			return total, err
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+		if !c.More || stats == (SweepStats{}) {
+			break // a page that reclaimed nothing is not claimed again at once
 		}
 	}
 	return total, nil

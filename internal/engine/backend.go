@@ -9,10 +9,11 @@ import (
 )
 
 // Backend is the whole contract between the directory and a storage
-// technology: a backend implements these thirteen methods, and ViewReader
-// where it can, and nothing else. It stores what it is handed and answers
-// what it is asked; it never decides what a write means and never calls
-// back into the engine or the directory.
+// technology: a backend implements these thirteen methods and nothing else,
+// but ViewReader where it can read several partitions at one instant, and
+// Hints where a pass over every partition is costly. It stores what it is
+// handed and answers what it is asked; it never decides what a write means
+// and never calls back into the engine or the directory.
 //
 // What a backend stores, for every layout generation the directory names:
 // partitions of records, each keyed by canonical email; each partition's
@@ -152,6 +153,47 @@ type ViewReader interface {
 type Read struct {
 	Partition partmap.Partition
 	Emails    []string
+}
+
+// Hints is what a backend may offer besides Backend when a pass over every
+// partition costs it a command per partition (Redis), so that background
+// work an idle directory does costs it nothing per partition: the backend
+// keeps hints of where work is, written by whoever writes there, and the
+// directory's sweeper and feed trimmer ask them instead of every
+// partition. Hints may be missing for a while (a writer that died before
+// it wrote them, a hint lost in a failover): the backend finds those
+// again by a slow pass of its own, at a fixed rate. Reads never depend on
+// them. A backend whose passes are cheap (Pebble: one seek) offers none.
+type Hints interface {
+	// ClaimDue claims the partitions, of any generation, that hints say
+	// hold an expiry entry due before before, and returns them with their
+	// entries due (a page of each, soonest first). A claimed partition's
+	// hint is the claimer's until ReleaseDue, or until a lease of some
+	// seconds runs out (a claimer that died): no other claimer gets it
+	// meanwhile, while writers' new hints stay everybody's.
+	ClaimDue(ctx context.Context, before int64) (DueClaim, error)
+	// ReleaseDue ends a claim once its sweep is over, whether it reclaimed
+	// everything or not: each partition's hint comes back at the soonest
+	// deadline the partition holds now, or goes if it holds none. Those in
+	// skipped (of a generation the caller does not serve) come back some
+	// seconds later at the soonest, so that a server that does serve them
+	// sweeps them, and nobody spins on them.
+	ReleaseDue(ctx context.Context, c DueClaim, skipped []Part) error
+	// TrimWritten trims, as TrimFeed does, the feed's parts that hints say
+	// were written, or have aged past before, since they were last
+	// trimmed, and describes the whole feed as of each part's last trim.
+	TrimWritten(ctx context.Context, before int64, keep int64) (FeedStats, error)
+}
+
+// DueClaim is what Hints.ClaimDue claimed.
+type DueClaim struct {
+	Token  string // the claimer's, for ReleaseDue
+	Before int64  // as claimed
+	Parts  []Part
+	Due    [][]Due // Due[i]: Parts[i]'s entries due, soonest first
+	// More says some partition had more entries due than its page: the
+	// caller claims again once it has reclaimed these.
+	More bool
 }
 
 // Lease is a set of held locks.
