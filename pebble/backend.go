@@ -115,7 +115,10 @@ func (b *backend) Get(_ context.Context, part engine.Part, emails []string) (out
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(emails[x], emails[y]) })
 	for _, i := range order {
 		k := recordKey(pre, part.Partition, emails[i])
-		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+		// A prefix seek (the whole key is the prefix) consults each
+		// sstable's Bloom filter first: most emails of a bulk write are new,
+		// and a plain seek searched every level for each.
+		if !it.SeekPrefixGE(k) || !bytes.Equal(it.Key(), k) {
 			continue
 		}
 		v, err := it.ValueAndErr()
@@ -386,7 +389,11 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	}
 	err := b.db.ApplyNoSyncWait(batch, pebble.Sync)
 	if b.cache != nil {
-		b.cache.end(keys, encoded, err == nil)
+		fill := encoded
+		if !fillsCache(writes) {
+			fill = nil // a bulk write's records: drop what the cache held
+		}
+		b.cache.end(keys, fill, err == nil)
 	}
 	if err != nil {
 		b.inFlight.Add(-1)

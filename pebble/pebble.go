@@ -54,9 +54,12 @@ const DefaultRecordCacheBytes = 16 << 20
 // memTableBytes is the size of Pebble's memtables. Pebble's default, 4 MB,
 // made an import of 200k profiles flush a dozen times and compact the
 // output; larger ones cost memory, and a lookup searches a deeper skiplist
-// (docs/PERFORMANCE.md). Pebble grows a new memtable from 256 KB, so a
-// small directory does not pay for the size.
-const memTableBytes = 16 << 20
+// (docs/PERFORMANCE.md). Issue 14 took them from 32 MB to 16 MB for
+// memory; the change feed then doubled what a write puts in them, and an
+// import spent a tenth more of its CPU flushing and compacting, so they
+// are 32 MB again (issue 32). Pebble grows a new memtable from 256 KB, so
+// a small directory does not pay for the size.
+const memTableBytes = 32 << 20
 
 // memTableReserve is what the block cache is enlarged by for the memtables
 // Pebble charges to it: the mutable one and the one kept for reuse. More

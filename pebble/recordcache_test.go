@@ -393,3 +393,47 @@ func BenchmarkRecordCache(b *testing.B) {
 		})
 	}
 }
+
+// A commit of one profile stores its record in the cache; a bulk write's
+// records are dropped from it instead, so that an import neither pays to
+// fill the cache nor evicts the records lookups were using.
+func TestRecordCacheSkipsBulkWrites(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), &Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := s.backend.cache
+	key := func(email string) string {
+		return string(recordKey(genPrefix(0), partmap.PartitionOf(email, partmap.DefaultPartitions), email))
+	}
+	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "one@example.com"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cached(t, c, key("one@example.com")); !ok {
+		t.Fatal("a single write left its record out of the cache")
+	}
+	var bulk []partmap.Profile
+	for i := range 1000 {
+		bulk = append(bulk, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("bulk%d@example.com", i)})
+	}
+	bulk = append(bulk, partmap.Profile{partmap.FieldEmail: "one@example.com", "fullName": "One"})
+	if _, err := s.UpsertProfiles(ctx, bulk); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range bulk {
+		if v, ok := cached(t, c, key(p.Email())); ok {
+			t.Fatalf("a bulk write left %s in the cache: %q", p.Email(), v)
+		}
+	}
+	if rec, err := s.FindProfile(ctx, "one@example.com"); err != nil || rec.Profile["fullName"] != "One" {
+		t.Fatalf("after the bulk write: %v %v", rec.Profile, err)
+	}
+	if _, ok := cached(t, c, key("one@example.com")); !ok {
+		t.Fatal("a lookup after the bulk write did not fill the cache")
+	}
+}
