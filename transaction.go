@@ -19,6 +19,7 @@ const (
 	OpIncrement OpKind = "increment" // add to an integer field, as IncrementField
 	OpDelete    OpKind = "delete"    // remove a profile, as DeleteProfile
 	OpRename    OpKind = "rename"    // move a profile to another email, as RenameProfile
+	OpGet       OpKind = "get"       // read a profile, or some of its fields, as HGETALL and HMGET; writes nothing
 
 	// Expiry and the rest of Redis's hash commands (expiry.go). Each is
 	// also its own HTTP route; the Go API runs them as one-operation
@@ -44,10 +45,18 @@ type Operation struct {
 	Field   string  // increment, incrementFloat, setIfAbsent: the field
 	By      int64   // increment: the amount
 	To      string  // rename: the new email
+	// Create makes an increment or incrementFloat of a missing profile
+	// create it, holding only emailAddress and the field, as HINCRBY
+	// creates its key; without it a missing profile is ENOTFOUND.
+	Create bool
+	// AllowMissing makes a delete of a missing profile succeed, writing
+	// nothing, as DEL does; the result's Deleted says which happened.
+	AllowMissing bool
 
-	// Fields are the fields an expire, persist, getDelete or getExpire
-	// acts on, without repeats; an expire or persist without fields acts
-	// on the profile's own deadline.
+	// Fields are the fields an expire, persist, getDelete, getExpire or
+	// get acts on, without repeats; an expire or persist without fields
+	// acts on the profile's own deadline, and a get without fields reads
+	// the whole profile.
 	Fields []string
 	// Value is setIfAbsent's value; ByFloat incrementFloat's amount, a
 	// decimal as Redis parses it.
@@ -72,9 +81,11 @@ type OperationResult struct {
 	Op    OpKind
 	Email string // the canonical email; a rename's new one
 	// Record is the profile after the operation (put, patch, increment,
-	// rename); nil after a delete.
+	// rename), or as a get read it; nil after a delete, and for a get of
+	// a missing profile.
 	Record  *Record
-	Created bool // put: the profile was new
+	Created bool // put, or increment with Create: the profile was new
+	Deleted bool // delete: a profile was deleted (false only with AllowMissing)
 	// FieldsAdded and FieldsDeleted count a patch's changes; FieldsAdded
 	// also the fields setFields added (HSET's reply).
 	FieldsAdded, FieldsDeleted int
@@ -83,8 +94,8 @@ type OperationResult struct {
 	// Codes are an expire's or persist's replies, one per field (or one
 	// for the profile), Redis's: see ExpiryNoField and its siblings.
 	Codes []int
-	// Values are what getDelete and getExpire read, one per field, nil
-	// for a missing one.
+	// Values are what getDelete, getExpire and a get of Fields read, one
+	// per field, nil for a missing one (every one, for a missing profile).
 	Values []*string
 	// FloatValue is incrementFloat's new value, as stored.
 	FloatValue string
@@ -96,12 +107,13 @@ type OperationResult struct {
 var members = map[OpKind][]string{
 	OpPut:            {"Email", "Profile"},
 	OpPatch:          {"Email", "Patch"},
-	OpIncrement:      {"Email", "Field", "By"},
-	OpDelete:         {"Email"},
+	OpIncrement:      {"Email", "Field", "By", "Create"},
+	OpDelete:         {"Email", "AllowMissing"},
 	OpRename:         {"Email", "To"},
+	OpGet:            {"Email", "Fields"},
 	OpExpire:         {"Email", "Fields", "When", "ExpireCond"},
 	OpPersist:        {"Email", "Fields"},
-	OpIncrementFloat: {"Email", "Field", "ByFloat"},
+	OpIncrementFloat: {"Email", "Field", "ByFloat", "Create"},
 	OpSetIfAbsent:    {"Email", "Field", "Value"},
 	OpGetDelete:      {"Email", "Fields"},
 	OpGetExpire:      {"Email", "Fields", "Expiry"},
@@ -114,7 +126,7 @@ var members = map[OpKind][]string{
 func (op Operation) CheckMembers() error {
 	take, ok := members[op.Op]
 	if !ok {
-		return Errorf(EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
+		return Errorf(EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
 	}
 	v := reflect.ValueOf(op)
 	for i := range v.NumField() {

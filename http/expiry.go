@@ -484,12 +484,21 @@ func (c *Client) Deadlines(ctx context.Context, email string, fields []string) (
 // Apply runs op on its route: put, patch, increment, delete and rename on
 // theirs, incrementFloat on the increment route, and the others on theirs
 // below. The increment route sends no profile, so an increment's Record
-// carries its version only.
+// carries its version only. A get, and an increment or delete with the
+// Redis flags (Create, AllowMissing), which have no route of their own,
+// go as a transaction of one operation.
 func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	// Refused here as the server would: a member a route cannot carry
 	// must not be dropped on the way.
 	if err := op.CheckMembers(); err != nil {
 		return partmap.OperationResult{}, err
+	}
+	if op.Op == partmap.OpGet || op.Create || op.AllowMissing {
+		results, err := c.Transact(ctx, []partmap.Operation{op})
+		if err != nil {
+			return partmap.OperationResult{}, untagged(err)
+		}
+		return results[0], nil
 	}
 	res := partmap.OperationResult{Op: op.Op, Email: op.Email}
 	switch op.Op {
@@ -721,4 +730,23 @@ func (w *txOp) setExpiryMembers(op partmap.Operation) error {
 		w.Set, err = op.Set.MarshalJSON()
 	}
 	return err
+}
+
+// untagged strips a transaction's tag from the error of a transaction of
+// one operation, so that Apply's errors name no operation, as the store's.
+func untagged(err error) error {
+	var e *partmap.Error
+	if !errors.As(err, &e) || e.Operation != 1 {
+		return err
+	}
+	plain := *e
+	plain.Operation = 0
+	if rest, ok := strings.CutPrefix(plain.Message, "operation 1 ("); ok {
+		if _, msg, ok := strings.Cut(rest, "): "); ok {
+			plain.Message = msg
+		}
+	} else if msg, ok := strings.CutPrefix(plain.Message, "operation 1: "); ok {
+		plain.Message = msg
+	}
+	return &plain
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,8 @@ type txOp struct {
 	Fields    *[]string       `json:"fields,omitempty"`
 	Set       json.RawMessage `json:"set,omitempty"` // a JSON object of strings
 	Condition string          `json:"condition,omitempty"`
+	Create    *bool           `json:"create,omitempty"`       // increment, incrementFloat: create a missing profile
+	Missing   *bool           `json:"allowMissing,omitempty"` // delete: a missing profile is no error
 	Persist   *bool           `json:"persist,omitempty"`
 	KeepTTL   *bool           `json:"keepTTL,omitempty"`
 	// The time, in one of the four ways (timeParams): a JSON integer.
@@ -91,12 +94,13 @@ type txOp struct {
 var members = map[partmap.OpKind]string{
 	partmap.OpPut:            "profile",
 	partmap.OpPatch:          "emailAddress patch",
-	partmap.OpIncrement:      "emailAddress field by",
-	partmap.OpDelete:         "emailAddress",
+	partmap.OpIncrement:      "emailAddress field by create?",
+	partmap.OpDelete:         "emailAddress allowMissing?",
 	partmap.OpRename:         "emailAddress to",
+	partmap.OpGet:            "emailAddress fields?",
 	partmap.OpExpire:         "emailAddress fields? time condition?",
 	partmap.OpPersist:        "emailAddress fields?",
-	partmap.OpIncrementFloat: "emailAddress field by",
+	partmap.OpIncrementFloat: "emailAddress field by create?",
 	partmap.OpSetIfAbsent:    "emailAddress set",
 	partmap.OpGetDelete:      "emailAddress fields",
 	partmap.OpGetExpire:      "emailAddress fields time? persist?",
@@ -158,11 +162,12 @@ func (w txOp) operation() (partmap.Operation, error) {
 	want, known := members[w.Op]
 	if !known {
 		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID,
-			"unknown op %q: it is put, patch, increment, delete, rename, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", w.Op)
+			"unknown op %q: it is put, patch, increment, delete, rename, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", w.Op)
 	}
 	present := map[string]bool{"emailAddress": w.Email != "", "profile": w.Profile != nil, "patch": w.Patch != nil,
 		"field": w.Field != "", "by": w.By != nil, "to": w.To != "", "fields": w.Fields != nil, "set": w.Set != nil,
-		"condition": w.Condition != "", "persist": w.Persist != nil, "keepTTL": w.KeepTTL != nil}
+		"condition": w.Condition != "", "persist": w.Persist != nil, "keepTTL": w.KeepTTL != nil,
+		"create": w.Create != nil, "allowMissing": w.Missing != nil}
 	timed := false
 	for name, v := range w.times() {
 		present[name] = v != nil
@@ -188,7 +193,8 @@ func (w txOp) operation() (partmap.Operation, error) {
 	if !timed && strings.Contains(" "+want+" ", " time ") {
 		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s needs a time: one of %s", w.Op, timeNames)
 	}
-	op := partmap.Operation{Op: w.Op, Email: w.Email, Field: w.Field, To: w.To}
+	op := partmap.Operation{Op: w.Op, Email: w.Email, Field: w.Field, To: w.To,
+		Create: w.Create != nil && *w.Create, AllowMissing: w.Missing != nil && *w.Missing}
 	err := w.expiryMembers(&op)
 	if err != nil {
 		return op, err
@@ -225,6 +231,12 @@ func (w txOp) operation() (partmap.Operation, error) {
 
 func wireOp(op partmap.Operation) (txOp, error) {
 	w := txOp{Op: op.Op, Email: op.Email, Field: op.Field, To: op.To}
+	if op.Create {
+		w.Create = &op.Create
+	}
+	if op.AllowMissing {
+		w.Missing = &op.AllowMissing
+	}
 	err := w.setExpiryMembers(op)
 	if err != nil {
 		return w, err
@@ -293,12 +305,35 @@ func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
 		w.FieldsAdded, w.FieldsDeleted = &res.FieldsAdded, &res.FieldsDeleted
 	case partmap.OpIncrement:
 		w.Field, w.Value = op.Field, strconv.FormatInt(res.Value, 10)
+		if res.Created {
+			w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
+		}
 	case partmap.OpDelete:
 		w.Status = http.StatusNoContent
+		if !res.Deleted {
+			w.Status = http.StatusNotFound // allowMissing, and nothing to delete
+		}
+	case partmap.OpGet:
+		if res.Record == nil {
+			w.Status = http.StatusNotFound
+		}
+		if len(op.Fields) > 0 {
+			// A projection is a JSON object: a field asked twice is sent
+			// once, and the client answers it twice (valuesIn).
+			w.Values, w.Profile = &partmap.Projection{}, nil
+			for i, f := range op.Fields {
+				if !slices.Contains(w.Values.Fields, f) {
+					w.Values.Fields, w.Values.Values = append(w.Values.Fields, f), append(w.Values.Values, res.Values[i])
+				}
+			}
+		}
 	case partmap.OpExpire, partmap.OpPersist:
 		w.Results = codeResults(op, res.Codes)
 	case partmap.OpIncrementFloat:
 		w.Field, w.Value = op.Field, res.FloatValue
+		if res.Created {
+			w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
+		}
 	case partmap.OpGetDelete, partmap.OpGetExpire:
 		w.Values = valuesOf(op, res)
 	case partmap.OpSetIfAbsent, partmap.OpSetFields:
@@ -358,7 +393,8 @@ func (c *Client) Transact(ctx context.Context, ops []partmap.Operation) ([]partm
 	}
 	out := make([]partmap.OperationResult, len(ops))
 	for i, w := range reply.Results {
-		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op != partmap.OpRename}
+		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op != partmap.OpRename,
+			Deleted: w.Op == partmap.OpDelete && w.Status == http.StatusNoContent}
 		for _, r := range w.Results {
 			res.Codes = append(res.Codes, r.Code)
 		}

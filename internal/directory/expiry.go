@@ -103,16 +103,39 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 		return d.write(st, cur, partmap.Record{Profile: op.Profile}, res)
 	case partmap.OpSetIfAbsent, partmap.OpSetFields:
 		return d.setFields(st, cur, op, res, now)
+	case partmap.OpGet:
+		res.Record = cur
+		if len(op.Fields) > 0 {
+			var p partmap.Profile
+			if cur != nil {
+				p = cur.Profile
+			}
+			res.Values = values(p, op.Fields)
+		}
+		return nil
+	case partmap.OpDelete:
+		if cur == nil {
+			if op.AllowMissing {
+				return nil
+			}
+			return notFound(op.Email)
+		}
+		res.Deleted = true
+		return st.Delete(op.Op)
 	}
+	base := cur
 	if cur == nil {
-		return notFound(op.Email)
+		if !op.Create {
+			return notFound(op.Email)
+		}
+		// An increment that creates starts from the key alone, as HINCRBY
+		// creates its key.
+		base, res.Created = &partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: op.Email}}, true
 	}
-	next := partmap.Record{Profile: cur.Profile, Deadlines: cur.Deadlines.Clone()}
+	next := partmap.Record{Profile: base.Profile, Deadlines: base.Deadlines.Clone()}
 	changed := true
 	var err error
 	switch op.Op {
-	case partmap.OpDelete:
-		return st.Delete(op.Op)
 	case partmap.OpPatch:
 		next.Profile, res.FieldsAdded, res.FieldsDeleted, err = patched(op.Email, cur.Profile, op.Patch)
 		for name := range op.Patch {
@@ -126,11 +149,11 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 			}
 		}
 	case partmap.OpIncrement:
-		next.Profile, res.Value, err = incremented(cur.Profile, op.Field, op.By)
+		next.Profile, res.Value, err = incremented(base.Profile, op.Field, op.By)
 	case partmap.OpIncrementFloat:
-		stored, present := cur.Profile[op.Field]
+		stored, present := base.Profile[op.Field]
 		if res.FloatValue, err = partmap.AddFloat(op.Field, stored, present, op.ByFloat); err == nil {
-			next.Profile = cur.Profile.Clone()
+			next.Profile = base.Profile.Clone()
 			next.Profile[op.Field] = res.FloatValue
 		}
 	case partmap.OpExpire:

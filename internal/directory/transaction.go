@@ -84,8 +84,8 @@ func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
 		return op, checkKeyField(op.Email, op.Patch)
 	case partmap.OpIncrement:
 		return op, d.checkCounter(op.Field)
-	case partmap.OpDelete:
-		return op, nil
+	case partmap.OpDelete, partmap.OpGet:
+		return op, nil // a get's fields may repeat, as HMGET's may
 	case partmap.OpRename:
 		if op.To, err = partmap.CanonicalEmail(op.To); err != nil {
 			return op, &partmap.Error{Code: partmap.ErrorCode(err), Field: "to", Message: "the new address: " + partmap.ErrorMessage(err)}

@@ -62,6 +62,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchInput(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
+	runDoorOperations(t, started)
 	runExpiryReplies(t, started)
 
 	t.Run("Start", func(t *testing.T) {
