@@ -44,7 +44,10 @@ func (b *backend) syncDelay(delay time.Duration, siblings int) time.Duration {
 	return delay
 }
 
-var _ engine.Backend = (*backend)(nil)
+var (
+	_ engine.Backend = (*backend)(nil)
+	_ engine.Feeder  = (*backend)(nil)
+)
 
 func (b *backend) Meta(_ context.Context, update func([]byte) ([]byte, error)) ([]byte, error) {
 	if update == nil {
@@ -73,11 +76,6 @@ func (b *backend) readMeta() ([]byte, error) {
 	}
 	defer closer.Close()
 	return bytes.Clone(v), nil
-}
-
-// Lock has nothing to share: one process owns the database.
-func (b *backend) Lock(context.Context, []engine.Part, time.Duration, engine.Named) (engine.Lease, error) {
-	return nil, nil
 }
 
 // Get reads one record with a point lookup, which Bloom filters make cheap
@@ -475,10 +473,6 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 	}
 	return out, it.Error()
 }
-
-// Mark does nothing: one process serves a Pebble directory, and its
-// serving layout is all the marking it needs.
-func (b *backend) Mark(context.Context, engine.Layout, engine.Stage) error { return nil }
 
 // Drop deletes a generation's keys with range deletions, durably.
 func (b *backend) Drop(_ context.Context, l engine.Layout) error {

@@ -53,9 +53,10 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// backend is the engine.Backend of the original design's storage. It
-// implements the whole contract as the smallest backend can: no locks to
-// share, no marks, no index entries (its directory indexes nothing).
+// backend is the engine.Backend of the original design's storage, the
+// smallest there can be: no locks to share, no marks, no change feed (the
+// original design publishes none), no index entries (its directory indexes
+// nothing).
 type backend struct {
 	db     *pebble.DB
 	metaMu sync.Mutex
@@ -142,11 +143,6 @@ func (b *backend) Meta(_ context.Context, update func([]byte) ([]byte, error)) (
 		return v, err
 	}
 	return v, b.db.Set(metaKey, v, pebble.Sync)
-}
-
-// Lock has nothing to share: one process owns the database.
-func (b *backend) Lock(context.Context, []engine.Part, time.Duration, engine.Named) (engine.Lease, error) {
-	return nil, nil
 }
 
 // Get reads the whole bucket to find the profiles, as the original does.
@@ -294,9 +290,6 @@ func (b *backend) Due(_ context.Context, gen int, first, end partmap.Partition, 
 	return out[:min(len(out), limit)], nil
 }
 
-// Mark does nothing: one process owns the database.
-func (b *backend) Mark(context.Context, engine.Layout, engine.Stage) error { return nil }
-
 // Drop deletes a generation's buckets.
 func (b *backend) Drop(_ context.Context, l engine.Layout) error {
 	lo := bucketKey(engine.Part{Generation: l.Generation})
@@ -309,13 +302,3 @@ type quiet struct{}
 func (quiet) Infof(string, ...any)      {}
 func (quiet) Errorf(f string, a ...any) { fmt.Printf("pebble: "+f+"\n", a...) }
 func (quiet) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-
-// Feed: the original design publishes no changes, and neither does its
-// baseline.
-func (b *backend) Feed(context.Context, string, int) (engine.FeedPage, error) {
-	return engine.FeedPage{}, partmap.Errorf(partmap.EUNSUPPORTED, "the bucket baseline keeps no change feed")
-}
-
-func (b *backend) TrimFeed(context.Context, int64, int64) (engine.FeedStats, error) {
-	return engine.FeedStats{}, nil
-}

@@ -70,7 +70,7 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 		if signaler != nil {
 			signal, _ = signaler.FeedSignal(ctx) // none: poll by reading
 		}
-		fp, err := d.backend.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
+		fp, err := d.engine.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
 		if err != nil {
 			return partmap.ChangePage{}, err
 		}
@@ -217,7 +217,7 @@ func (d *Directory) trimFeed(ctx context.Context, written bool) (engine.FeedStat
 	if h, ok := d.backend.(engine.Hints); ok && written {
 		st, err = h.TrimWritten(ctx, before, r.Events)
 	} else {
-		st, err = d.backend.TrimFeed(ctx, before, r.Events)
+		st, err = d.engine.TrimFeed(ctx, before, r.Events)
 	}
 	if err != nil {
 		return st, err

@@ -128,7 +128,7 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 	// Other servers' writes to the current generation now fail as stale
 	// until they reload the layout and write both generations. Should
 	// marking fail here, the mover marks again before it copies anything.
-	d.backend.Mark(ctx, sv.cur, engine.StageResizing)
+	d.engine.Mark(ctx, sv.cur, engine.StageResizing)
 	next := newServing(sv.cur, meta.next())
 	d.serving.Store(next)
 	r.retiredMu.Lock()
@@ -303,7 +303,7 @@ func (d *Directory) move(ctx context.Context, sv *serving) error {
 	// No copy before every current partition is marked: a server that has
 	// not noticed the resize must not write a copied partition alone. (A
 	// start or a restart cut short may have left marks out.)
-	if err := d.retry(ctx, func() error { return d.backend.Mark(ctx, sv.cur, engine.StageResizing) }); err != nil {
+	if err := d.retry(ctx, func() error { return d.engine.Mark(ctx, sv.cur, engine.StageResizing) }); err != nil {
 		return err
 	}
 	r.copied.Store(int64(from))
@@ -484,7 +484,7 @@ func (d *Directory) switchTo(ctx context.Context, sv *serving, epoch int) error 
 	// Other servers' reads and writes of the old generation now fail as
 	// stale until they reload the layout. The lock stays held until the
 	// marks are all set, however long Redis takes to come back.
-	for d.backend.Mark(ctx, sv.cur, engine.StageRetired) != nil {
+	for d.engine.Mark(ctx, sv.cur, engine.StageRetired) != nil {
 		time.Sleep(resizeRetry)
 	}
 	// Before the new layout shows: a status that says the resize is over
@@ -505,7 +505,7 @@ func (d *Directory) finishRetired(ctx context.Context) error {
 	}
 	for _, r := range meta.Retired {
 		old := engine.Layout{Generation: r.Generation, Partitions: r.Partitions}
-		if err := d.backend.Mark(ctx, old, engine.StageRetired); err != nil {
+		if err := d.engine.Mark(ctx, old, engine.StageRetired); err != nil {
 			return err
 		}
 		if err := d.backend.Drop(ctx, old); err != nil {

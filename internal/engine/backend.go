@@ -9,20 +9,24 @@ import (
 )
 
 // Backend is the whole contract between the directory and a storage
-// technology: a backend implements these thirteen methods and nothing else,
-// but ViewReader where it can read several partitions at one instant, and
-// Hints where a pass over every partition is costly. It stores what it is
-// handed and answers what it is asked; it never decides what a write means
-// and never calls back into the engine or the directory.
+// technology: the nine methods every backend implements. What only some
+// backends can do are small interfaces beside it, which the engine looks
+// for once, when it is made: SharedLocks and Marker where other processes
+// share the store, Feeder where it keeps the change feed, ViewReader where
+// it can read several partitions at one instant, Hints where a pass over
+// every partition is costly, FeedSignaler where the feed is costly to
+// read. A backend stores what it is handed and answers what it is asked;
+// it never decides what a write means and never calls back into the
+// engine or the directory.
 //
 // What a backend stores, for every layout generation the directory names:
 // partitions of records, each keyed by canonical email; each partition's
 // profile count, which exists only while the partition holds a profile; and
 // each profile's index entries, in the profile's own partition, so that one
 // atomic commit of a partition covers a profile, its count and its entries;
-// and the change feed, one event per write that names a change, in the same
-// atomic commit as the write. Beside them it keeps the directory's
-// metadata, as bytes it does not read.
+// and, with a Feeder, the change feed, one event per write that names a
+// change, in the same atomic commit as the write. Beside them it keeps the
+// directory's metadata, as bytes it does not read.
 //
 // Errors: a backend answers with *partmap.Error values (EUNAVAILABLE when
 // the store cannot answer now, ELOCKCONFLICT when a lock stayed busy), or
@@ -36,31 +40,15 @@ type Backend interface {
 	// returned and writes nothing.
 	Meta(ctx context.Context, update func(old []byte) ([]byte, error)) ([]byte, error)
 
-	// Lock takes the locks of parts that other processes sharing the store
-	// take too, once the engine holds its own in-process locks of them.
-	// parts come sorted, without repeats. A busy lock is retried until wait
-	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. The
-	// locks are kept until released, however long that is; locks that
-	// expire are renewed meanwhile, and a dead holder's go soon.
-	//
-	// With a name (named.Lease), the locks are the store's rather than the
-	// process's: taken under the name, or taken over where already held
-	// under it, they last until named.Until without renewal, whether the
-	// process lives or not, and any server that takes them over can
-	// release them (the whole-map lock). A lapsed name is ENOTFOUND.
-	//
-	// A store that one process owns has nothing to share and returns a nil
-	// Lease.
-	Lock(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error)
-
 	// Get returns the records of emails in part, in order, nil for a
 	// missing one. It sees every commit that has returned, durable or not,
 	// and answers from one view of the partition: never some records from
 	// before a commit and some from after it (a batch lookup relies on it).
 	Get(ctx context.Context, part Part, emails []string) ([]*partmap.Record, error)
 
-	// Commit applies writes atomically under lease, the one Lock returned
-	// for their partitions. It returns once they are visible to Get; the
+	// Commit applies writes atomically under lease, the one
+	// SharedLocks.Lock returned for their partitions (nil without
+	// SharedLocks). It returns once they are visible to Get; the
 	// returned durable blocks until they survive a crash. Splitting the two
 	// lets the engine release its locks before the fsync, so that writers
 	// of one partition share syncs. A backend that cannot commit several
@@ -99,6 +87,50 @@ type Backend interface {
 	// reclaimed yet read them.
 	Due(ctx context.Context, gen int, first, end partmap.Partition, before int64, limit int, after *Due) ([]Due, error)
 
+	// Snapshot freezes layout l for an export: its scans see the
+	// generation as it was at one instant, whatever is written meanwhile.
+	Snapshot(ctx context.Context, l Layout) (Snapshot, error)
+
+	// Drop deletes every record, count and index entry of layout l, which
+	// nobody reads or writes any more. Marks stay, for servers that have
+	// not noticed.
+	Drop(ctx context.Context, l Layout) error
+}
+
+// SharedLocks is a Backend whose store other processes share (Redis): it
+// keeps locks they take too. Without it, the engine's in-process locks are
+// all there is, as in a store one process owns.
+type SharedLocks interface {
+	// Lock takes the locks of parts that other processes sharing the store
+	// take too, once the engine holds its own in-process locks of them.
+	// parts come sorted, without repeats. A busy lock is retried until wait
+	// has passed, then Lock fails with ELOCKCONFLICT holding nothing. The
+	// locks are kept until released, however long that is; locks that
+	// expire are renewed meanwhile, and a dead holder's go soon.
+	//
+	// With a name (named.Lease), the locks are the store's rather than the
+	// process's: taken under the name, or taken over where already held
+	// under it, they last until named.Until without renewal, whether the
+	// process lives or not, and any server that takes them over can
+	// release them (the whole-map lock). A lapsed name is ENOTFOUND.
+	Lock(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error)
+}
+
+// Marker is a Backend that several servers share (Redis): resize marks
+// keep a server that has not noticed a resize from writing, or reading,
+// the wrong generation. A store one process serves needs none: its
+// serving layout is all the marking it needs.
+type Marker interface {
+	// Mark records stage on every partition of layout l: from then on it
+	// refuses a write whose Fence the mark exceeds, and a read of a
+	// StageRetired partition, with ErrStale.
+	Mark(ctx context.Context, l Layout, stage Stage) error
+}
+
+// Feeder is a Backend that keeps the change feed: every write that names
+// a change (Write.Change) appends its event in the same atomic commit.
+// Without it, the directory answers reads of the feed with EUNSUPPORTED.
+type Feeder interface {
 	// Feed returns up to limit events after the cursor after ("" from the
 	// oldest kept), in the feed's order, with the cursor that resumes after
 	// them, and whether it read to the feed's end (FeedPage.End). Only
@@ -116,22 +148,6 @@ type Backend interface {
 	// keeps all) and, when keep > 0, all but about the newest keep, and
 	// describes what is left.
 	TrimFeed(ctx context.Context, before int64, keep int64) (FeedStats, error)
-
-	// Snapshot freezes layout l for an export: its scans see the
-	// generation as it was at one instant, whatever is written meanwhile.
-	Snapshot(ctx context.Context, l Layout) (Snapshot, error)
-
-	// Mark records stage on every partition of layout l, for backends that
-	// several servers share: from then on it refuses a write whose Fence
-	// the mark exceeds, and a read of a StageRetired partition, with
-	// ErrStale. A backend only one process serves needs no marks and may
-	// do nothing.
-	Mark(ctx context.Context, l Layout, stage Stage) error
-
-	// Drop deletes every record, count and index entry of layout l, which
-	// nobody reads or writes any more. Marks stay, for servers that have
-	// not noticed.
-	Drop(ctx context.Context, l Layout) error
 }
 
 // ViewReader is a Backend that can also read several partitions of one
@@ -204,7 +220,7 @@ type Lease interface {
 	Release() error
 }
 
-// Named names a set of locks in the store (Backend.Lock), so that they
+// Named names a set of locks in the store (SharedLocks.Lock), so that they
 // outlive the process that took them; the zero Named names none.
 type Named struct {
 	Lease string    // the name, a secret: whoever presents it may release them
@@ -265,7 +281,7 @@ type Write struct {
 	// in, in Part: those of the indexed fields whose value it changes.
 	Remove, Add []IndexEntry
 	// Fence is the latest stage the writer knows Part's generation to be
-	// in (see Backend.Mark): StageServing, or StageResizing when it writes
+	// in (see Marker): StageServing, or StageResizing when it writes
 	// the next generation in the same commit.
 	Fence Stage
 	// Change is what the write does to its profile, for the change feed:
@@ -283,7 +299,7 @@ type Write struct {
 // generations.
 const Move partmap.OpKind = ""
 
-// Event is one change in the feed, as Backend.Feed returns it.
+// Event is one change in the feed, as Feeder.Feed returns it.
 type Event struct {
 	Cursor string // Feed(after: Cursor) goes on after this event
 	Time   int64  // commit time, Unix ms
@@ -292,7 +308,7 @@ type Event struct {
 	Record *partmap.Record // nil for a deletion
 }
 
-// FeedPage is what Backend.Feed read.
+// FeedPage is what Feeder.Feed read.
 type FeedPage struct {
 	Events []Event
 	Next   string
@@ -323,7 +339,7 @@ type FeedStats struct {
 	Oldest int64 // the commit time of the oldest (Unix ms); 0 when empty
 }
 
-// Stage is where a generation is in a resize, as Backend.Mark records it.
+// Stage is where a generation is in a resize, as Marker.Mark records it.
 // Stages only move forward: serving, resizing (being copied into the next
 // generation), retired (replaced by it).
 type Stage string
@@ -335,7 +351,7 @@ const (
 )
 
 // ErrStale refuses a write or read of a generation that another server's
-// resize has moved on (Backend.Mark), or, said by the directory, an
+// resize has moved on (Marker), or, said by the directory, an
 // invocation planned on a layout it has since replaced. The operation runs
 // again on the current layout.
 var ErrStale = errors.New("engine: the layout changed; run again")

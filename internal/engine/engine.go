@@ -69,6 +69,10 @@ type Options struct {
 // Engine runs invocations. It is safe for concurrent use.
 type Engine struct {
 	backend  Backend
+	shared   SharedLocks // nil: the in-process locks are all there is
+	marker   Marker      // nil: no marks to keep
+	feed     Feeder      // nil: no change feed
+	view     ViewReader  // nil: no view of several partitions
 	locks    localLocks
 	records  recordLocks // instead of locks, with CheckedWrites
 	checked  bool
@@ -88,9 +92,15 @@ type Hooks struct {
 	Committed func(d time.Duration, err error)
 }
 
-// New returns an engine over backend.
+// New returns an engine over backend, with what it can do beside the
+// Backend contract.
 func New(backend Backend, opts Options) *Engine {
-	return &Engine{backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
+	e := &Engine{backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
+	e.shared, _ = backend.(SharedLocks)
+	e.marker, _ = backend.(Marker)
+	e.feed, _ = backend.(Feeder)
+	e.view, _ = backend.(ViewReader)
+	return e
 }
 
 // SetHooks installs hooks; later invocations report to them.
@@ -148,20 +158,47 @@ func (e *Engine) Hold(ctx context.Context, parts []Part, wait time.Duration) (Le
 }
 
 // HoldNamed is Hold under a name kept in the store until named.Until
-// (Backend.Lock): on a store that other processes share, the locks are
+// (SharedLocks.Lock): on a store that other processes share, the locks are
 // the store's alone, so that they outlive this process and any server can
 // take them over with the name and release them; this engine's writers
 // meet them there. On a store one process owns, the locks are this
 // engine's, as with Hold.
 func (e *Engine) HoldNamed(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error) {
+	if e.shared == nil {
+		return e.Hold(ctx, parts, wait)
+	}
 	ps := slices.Clone(parts)
 	slices.SortFunc(ps, Part.Compare)
-	ps = slices.Compact(ps)
-	remote, err := e.backend.Lock(ctx, ps, wait, named)
-	if err != nil || remote != nil {
-		return remote, err
+	return e.shared.Lock(ctx, slices.Compact(ps), wait, named)
+}
+
+// Mark records stage on layout l's partitions (Marker), where the backend
+// keeps marks.
+func (e *Engine) Mark(ctx context.Context, l Layout, stage Stage) error {
+	if e.marker == nil {
+		return nil
 	}
-	return e.Hold(ctx, ps, wait)
+	return e.marker.Mark(ctx, l, stage)
+}
+
+// ErrNoFeed answers a read of the change feed over a backend without one.
+var ErrNoFeed = partmap.Errorf(partmap.EUNSUPPORTED, "this store keeps no change feed")
+
+// Feed reads the change feed (Feeder.Feed): ErrNoFeed without one.
+func (e *Engine) Feed(ctx context.Context, after string, limit int) (FeedPage, error) {
+	if e.feed == nil {
+		return FeedPage{}, ErrNoFeed
+	}
+	return e.feed.Feed(ctx, after, limit)
+}
+
+// TrimFeed trims the change feed (Feeder.TrimFeed); without one there is
+// nothing to trim.
+func (e *Engine) TrimFeed(ctx context.Context, before int64, keep int64) (FeedStats, error) {
+	if e.feed == nil {
+		return FeedStats{}, nil
+	}
+	return e.feed.TrimFeed(ctx, before, keep)
 }
 
 // Forget drops the in-process locks of a generation nobody uses any more.
@@ -213,7 +250,10 @@ func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Dura
 	if err != nil {
 		return err
 	}
-	remote, err := e.backend.Lock(ctx, ps, max(0, time.Until(deadline)), Named{})
+	var remote Lease
+	if e.shared != nil {
+		remote, err = e.shared.Lock(ctx, ps, max(0, time.Until(deadline)), Named{})
+	}
 	if err != nil {
 		unlock(local)
 		if whole != nil {

@@ -46,11 +46,10 @@ func (e *Engine) ReadRecords(ctx context.Context, part Part, emails []string) ([
 // ReadRecords would, but from one view of them all (ViewReader). ok is
 // false, and nothing is read, when the backend has no such view.
 func (e *Engine) ReadView(ctx context.Context, gen int, reads []Read) (recs [][]*partmap.Record, ok bool, err error) {
-	v, ok := e.backend.(ViewReader)
-	if !ok {
+	if e.view == nil {
 		return nil, false, nil
 	}
-	if recs, err = v.GetView(ctx, gen, reads); err != nil {
+	if recs, err = e.view.GetView(ctx, gen, reads); err != nil {
 		return nil, true, err
 	}
 	if len(recs) != len(reads) {
