@@ -83,8 +83,7 @@ const bulkPartitions = 16
 
 // Directory is the customer directory over one backend.
 type Directory struct {
-	backend  engine.Backend
-	engine   *engine.Engine
+	engine   *engine.Engine // the one way to the backend
 	serving  atomic.Pointer[serving]
 	limits   partmap.Limits
 	indexes  []string
@@ -154,7 +153,6 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		return nil, err
 	}
 	d := &Directory{
-		backend:  b,
 		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
 		limits:   partmap.DefaultLimits,
 		indexes:  indexes,

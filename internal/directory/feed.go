@@ -58,17 +58,13 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 	began := time.Now()
 	deadline := began.Add(q.Wait)
 	late := began.Add(max(q.Wait, feedLate))
-	signaler, _ := d.backend.(engine.FeedSignaler)
-	if q.Wait == 0 {
-		signaler = nil // only a long poll polls
-	}
 	page := partmap.ChangePage{Next: q.After}
 	scanned := 0
 	for {
 		// Taken before the read: an event appended after it changes it.
 		var signal string
-		if signaler != nil {
-			signal, _ = signaler.FeedSignal(ctx) // none: poll by reading
+		if q.Wait > 0 { // only a long poll polls
+			signal = d.engine.FeedSignal(ctx) // "": poll by reading
 		}
 		fp, err := d.engine.Feed(ctx, page.Next, min(limit-len(page.Changes), feedScan-scanned))
 		if err != nil {
@@ -106,7 +102,7 @@ func (d *Directory) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 			if !fp.End || signal == "" {
 				break
 			}
-			if again, err := signaler.FeedSignal(ctx); err != nil || again != signal {
+			if d.engine.FeedSignal(ctx) != signal {
 				break
 			}
 			if !time.Now().Before(deadline) {
@@ -212,13 +208,7 @@ func (d *Directory) trimFeed(ctx context.Context, written bool) (engine.FeedStat
 	if r.Age > 0 {
 		before = d.clock().Add(-r.Age).UnixMilli()
 	}
-	var st engine.FeedStats
-	var err error
-	if h, ok := d.backend.(engine.Hints); ok && written {
-		st, err = h.TrimWritten(ctx, before, r.Events)
-	} else {
-		st, err = d.engine.TrimFeed(ctx, before, r.Events)
-	}
+	st, err := d.engine.TrimFeed(ctx, before, r.Events, written)
 	if err != nil {
 		return st, err
 	}

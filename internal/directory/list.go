@@ -79,7 +79,7 @@ func (d *Directory) find(ctx context.Context, q engine.Query) ([]engine.Item, er
 	want := q.Limit
 	now := d.now()
 	for {
-		items, err := d.backend.Scan(ctx, q)
+		items, err := d.engine.Scan(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 			return err
 		}
 		for try := 0; ; try++ {
-			if counts, err = d.backend.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
+			if counts, err = d.engine.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
 				return err
 			}
 			again, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
@@ -209,7 +209,7 @@ func (d *Directory) ExportProfiles(ctx context.Context, fn func(partmap.Record) 
 	// finishing meanwhile keeps the generation it reads.
 	sv := d.acquire()
 	defer sv.release()
-	snap, err := d.backend.Snapshot(ctx, sv.cur)
+	snap, err := d.engine.Snapshot(ctx, sv.cur)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func parseMeta(raw []byte, partitions int) (metadata, error) {
 
 // readMeta reads the metadata of an opened directory.
 func (d *Directory) readMeta(ctx context.Context) (metadata, error) {
-	raw, err := d.backend.Meta(ctx, nil)
+	raw, err := d.engine.Meta(ctx, nil)
 	if err != nil {
 		return metadata{}, err
 	}
@@ -111,7 +111,7 @@ func (d *Directory) readMeta(ctx context.Context) (metadata, error) {
 // updateMeta applies fn to the metadata and stores the result, atomically.
 func (d *Directory) updateMeta(ctx context.Context, fn func(*metadata) error) (metadata, error) {
 	var out metadata
-	_, err := d.backend.Meta(ctx, func(old []byte) ([]byte, error) {
+	_, err := d.engine.Meta(ctx, func(old []byte) ([]byte, error) {
 		m, err := parseMeta(old, 0)
 		if err != nil {
 			return nil, err

@@ -187,7 +187,7 @@ func (d *Directory) restartCopy(ctx context.Context, sv *serving) error {
 		return err
 	}
 	defer hold.Release()
-	if err := d.backend.Drop(ctx, *sv.next); err != nil {
+	if err := d.engine.Drop(ctx, *sv.next); err != nil {
 		return err
 	}
 	_, err = d.updateMeta(ctx, func(m *metadata) error {
@@ -508,7 +508,7 @@ func (d *Directory) finishRetired(ctx context.Context) error {
 		if err := d.engine.Mark(ctx, old, engine.StageRetired); err != nil {
 			return err
 		}
-		if err := d.backend.Drop(ctx, old); err != nil {
+		if err := d.engine.Drop(ctx, old); err != nil {
 			return err
 		}
 		if _, err := d.updateMeta(ctx, func(m *metadata) error {

@@ -150,13 +150,13 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 	sv.release()
 	oldest := now
 	defer func() { s.lag.Set(float64(now-oldest) / 1000) }()
-	if h, ok := d.backend.(engine.Hints); ok {
-		return d.sweepHinted(ctx, h, layouts, now, &oldest)
+	if d.engine.Hinted() {
+		return d.sweepHinted(ctx, layouts, now, &oldest)
 	}
 	for _, l := range layouts {
 		var after *engine.Due
 		for {
-			due, err := d.backend.Due(ctx, l.Generation, 0, partmap.Partition(l.Partitions), now+1, sweepBatch, after)
+			due, err := d.engine.Due(ctx, l.Generation, 0, partmap.Partition(l.Partitions), now+1, sweepBatch, after)
 			if err != nil {
 				return total, err
 			}
@@ -198,11 +198,11 @@ const sweepRounds = 100
 // soonest deadline left. A partition of a generation this server does not
 // serve (one it has not learned of yet, or one a resize retired) is left
 // to a server that does.
-func (d *Directory) sweepHinted(ctx context.Context, h engine.Hints, layouts []engine.Layout, now int64, oldest *int64) (SweepStats, error) {
+func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, now int64, oldest *int64) (SweepStats, error) {
 	var total SweepStats
 	s := d.sweeper
 	for range sweepRounds {
-		c, err := h.ClaimDue(ctx, now+1)
+		c, err := d.engine.ClaimDue(ctx, now+1)
 		if err != nil || len(c.Parts) == 0 {
 			return total, err
 		}
@@ -230,7 +230,7 @@ func (d *Directory) sweepHinted(ctx context.Context, h engine.Hints, layouts []e
 		// Released whatever happened: what is left due comes back due, for
 		// the next pass. A release that fails leaves the claims to run out.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		rerr := h.ReleaseDue(rctx, c, skipped)
+		rerr := d.engine.ReleaseDue(rctx, c, skipped)
 		cancel()
 		if err != nil {
 			return total, err
@@ -362,7 +362,7 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 // has passed but which the sweeper has not deleted yet: their partition's
 // stored count still holds them.
 func (d *Directory) dueProfiles(ctx context.Context, gen int, partitions int, now int64) (map[partmap.Partition]int64, error) {
-	due, err := d.backend.Due(ctx, gen, 0, partmap.Partition(partitions), now+1, int(^uint(0)>>1), nil)
+	due, err := d.engine.Due(ctx, gen, 0, partmap.Partition(partitions), now+1, int(^uint(0)>>1), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -33,13 +33,6 @@ import (
 // with ErrStale; any other error is internal. A missing record, partition
 // or count is not an error.
 type Backend interface {
-	// Meta returns the stored metadata, nil when there is none. With a
-	// non-nil update, it first replaces the metadata with update's result,
-	// atomically and durably: concurrent updates are serialised. An update
-	// that returns its input unchanged writes nothing; an update's error is
-	// returned and writes nothing.
-	Meta(ctx context.Context, update func(old []byte) ([]byte, error)) ([]byte, error)
-
 	// Get returns the records of emails in part, in order, nil for a
 	// missing one. It sees every commit that has returned, durable or not,
 	// and answers from one view of the partition: never some records from
@@ -63,6 +56,27 @@ type Backend interface {
 	// ErrChanged), in the same atomic step as the writes.
 	Commit(ctx context.Context, lease Lease, writes []Write) (durable func() error, err error)
 
+	// IndexEntries returns every index entry stored in part, whatever its
+	// field, for checking.
+	IndexEntries(ctx context.Context, part Part) ([]IndexEntry, error)
+
+	Direct
+}
+
+// Direct is the part of Backend outside invocations, which the engine
+// passes on as it is, as methods of its own, so that the directory
+// reaches the backend only through the engine: the metadata, the reads
+// across partitions that lock nothing (listings, searches, counts,
+// exports, the sweeper's look for what is due), and the drop of a
+// generation nobody uses any more.
+type Direct interface {
+	// Meta returns the stored metadata, nil when there is none. With a
+	// non-nil update, it first replaces the metadata with update's result,
+	// atomically and durably: concurrent updates are serialised. An update
+	// that returns its input unchanged writes nothing; an update's error is
+	// returned and writes nothing.
+	Meta(ctx context.Context, update func(old []byte) ([]byte, error)) ([]byte, error)
+
 	// Scan returns up to q.Limit profiles of q's generation in enumeration
 	// order, from one consistent view of each partition at least.
 	Scan(ctx context.Context, q Query) ([]Item, error)
@@ -71,10 +85,6 @@ type Backend interface {
 	// gen from first up to (not including) end that holds a profile, in
 	// order.
 	Counts(ctx context.Context, gen int, first, end partmap.Partition) ([]partmap.PartitionCount, error)
-
-	// IndexEntries returns every index entry stored in part, whatever its
-	// field, for checking.
-	IndexEntries(ctx context.Context, part Part) ([]IndexEntry, error)
 
 	// Due returns expiry entries (ExpiryField) of generation gen's
 	// partitions from first up to (not including) end whose deadline is

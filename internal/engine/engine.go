@@ -9,8 +9,9 @@
 // invocation at once with partmap.ELOCKCONFLICT or is waited for up to a
 // budget. Writes to different partitions never wait for each other.
 //
-// The engine is the only way to the backend's records: it hands the backend
-// finished writes (backend.go), with the index entries each one changes.
+// The engine is the only way to the backend: it hands the backend finished
+// writes (backend.go), with the index entries each one changes, and passes
+// on what is no invocation (Direct).
 package engine
 
 import (
@@ -68,11 +69,14 @@ type Options struct {
 
 // Engine runs invocations. It is safe for concurrent use.
 type Engine struct {
+	Direct   // the backend's, as it is
 	backend  Backend
-	shared   SharedLocks // nil: the in-process locks are all there is
-	marker   Marker      // nil: no marks to keep
-	feed     Feeder      // nil: no change feed
-	view     ViewReader  // nil: no view of several partitions
+	shared   SharedLocks  // nil: the in-process locks are all there is
+	marker   Marker       // nil: no marks to keep
+	feed     Feeder       // nil: no change feed
+	signal   FeedSignaler // nil: a long poll reads the feed to see
+	view     ViewReader   // nil: no view of several partitions
+	hints    Hints        // nil: background work passes over every partition
 	locks    localLocks
 	records  recordLocks // instead of locks, with CheckedWrites
 	checked  bool
@@ -95,11 +99,13 @@ type Hooks struct {
 // New returns an engine over backend, with what it can do beside the
 // Backend contract.
 func New(backend Backend, opts Options) *Engine {
-	e := &Engine{backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
+	e := &Engine{Direct: backend, backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
 	e.shared, _ = backend.(SharedLocks)
 	e.marker, _ = backend.(Marker)
 	e.feed, _ = backend.(Feeder)
+	e.signal, _ = backend.(FeedSignaler)
 	e.view, _ = backend.(ViewReader)
+	e.hints, _ = backend.(Hints)
 	return e
 }
 
@@ -192,13 +198,41 @@ func (e *Engine) Feed(ctx context.Context, after string, limit int) (FeedPage, e
 	return e.feed.Feed(ctx, after, limit)
 }
 
-// TrimFeed trims the change feed (Feeder.TrimFeed); without one there is
-// nothing to trim.
-func (e *Engine) TrimFeed(ctx context.Context, before int64, keep int64) (FeedStats, error) {
-	if e.feed == nil {
+// TrimFeed trims the change feed (Feeder.TrimFeed) or, with written, on a
+// backend with Hints, only the parts they say were written or aged since
+// their last trim (Hints.TrimWritten). Without a feed there is nothing to
+// trim.
+func (e *Engine) TrimFeed(ctx context.Context, before int64, keep int64, written bool) (FeedStats, error) {
+	switch {
+	case e.feed == nil:
 		return FeedStats{}, nil
+	case written && e.hints != nil:
+		return e.hints.TrimWritten(ctx, before, keep)
 	}
 	return e.feed.TrimFeed(ctx, before, keep)
+}
+
+// FeedSignal is FeedSignaler.FeedSignal, or "" where the backend has no
+// such sign or cannot read it now: a long poll then reads the feed to see.
+func (e *Engine) FeedSignal(ctx context.Context) string {
+	if e.signal == nil {
+		return ""
+	}
+	s, _ := e.signal.FeedSignal(ctx)
+	return s
+}
+
+// Hinted says the backend keeps Hints, which ClaimDue and ReleaseDue ask.
+func (e *Engine) Hinted() bool { return e.hints != nil }
+
+// ClaimDue is Hints.ClaimDue, for a Hinted engine only.
+func (e *Engine) ClaimDue(ctx context.Context, before int64) (DueClaim, error) {
+	return e.hints.ClaimDue(ctx, before)
+}
+
+// ReleaseDue is Hints.ReleaseDue, for a Hinted engine only.
+func (e *Engine) ReleaseDue(ctx context.Context, c DueClaim, skipped []Part) error {
+	return e.hints.ReleaseDue(ctx, c, skipped)
 }
 
 // Forget drops the in-process locks of a generation nobody uses any more.
