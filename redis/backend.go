@@ -36,6 +36,8 @@ type backend struct {
 	streams    atomic.Int64 // how many change feeds there are, as far as this process knows (feed.go)
 	streamsMu  sync.Mutex   // one raise of streams at a time
 
+	serving atomic.Pointer[[]engine.Layout] // the layouts the directory serves, for the backstop
+
 	hints     *hinter             // hints of this server's commits, until flushed (hints.go)
 	retention directory.Retention // the feed's, for the backstop
 	clock     func() time.Time    // the directory's, for the backstop
@@ -51,12 +53,16 @@ func (b *backend) now() time.Time {
 }
 
 var (
-	_ engine.Backend     = (*backend)(nil)
-	_ engine.SharedLocks = (*backend)(nil)
-	_ engine.Marker      = (*backend)(nil)
-	_ engine.Feeder      = (*backend)(nil)
-	_ engine.Hints       = (*backend)(nil)
+	_ engine.Backend       = (*backend)(nil)
+	_ engine.SharedLocks   = (*backend)(nil)
+	_ engine.Marker        = (*backend)(nil)
+	_ engine.Feeder        = (*backend)(nil)
+	_ engine.Hints         = (*backend)(nil)
+	_ engine.LayoutWatcher = (*backend)(nil)
 )
+
+// Serving keeps the layouts the directory hands down (engine.LayoutWatcher).
+func (b *backend) Serving(layouts []engine.Layout) { b.serving.Store(&layouts) }
 
 // Keys. A partition's keys start with its hash tag, before anything else:
 // the namespace and the email may themselves contain braces.

@@ -608,7 +608,7 @@ func (b *backend) backstop(ctx context.Context, layouts []engine.Layout, ps []in
 func (s *Store) backstop(ctx context.Context, b *backend, rate int) {
 	defer s.wg.Done()
 	partitions := func() ([]engine.Layout, int) {
-		layouts := s.dir.Layouts()
+		layouts := *b.serving.Load()
 		n := int(b.streams.Load())
 		for _, l := range layouts {
 			n = max(n, l.Partitions)

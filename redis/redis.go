@@ -162,7 +162,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	if err == nil {
 		// Before this server's first write: the change feed's readers read
 		// a feed per partition of every layout there has been.
-		if err = b.ensureStreams(ctx, dir.Layout().Partitions); err != nil {
+		if err = b.ensureStreams(ctx, (*b.serving.Load())[0].Partitions); err != nil {
 			dir.Close()
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,7 +97,8 @@ type Directory struct {
 	trimmer  *trimmer
 	feedPoll time.Duration
 	resizer  resizer
-	wholeMap wholeMap // held by an operator, for bulk maintenance
+	wholeMap wholeMap   // held by an operator, for bulk maintenance
+	serveMu  sync.Mutex // the backend hears of layouts in the order they serve
 
 	// started only ever goes from false to true, so a cached true is safe.
 	started atomic.Bool
@@ -178,7 +180,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		d.limits = *opts.Limits
 	}
 	d.engine.SetHooks(d.metrics.hooks())
-	d.serving.Store(newServing(meta.current(), meta.next()))
+	d.serve(nil, newServing(meta.current(), meta.next()))
 	if err := d.resumeResize(); err != nil {
 		return nil, err
 	}
@@ -201,16 +203,6 @@ func (d *Directory) Engine() *engine.Engine { return d.engine }
 // Layout is the layout that serves reads now, for tests that address a
 // partition through the engine.
 func (d *Directory) Layout() engine.Layout { return d.serving.Load().cur }
-
-// Layouts returns the layouts the directory serves: the current one, and
-// during a resize the next.
-func (d *Directory) Layouts() []engine.Layout {
-	sv := d.serving.Load()
-	if sv.next == nil {
-		return []engine.Layout{sv.cur}
-	}
-	return []engine.Layout{sv.cur, *sv.next}
-}
 
 func (d *Directory) Start(ctx context.Context) (bool, error) {
 	now := false

@@ -130,7 +130,7 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 	// marking fail here, the mover marks again before it copies anything.
 	d.engine.Mark(ctx, sv.cur, engine.StageResizing)
 	next := newServing(sv.cur, meta.next())
-	d.serving.Store(next)
+	d.serve(nil, next)
 	r.retiredMu.Lock()
 	r.retired = append(r.retired, sv)
 	r.retiredMu.Unlock()
@@ -490,7 +490,7 @@ func (d *Directory) switchTo(ctx context.Context, sv *serving, epoch int) error 
 	// Before the new layout shows: a status that says the resize is over
 	// shows none of the failures its mover retried.
 	d.resizer.lastErr.Store(nil)
-	d.serving.Store(newServing(next, nil))
+	d.serve(nil, newServing(next, nil))
 	return hold.Release()
 }
 

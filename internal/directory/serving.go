@@ -54,14 +54,19 @@ func (sv *serving) invocation(parts ...engine.Part) engine.Invocation {
 	return engine.Invocation{Load: parts, Lock: parts, Fence: sv.fence}
 }
 
+// layouts are the layouts sv serves: the current one, then, during a
+// resize, the next.
+func (sv *serving) layouts() []engine.Layout {
+	if sv.next == nil {
+		return []engine.Layout{sv.cur}
+	}
+	return []engine.Layout{sv.cur, *sv.next}
+}
+
 // all is every partition of every generation sv serves: the whole-map lock.
 func (sv *serving) all() []engine.Part {
-	layouts := []engine.Layout{sv.cur}
-	if sv.next != nil {
-		layouts = append(layouts, *sv.next)
-	}
 	var out []engine.Part
-	for _, l := range layouts {
+	for _, l := range sv.layouts() {
 		for p := range partmap.Partition(l.Partitions) {
 			out = append(out, engine.Part{Generation: l.Generation, Partition: p})
 		}
@@ -116,8 +121,21 @@ func (d *Directory) reload(sv *serving) error {
 	if sv.same(meta) {
 		return partmap.Errorf(partmap.EUNAVAILABLE, "the store's partition marks disagree with its metadata (layout generation %d); retry", meta.Generation)
 	}
-	d.serving.CompareAndSwap(sv, newServing(meta.current(), meta.next()))
+	d.serve(sv, newServing(meta.current(), meta.next()))
 	return nil
+}
+
+// serve makes sv the serving, unless old is not nil and no longer is, and
+// hands the layouts served down to the backend.
+func (d *Directory) serve(old, sv *serving) {
+	if old == nil {
+		d.serving.Store(sv)
+	} else if !d.serving.CompareAndSwap(old, sv) {
+		return
+	}
+	d.serveMu.Lock()
+	defer d.serveMu.Unlock()
+	d.engine.Serve(d.serving.Load().layouts()) // the newest, whoever swapped last
 }
 
 // staged is a single-profile write: on the current generation and, during

@@ -142,12 +142,7 @@ func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
 	s := d.sweeper
 	s.passes.Inc()
 	now := d.now()
-	sv := d.acquire()
-	layouts := []engine.Layout{sv.cur}
-	if sv.next != nil {
-		layouts = append(layouts, *sv.next)
-	}
-	sv.release()
+	layouts := d.serving.Load().layouts()
 	oldest := now
 	defer func() { s.lag.Set(float64(now-oldest) / 1000) }()
 	if d.engine.Hinted() {

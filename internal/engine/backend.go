@@ -160,6 +160,17 @@ type Feeder interface {
 	TrimFeed(ctx context.Context, before int64, keep int64) (FeedStats, error)
 }
 
+// LayoutWatcher is a Backend whose background work of its own needs the
+// layouts the directory serves (Redis: the backstop reads every partition
+// of them). The directory hands them down through the engine
+// (Engine.Serve) when it opens and whenever they change, so that the
+// backend never asks.
+type LayoutWatcher interface {
+	// Serving is told the layouts served now: the current one, then,
+	// during a resize, the next.
+	Serving(layouts []Layout)
+}
+
 // ViewReader is a Backend that can also read several partitions of one
 // generation from one view of them all, as a single database can: a
 // commit of several partitions (a rename, a transaction) shows in all of

@@ -77,6 +77,7 @@ type Engine struct {
 	signal   FeedSignaler // nil: a long poll reads the feed to see
 	view     ViewReader   // nil: no view of several partitions
 	hints    Hints        // nil: background work passes over every partition
+	watcher  LayoutWatcher
 	locks    localLocks
 	records  recordLocks // instead of locks, with CheckedWrites
 	checked  bool
@@ -106,6 +107,7 @@ func New(backend Backend, opts Options) *Engine {
 	e.signal, _ = backend.(FeedSignaler)
 	e.view, _ = backend.(ViewReader)
 	e.hints, _ = backend.(Hints)
+	e.watcher, _ = backend.(LayoutWatcher)
 	return e
 }
 
@@ -220,6 +222,13 @@ func (e *Engine) FeedSignal(ctx context.Context) string {
 	}
 	s, _ := e.signal.FeedSignal(ctx)
 	return s
+}
+
+// Serve hands the layouts the directory serves down to a LayoutWatcher.
+func (e *Engine) Serve(layouts []Layout) {
+	if e.watcher != nil {
+		e.watcher.Serving(layouts)
+	}
 }
 
 // Hinted says the backend keeps Hints, which ClaimDue and ReleaseDue ask.
