@@ -29,7 +29,6 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
 )
 
@@ -1449,7 +1448,7 @@ func checkChanges(t *testing.T, cov *docCoverage) {
 	var ahead atomic.Int64
 	srv := newDocServerWith(t, nil, 0, &pebble.Options{
 		Clock:         func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) },
-		FeedRetention: &directory.Retention{Age: time.Hour},
+		FeedRetention: &partmap.Retention{Age: time.Hour},
 	})
 	c := newChecker(t, srv, cov)
 	b := pmhttp.BasePath

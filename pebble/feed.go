@@ -233,7 +233,7 @@ func (b *backend) Feed(ctx context.Context, after string, limit int) (engine.Fee
 
 // TrimFeed walks from the cut to the first event it keeps and deletes the
 // range before it with a range deletion, durably, moving the cut first.
-func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engine.FeedStats, error) {
+func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (partmap.FeedStats, error) {
 	f := b.feed
 	f.trimMu.Lock()
 	defer f.trimMu.Unlock()
@@ -244,7 +244,7 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 	}
 	it, err := b.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: feedKey(cut), UpperBound: feedKey(f.horizon.Load() + 1)})
 	if err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	newCut, oldest := cut, int64(0)
 	var trimmed int64
@@ -252,7 +252,7 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()
-			return engine.FeedStats{}, err
+			return partmap.FeedStats{}, err
 		}
 		ms, _ := binary.Uvarint(v)
 		if trimmed >= drop && int64(ms) >= before {
@@ -263,7 +263,7 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 		newCut = binary.BigEndian.Uint64(it.Key()[1:]) + 1
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	if newCut > cut {
 		f.cut.Store(newCut) // before the deletion: a reader checks it after reading
@@ -275,15 +275,15 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 			err = batch.Commit(pebble.Sync)
 		}
 		if err != nil {
-			return engine.FeedStats{}, err
+			return partmap.FeedStats{}, err
 		}
 		f.events.Add(-trimmed)
 	}
 	size, err := b.db.EstimateDiskUsage(feedKey(newCut), []byte{prefixFeed + 1})
 	if err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
-	return engine.FeedStats{Events: f.events.Load(), Bytes: int64(size), Oldest: oldest}, nil
+	return partmap.FeedStats{Events: f.events.Load(), Bytes: int64(size), Oldest: oldest}, nil
 }
 
 // feedPosition is the cursor of the newest durable event: a backup taken

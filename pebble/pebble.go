@@ -27,7 +27,6 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
-	"github.com/partmap/partmap/internal/engine"
 )
 
 // DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing of
@@ -104,12 +103,12 @@ type Options struct {
 	Indexes []string
 	// Clock is the time deadlines are measured against; nil means
 	// time.Now. SweepInterval is how often expired data is reclaimed: 0
-	// means directory.DefaultSweepInterval, a negative one never (tests).
+	// means partmap.DefaultSweepInterval, a negative one never (tests).
 	Clock         func() time.Time
 	SweepInterval time.Duration
 	// FeedRetention bounds the change feed; nil means
-	// directory.DefaultRetention.
-	FeedRetention *directory.Retention
+	// partmap.DefaultRetention.
+	FeedRetention *partmap.Retention
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -119,7 +118,7 @@ type Options struct {
 // 50 ms for a busy partition (DESIGN.md says why), and every other field is
 // its zero.
 func DefaultOptions() Options {
-	return Options{LockWait: directory.DefaultLockWait, CommitDelay: DefaultCommitDelay, CommitSiblings: DefaultCommitSiblings}
+	return Options{LockWait: partmap.DefaultLockWait, CommitDelay: DefaultCommitDelay, CommitSiblings: DefaultCommitSiblings}
 }
 
 // Store is a customer directory in a Pebble database on local disk. It is a
@@ -225,11 +224,11 @@ func (s *Store) Close() error {
 
 // Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
 // tests and benchmarks that run without the background one.
-func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
+func (s *Store) Sweep(ctx context.Context) (partmap.SweepStats, error) { return s.dir.Sweep(ctx) }
 
 // TrimFeed trims the change feed to its retention now, as the directory
 // does every few seconds, and describes what is left.
-func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
+func (s *Store) TrimFeed(ctx context.Context) (partmap.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/pgtest"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
@@ -32,7 +31,7 @@ type env struct {
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 
 // newEnvWith opens the store with this feed retention (nil: the default).
-func newEnvWith(t testing.TB, retention *directory.Retention) *env {
+func newEnvWith(t testing.TB, retention *partmap.Retention) *env {
 	t.Helper()
 	ctx := context.Background()
 	s, err := pebble.Open(t.TempDir(), &pebble.Options{Partitions: 64, LockWait: time.Second, FeedRetention: retention})

@@ -20,7 +20,6 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
 )
@@ -237,7 +236,7 @@ func TestSearchAgrees(t *testing.T) {
 // says it must be rebuilt; a rebuild makes it equal to the directory
 // again, and the next run resumes without copying.
 func TestCursorExpired(t *testing.T) {
-	e := newEnvWith(t, &directory.Retention{Events: 1000})
+	e := newEnvWith(t, &partmap.Retention{Events: 1000})
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(41, 42))
 	workload(t, e.store, rng, 300, 500)

@@ -18,7 +18,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/record"
 )
@@ -38,9 +37,9 @@ type backend struct {
 
 	serving atomic.Pointer[[]engine.Layout] // the layouts the directory serves, for the backstop
 
-	hints     *hinter             // hints of this server's commits, until flushed (hints.go)
-	retention directory.Retention // the feed's, for the backstop
-	clock     func() time.Time    // the directory's, for the backstop
+	hints     *hinter           // hints of this server's commits, until flushed (hints.go)
+	retention partmap.Retention // the feed's, for the backstop
+	clock     func() time.Time  // the directory's, for the backstop
 	feedMu    sync.Mutex
 	feedStats map[int]streamStat // what each stream held at its last trim or look
 }

@@ -583,10 +583,10 @@ func (b *backend) pipeScript(ctx context.Context, script *luaScript, n int, call
 // TrimFeed trims every stream: keep is shared
 // evenly between the streams, so a store keeps about keep events when its
 // partitions are written about evenly.
-func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engine.FeedStats, error) {
+func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (partmap.FeedStats, error) {
 	s, err := b.feedStreams(ctx)
 	if err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	all := make([]int, s)
 	for q := range all {
@@ -595,19 +595,19 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 	// The hints of streams written are claimed first, as TrimWritten
 	// claims them: this trim covers what they name, and they go.
 	if err := b.hints.flush(ctx); err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	token := newToken()
 	claimed, err := b.claim(ctx, b.feedHintsKey(), time.Now().UnixMilli(), token, 1<<30)
 	if err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	b.feedMu.Lock()
 	b.feedStats = map[int]streamStat{}
 	b.feedMu.Unlock()
 	per, left, err := b.trimStreams(ctx, s, all, before, keep)
 	if err != nil {
-		return engine.FeedStats{}, err // the claims run out by themselves
+		return partmap.FeedStats{}, err // the claims run out by themselves
 	}
 	scores := make([]string, len(claimed))
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
@@ -617,7 +617,7 @@ func (b *backend) TrimFeed(ctx context.Context, before int64, keep int64) (engin
 		}
 	}
 	if err := b.release(ctx, b.feedHintsKey(), token, claimed, scores); err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	return b.feedTotals(), nil
 }

@@ -16,7 +16,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/record"
 	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
@@ -432,7 +431,7 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 		var skew atomic.Int64
 		opts := redis.DefaultOptions()
 		opts.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-		opts.FeedRetention = &directory.Retention{Age: time.Hour}
+		opts.FeedRetention = &partmap.Retention{Age: time.Hour}
 		opts.FeedTrimInterval = -1 // the test trims
 		s := open(t, &opts)
 		if _, err := s.Start(ctx); err != nil {
@@ -525,8 +524,8 @@ func TestFeedTrimKeep(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		opts := redis.DefaultOptions()
-		opts.FeedRetention = &directory.Retention{Events: 1} // one per partition, at least
-		opts.FeedTrimInterval = -1                           // the test trims
+		opts.FeedRetention = &partmap.Retention{Events: 1} // one per partition, at least
+		opts.FeedTrimInterval = -1                         // the test trims
 		s := open(t, &opts)
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -667,7 +666,7 @@ func TestFeedIdleLongPollReadsOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := tc.open(t, &redis.Options{LockWait: directory.DefaultLockWait, FeedTrimInterval: -1, SweepInterval: -1, FinishInterval: -1, BackstopRate: -1})
+			s := tc.open(t, &redis.Options{LockWait: partmap.DefaultLockWait, FeedTrimInterval: -1, SweepInterval: -1, FinishInterval: -1, BackstopRate: -1})
 			if _, err := s.Start(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -351,14 +351,14 @@ func (b *backend) ReleaseDue(ctx context.Context, c engine.DueClaim, skipped []e
 // TrimWritten trims the feeds whose hints are due (written, or found
 // aged by the backstop), with the script TrimFeed runs on every one, and
 // brings back the hint of one that a run left too long.
-func (b *backend) TrimWritten(ctx context.Context, before int64, keep int64) (engine.FeedStats, error) {
+func (b *backend) TrimWritten(ctx context.Context, before int64, keep int64) (partmap.FeedStats, error) {
 	if err := b.hints.flush(ctx); err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	token := newToken()
 	bases, err := b.claim(ctx, b.feedHintsKey(), time.Now().UnixMilli(), token, 10_000)
 	if err != nil {
-		return engine.FeedStats{}, err
+		return partmap.FeedStats{}, err
 	}
 	var streams []int
 	var bad []string
@@ -371,17 +371,17 @@ func (b *backend) TrimWritten(ctx context.Context, before int64, keep int64) (en
 	}
 	if len(bad) > 0 {
 		if err := b.release(ctx, b.feedHintsKey(), token, bad, make([]string, len(bad))); err != nil {
-			return engine.FeedStats{}, err
+			return partmap.FeedStats{}, err
 		}
 	}
 	if len(streams) > 0 {
 		s, err := b.feedStreams(ctx)
 		if err != nil {
-			return engine.FeedStats{}, err
+			return partmap.FeedStats{}, err
 		}
 		per, left, err := b.trimStreams(ctx, s, streams, before, keep)
 		if err != nil {
-			return engine.FeedStats{}, err // the claims run out by themselves
+			return partmap.FeedStats{}, err // the claims run out by themselves
 		}
 		rel, scores := make([]string, len(streams)), make([]string, len(streams))
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
@@ -392,7 +392,7 @@ func (b *backend) TrimWritten(ctx context.Context, before int64, keep int64) (en
 			}
 		}
 		if err := b.release(ctx, b.feedHintsKey(), token, rel, scores); err != nil {
-			return engine.FeedStats{}, err
+			return partmap.FeedStats{}, err
 		}
 	}
 	return b.feedTotals(), nil
@@ -420,10 +420,10 @@ func (b *backend) noteStream(q int, events int64, firstID string) {
 }
 
 // feedTotals describes the feed as of every stream's last trim or look.
-func (b *backend) feedTotals() engine.FeedStats {
+func (b *backend) feedTotals() partmap.FeedStats {
 	b.feedMu.Lock()
 	defer b.feedMu.Unlock()
-	var st engine.FeedStats
+	var st partmap.FeedStats
 	for _, s := range b.feedStats {
 		st.Events += s.events
 		if s.first != 0 && (st.Oldest == 0 || s.first < st.Oldest) {

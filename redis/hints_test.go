@@ -17,7 +17,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/redis"
 )
 
@@ -450,7 +449,7 @@ func TestBackstopTrimsIdleFeed(t *testing.T) {
 		now.Store(time.Now().UnixMilli())
 		opts := redis.DefaultOptions()
 		opts.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
-		opts.FeedRetention = &directory.Retention{Age: time.Hour}
+		opts.FeedRetention = &partmap.Retention{Age: time.Hour}
 		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, 1000
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
 		for _, e := range spread("aged", 20) {
@@ -482,7 +481,7 @@ func TestTrimmerTrimsWrittenFeeds(t *testing.T) {
 	onBoth(t, func(t *testing.T, _ opener) {
 		ctx := context.Background()
 		opts := redis.DefaultOptions()
-		opts.FeedRetention = &directory.Retention{Events: partmap.DefaultPartitions}
+		opts.FeedRetention = &partmap.Retention{Events: partmap.DefaultPartitions}
 		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, -1
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
 		time.Sleep(300 * time.Millisecond) // past the first, whole, trim

@@ -34,7 +34,6 @@ import (
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
-	"github.com/partmap/partmap/internal/engine"
 )
 
 // Options configure Open. A nil *Options means DefaultOptions(). In
@@ -71,7 +70,7 @@ type Options struct {
 	Indexes []string
 	// Clock is the time deadlines are measured against; nil means
 	// time.Now. SweepInterval is how often expired data is reclaimed: 0
-	// means directory.DefaultSweepInterval, a negative one never (tests).
+	// means partmap.DefaultSweepInterval, a negative one never (tests).
 	// Each pass is one script that claims the partitions whose hints say
 	// something is due, whatever the partition count, and then reads
 	// only those (DESIGN.md, Expiry). Every server sharing the Redis
@@ -80,9 +79,9 @@ type Options struct {
 	Clock         func() time.Time
 	SweepInterval time.Duration
 	// FeedRetention bounds the change feed; nil means
-	// directory.DefaultRetention. Its Events are shared evenly between the
+	// partmap.DefaultRetention. Its Events are shared evenly between the
 	// partitions' feeds, so the bound is approximate (DESIGN.md).
-	FeedRetention *directory.Retention
+	FeedRetention *partmap.Retention
 	// FeedTrimInterval is how often the feed is trimmed: 0 means every
 	// 10 s, a negative one never (tests that count commands). The first
 	// trim trims every partition's feed; each later one, the feeds hints
@@ -108,7 +107,7 @@ type Options struct {
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
 // to 50 ms for a busy partition, and every other field is its zero.
 func DefaultOptions() Options {
-	return Options{LockWait: directory.DefaultLockWait}
+	return Options{LockWait: partmap.DefaultLockWait}
 }
 
 // feedPoll is how often a long-poll of the change feed reads it again:
@@ -143,7 +142,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 		o.ReplicaAckTimeout = time.Second
 	}
 	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout,
-		batch: newBatcher(client, batchWorkers), retention: directory.DefaultRetention, clock: o.Clock}
+		batch: newBatcher(client, batchWorkers), retention: partmap.DefaultRetention, clock: o.Clock}
 	if o.FeedRetention != nil {
 		b.retention = *o.FeedRetention
 	}
@@ -216,11 +215,11 @@ func (s *Store) Close() error {
 
 // Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
 // tests and benchmarks that run without the background one.
-func (s *Store) Sweep(ctx context.Context) (directory.SweepStats, error) { return s.dir.Sweep(ctx) }
+func (s *Store) Sweep(ctx context.Context) (partmap.SweepStats, error) { return s.dir.Sweep(ctx) }
 
 // TrimFeed trims the change feed to its retention now, as the directory
 // does every few seconds, and describes what is left.
-func (s *Store) TrimFeed(ctx context.Context) (engine.FeedStats, error) { return s.dir.TrimFeed(ctx) }
+func (s *Store) TrimFeed(ctx context.Context) (partmap.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {

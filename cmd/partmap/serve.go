@@ -13,7 +13,6 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/resp"
 )
@@ -30,7 +29,7 @@ type serveConfig struct {
 	siblings      int
 	recordCacheMB int
 	sweepInterval time.Duration
-	feedRetention directory.Retention
+	feedRetention partmap.Retention
 	indexes       string // --index: "" keeps the directory's (or the default), "none" or a comma list
 	namespace     string // --redis-namespace
 	logFormat     string
@@ -136,14 +135,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&c.replicaAcks, "redis-min-replicas-ack", 0, "with a Redis store, make each commit WAIT for `N` replica acknowledgements (0: do not wait)")
 	fs.StringVar(&c.namespace, "redis-namespace", "", "keep this directory's keys under `NS`, so that several directories can share one Redis")
 	fs.StringVar(&c.indexes, "index", "", "comma-separated `fields` a new directory indexes for search, or none (default companyName,customerTier); an existing directory keeps its own")
-	fs.DurationVar(&c.lockWait, "lock-wait", directory.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
+	fs.DurationVar(&c.lockWait, "lock-wait", partmap.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
 	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
 	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
 	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by 1.5 times as much")
-	fs.DurationVar(&c.sweepInterval, "sweep-interval", directory.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
-	c.feedRetention = directory.DefaultRetention
-	fs.Func("feed-retention", "how long the change feed keeps changes, how many, or both: `DURATION,COUNT` such as 24h, 7d, 1000000 or 24h,1000000; none keeps all (default "+directory.DefaultRetention.String()+")", func(s string) error {
-		r, err := directory.ParseRetention(s)
+	fs.DurationVar(&c.sweepInterval, "sweep-interval", partmap.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
+	c.feedRetention = partmap.DefaultRetention
+	fs.Func("feed-retention", "how long the change feed keeps changes, how many, or both: `DURATION,COUNT` such as 24h, 7d, 1000000 or 24h,1000000; none keeps all (default "+partmap.DefaultRetention.String()+")", func(s string) error {
+		r, err := partmap.ParseRetention(s)
 		c.feedRetention = r
 		return err
 	})

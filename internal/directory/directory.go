@@ -23,11 +23,6 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// DefaultLockWait is how long a write waits for its partition lock before it
-// fails with a lock conflict, unless told otherwise. See DESIGN.md for why it
-// is not zero.
-const DefaultLockWait = 50 * time.Millisecond
-
 // Options configure Open.
 type Options struct {
 	// Partitions is the partition count the caller expects. A new directory
@@ -61,13 +56,13 @@ type Options struct {
 	// time.Now. Tests move it.
 	Clock func() time.Time
 	// SweepInterval is how often the sweeper reclaims what has expired;
-	// 0 means DefaultSweepInterval, and a negative one runs no sweeper
+	// 0 means partmap.DefaultSweepInterval, and a negative one runs no sweeper
 	// (a test calls Sweep itself).
 	SweepInterval time.Duration
-	// FeedRetention bounds the change feed; nil means DefaultRetention.
+	// FeedRetention bounds the change feed; nil means partmap.DefaultRetention.
 	// FeedPoll is how often a long-poll of the feed looks for changes; 0
 	// means 20 ms (a backend that other servers write too says more).
-	FeedRetention *Retention
+	FeedRetention *partmap.Retention
 	FeedPoll      time.Duration
 	// FeedTrimInterval is how often the feed is trimmed to its retention;
 	// 0 means every 10 s, and a negative one never (a test that counts
@@ -164,7 +159,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		metrics:  newStoreMetrics(),
 		clock:    opts.Clock,
 		sweeper:  newSweeperMetrics(),
-		trimmer:  newTrimmer(DefaultRetention),
+		trimmer:  newTrimmer(partmap.DefaultRetention),
 		feedPoll: cmp.Or(opts.FeedPoll, defaultFeedPoll),
 	}
 	if opts.FeedRetention != nil {
@@ -188,7 +183,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		return nil, fmt.Errorf("holding the whole-map lock the metadata records: %w", err)
 	}
 	if opts.SweepInterval >= 0 {
-		d.startSweeper(cmp.Or(opts.SweepInterval, DefaultSweepInterval))
+		d.startSweeper(cmp.Or(opts.SweepInterval, partmap.DefaultSweepInterval))
 	}
 	if opts.FeedTrimInterval >= 0 {
 		d.startTrimmer(cmp.Or(opts.FeedTrimInterval, trimInterval))

@@ -4,26 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/engine"
 )
-
-// Retention bounds the change feed: events older than Age, and all but the
-// newest Events, are trimmed. A zero field bounds nothing.
-type Retention struct {
-	Age    time.Duration
-	Events int64
-}
-
-// DefaultRetention keeps a day of changes, and at most ten million.
-var DefaultRetention = Retention{Age: 24 * time.Hour, Events: 10_000_000}
 
 // trimInterval is how often the feed is trimmed to its retention, unless
 // Options say otherwise: on a backend with hints, the parts written since.
@@ -159,7 +146,7 @@ func (d *Directory) changeFilter(q partmap.ChangeQuery) (func(string) bool, int,
 
 // trimmer keeps the feed within its retention and reports its size.
 type trimmer struct {
-	retention Retention
+	retention partmap.Retention
 	stop      chan struct{}
 	done      chan struct{}
 	once      sync.Once
@@ -170,7 +157,7 @@ type trimmer struct {
 	keep      prometheus.Gauge
 }
 
-func newTrimmer(r Retention) *trimmer {
+func newTrimmer(r partmap.Retention) *trimmer {
 	t := &trimmer{
 		retention: r,
 		events: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_events",
@@ -195,14 +182,14 @@ func (t *trimmer) collectors() []prometheus.Collector {
 
 // TrimFeed trims the feed to its retention now, for tests and for the
 // trimmer, and returns what is left.
-func (d *Directory) TrimFeed(ctx context.Context) (engine.FeedStats, error) {
+func (d *Directory) TrimFeed(ctx context.Context) (partmap.FeedStats, error) {
 	return d.trimFeed(ctx, false)
 }
 
 // trimFeed trims the whole feed, or with written, on a backend with hints
 // (engine.Hints), only what its hints say was written or aged since its
 // last trim.
-func (d *Directory) trimFeed(ctx context.Context, written bool) (engine.FeedStats, error) {
+func (d *Directory) trimFeed(ctx context.Context, written bool) (partmap.FeedStats, error) {
 	r := d.trimmer.retention
 	var before int64
 	if r.Age > 0 {
@@ -260,50 +247,4 @@ func (d *Directory) stopTrimmer() {
 	}
 	t.once.Do(func() { close(t.stop) })
 	<-t.done
-}
-
-// ParseRetention reads --feed-retention: a duration ("24h", "7d"), a
-// number of changes ("1000000"), both separated by a comma, or "none".
-func ParseRetention(s string) (Retention, error) {
-	var r Retention
-	if s == "none" {
-		return r, nil
-	}
-	bad := func(part string) error {
-		return fmt.Errorf("feed retention %q: %q is neither a duration (24h, 7d) nor a number of changes (1000000); write DURATION, COUNT, DURATION,COUNT or none", s, part)
-	}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if n, err := strconv.ParseInt(part, 10, 64); err == nil && n > 0 && r.Events == 0 {
-			r.Events = n
-			continue
-		}
-		d, err := time.ParseDuration(part)
-		if days, ok := strings.CutSuffix(part, "d"); ok && err != nil {
-			var n int64
-			if n, err = strconv.ParseInt(days, 10, 64); err == nil && n > 0 && n < 1<<20 {
-				d = time.Duration(n) * 24 * time.Hour
-			}
-		}
-		if err != nil || d <= 0 || r.Age != 0 {
-			return Retention{}, bad(part)
-		}
-		r.Age = d
-	}
-	return r, nil
-}
-
-// String writes r as ParseRetention reads it.
-func (r Retention) String() string {
-	var parts []string
-	if r.Age > 0 {
-		parts = append(parts, r.Age.String())
-	}
-	if r.Events > 0 {
-		parts = append(parts, strconv.FormatInt(r.Events, 10))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ",")
 }

@@ -15,21 +15,9 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// DefaultSweepInterval is how often the sweeper looks for what has
-// expired, unless told otherwise: on Pebble a pass over the expiry entries
-// by deadline, one seek when nothing is due; on Redis one read of the
-// hints of which partitions hold something due.
-const DefaultSweepInterval = 500 * time.Millisecond
-
 // sweepBatch bounds the expiry entries one step of a pass reads; a pass
 // that fills it goes on at once.
 const sweepBatch = 50000
-
-// SweepStats is what one Sweep reclaimed.
-type SweepStats struct {
-	Profiles int // expired profiles deleted
-	Records  int // records rewritten without their expired fields
-}
 
 // sweeper runs Sweep every interval until the directory closes.
 type sweeper struct {
@@ -97,7 +85,7 @@ func (d *Directory) startSweeper(interval time.Duration) {
 			// on Redis, say) waits nine times its length, so that looking
 			// costs at most a tenth of a core whatever the directory's
 			// size. A pass that reclaimed something did needed work.
-			if took := time.Since(started); stats == (SweepStats{}) && 9*took > interval {
+			if took := time.Since(started); stats == (partmap.SweepStats{}) && 9*took > interval {
 				t.Reset(9 * took)
 			} else {
 				t.Reset(interval)
@@ -137,8 +125,8 @@ func (d *Directory) stopSweeper() {
 // A backend with hints (engine.Hints: Redis) is asked only where its hints
 // say something is due; any other is read whole, which on Pebble is one
 // seek when nothing is due.
-func (d *Directory) Sweep(ctx context.Context) (SweepStats, error) {
-	var total SweepStats
+func (d *Directory) Sweep(ctx context.Context) (partmap.SweepStats, error) {
+	var total partmap.SweepStats
 	s := d.sweeper
 	s.passes.Inc()
 	now := d.now()
@@ -193,8 +181,8 @@ const sweepRounds = 100
 // soonest deadline left. A partition of a generation this server does not
 // serve (one it has not learned of yet, or one a resize retired) is left
 // to a server that does.
-func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, now int64, oldest *int64) (SweepStats, error) {
-	var total SweepStats
+func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, now int64, oldest *int64) (partmap.SweepStats, error) {
+	var total partmap.SweepStats
 	s := d.sweeper
 	for range sweepRounds {
 		c, err := d.engine.ClaimDue(ctx, now+1)
@@ -233,7 +221,7 @@ func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, no
 		if rerr != nil {
 			return total, rerr
 		}
-		if !c.More || stats == (SweepStats{}) {
+		if !c.More || stats == (partmap.SweepStats{}) {
 			break // a page that reclaimed nothing is not claimed again at once
 		}
 	}
@@ -241,8 +229,8 @@ func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, no
 }
 
 // reclaim sweeps emails at now, one invocation per partition.
-func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (SweepStats, error) {
-	var total SweepStats
+func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (partmap.SweepStats, error) {
+	var total partmap.SweepStats
 	var durables []func() error
 	defer func() {
 		for _, durable := range durables {
@@ -269,7 +257,7 @@ func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (Sw
 			for _, p := range chunk {
 				group = append(group, groups[p]...)
 			}
-			var stats SweepStats
+			var stats partmap.SweepStats
 			durable, err := d.reclaimGroup(ctx, sv, group, now, &stats)
 			if err == engine.ErrStale {
 				stale = append(stale, group...)
@@ -296,7 +284,7 @@ func (d *Directory) reclaim(ctx context.Context, emails []string, now int64) (Sw
 
 // reclaimGroup sweeps emails, of one or several partitions of sv, in one
 // invocation.
-func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []string, now int64, stats *SweepStats) (func() error, error) {
+func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []string, now int64, stats *partmap.SweepStats) (func() error, error) {
 	sts := make([]staged, len(emails))
 	var parts []engine.Part
 	for i, e := range emails {
@@ -313,7 +301,7 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 		if d.serving.Load() != sv {
 			return engine.ErrStale
 		}
-		*stats = SweepStats{} // this run's alone: the handler may run again
+		*stats = partmap.SweepStats{} // this run's alone: the handler may run again
 		for i := 0; i < len(sts); {
 			// One read of each partition's records: emails come grouped.
 			j := i

@@ -157,7 +157,7 @@ type Feeder interface {
 	// TrimFeed deletes the events committed before before (Unix ms; 0
 	// keeps all) and, when keep > 0, all but about the newest keep, and
 	// describes what is left.
-	TrimFeed(ctx context.Context, before int64, keep int64) (FeedStats, error)
+	TrimFeed(ctx context.Context, before int64, keep int64) (partmap.FeedStats, error)
 }
 
 // LayoutWatcher is a Backend whose background work of its own needs the
@@ -219,7 +219,7 @@ type Hints interface {
 	// TrimWritten trims, as TrimFeed does, the feed's parts that hints say
 	// were written, or have aged past before, since they were last
 	// trimmed, and describes the whole feed as of each part's last trim.
-	TrimWritten(ctx context.Context, before int64, keep int64) (FeedStats, error)
+	TrimWritten(ctx context.Context, before int64, keep int64) (partmap.FeedStats, error)
 }
 
 // DueClaim is what Hints.ClaimDue claimed.
@@ -351,13 +351,6 @@ type FeedSignaler interface {
 	// only holds a change back until the long poll's wait ends. It may
 	// change without an append; that only costs a read.
 	FeedSignal(ctx context.Context) (string, error)
-}
-
-// FeedStats describe the feed that a backend keeps.
-type FeedStats struct {
-	Events int64 // about how many events it holds
-	Bytes  int64 // about how much they take, when the backend knows; else 0
-	Oldest int64 // the commit time of the oldest (Unix ms); 0 when empty
 }
 
 // Stage is where a generation is in a resize, as Marker.Mark records it.

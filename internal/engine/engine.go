@@ -204,10 +204,10 @@ func (e *Engine) Feed(ctx context.Context, after string, limit int) (FeedPage, e
 // backend with Hints, only the parts they say were written or aged since
 // their last trim (Hints.TrimWritten). Without a feed there is nothing to
 // trim.
-func (e *Engine) TrimFeed(ctx context.Context, before int64, keep int64, written bool) (FeedStats, error) {
+func (e *Engine) TrimFeed(ctx context.Context, before int64, keep int64, written bool) (partmap.FeedStats, error) {
 	switch {
 	case e.feed == nil:
-		return FeedStats{}, nil
+		return partmap.FeedStats{}, nil
 	case written && e.hints != nil:
 		return e.hints.TrimWritten(ctx, before, keep)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/internal/directory"
 )
 
 // FeedStore is a store that publishes its changes.
@@ -26,9 +25,9 @@ type FeedStore interface {
 
 // FeedOptions configure a store a FeedOpener opens.
 type FeedOptions struct {
-	Partitions int                  // 0: partmap.DefaultPartitions
-	Retention  *directory.Retention // nil: the store's default
-	Clock      func() time.Time     // nil: time.Now; the feed's retention is measured against it
+	Partitions int                // 0: partmap.DefaultPartitions
+	Retention  *partmap.Retention // nil: the store's default
+	Clock      func() time.Time   // nil: time.Now; the feed's retention is measured against it
 }
 
 // FeedTraits say how a backend's feed may differ from another's where
@@ -90,7 +89,7 @@ func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTrai
 	t.Run("RecordsKnowTheirCommit", func(t *testing.T) { runFeedCommitTimes(t, started(t), traits) })
 	t.Run("RetentionEvents", func(t *testing.T) {
 		const keep = 10
-		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &directory.Retention{Events: keep}})
+		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &partmap.Retention{Events: keep}})
 		runFeedRetention(t, s, trim, keep, traits)
 	})
 	t.Run("RetentionAge", func(t *testing.T) {
@@ -102,7 +101,7 @@ func RunFeed(t *testing.T, open FeedOpener, reopen FeedReopener, traits FeedTrai
 			return time.Now()
 		}
 		const age = time.Hour
-		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &directory.Retention{Age: age}, Clock: clock})
+		s, trim := start(t, FeedOptions{Partitions: 16, Retention: &partmap.Retention{Age: age}, Clock: clock})
 		mixedWrites(t, s, 20, 10, 2)
 		old := feedAll(t, s, partmap.ChangeQuery{})
 		time.Sleep(5 * time.Millisecond) // the next commit is in a later millisecond
@@ -725,7 +724,7 @@ func runFeedResume(t *testing.T, s FeedStore) {
 func runFeedExpiry(t *testing.T, s FeedStore, skew *atomic.Int64) {
 	ctx := context.Background()
 	sweeper, ok := s.(interface {
-		Sweep(context.Context) (directory.SweepStats, error)
+		Sweep(context.Context) (partmap.SweepStats, error)
 	})
 	if !ok {
 		t.Fatalf("%T has no Sweep", s)
