@@ -7,6 +7,39 @@ import (
 	"time"
 )
 
+// DirectoryOptions are what every store of a customer directory takes,
+// whatever keeps it: pebble.Options and redis.Options embed them.
+type DirectoryOptions struct {
+	// Partitions is the partition count the caller expects. A new
+	// directory is created with it; an existing one with another count is
+	// refused. 0 means DefaultPartitions for a new directory, and whatever
+	// an existing one has (a resize may have changed it).
+	Partitions int
+	// LockWait is how long a write waits for its partition lock before it
+	// fails with a lock conflict; 0 fails at once, as the original engine
+	// does.
+	LockWait time.Duration
+	// Limits bounds profiles; nil means DefaultLimits.
+	Limits *Limits
+	// Indexes are the fields a new directory indexes for search; nil means
+	// DefaultIndexes and an empty slice none. An existing directory keeps
+	// its own, and refuses a non-nil Indexes that differs.
+	Indexes []string
+	// Clock is the time deadlines are measured against; nil means
+	// time.Now. Tests move it.
+	Clock func() time.Time
+	// SweepInterval is how often the sweeper reclaims expired profiles and
+	// fields; 0 means DefaultSweepInterval, and a negative one runs no
+	// sweeper (a test calls the store's Sweep itself).
+	SweepInterval time.Duration
+	// FeedRetention bounds the change feed; nil means DefaultRetention.
+	FeedRetention *Retention
+	// FeedTrimInterval is how often the feed is trimmed to its retention;
+	// 0 means every 10 s, and a negative one never (a test that counts the
+	// commands a store sends).
+	FeedTrimInterval time.Duration
+}
+
 // DefaultLockWait is how long a write waits for its partition lock before it
 // fails with a lock conflict, unless told otherwise. See DESIGN.md for why it
 // is not zero.

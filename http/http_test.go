@@ -84,7 +84,7 @@ func TestConformance(t *testing.T) {
 // deadlines, as they do on the store itself.
 func TestExportDeadlines(t *testing.T) {
 	storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-		srv, store := newServer(t, &pebble.Options{Clock: clock, SweepInterval: -1})
+		srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Clock: clock, SweepInterval: -1}})
 		return newClient(t, srv.URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
 	})
 }

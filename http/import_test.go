@@ -67,7 +67,7 @@ func TestImport(t *testing.T) {
 	// Invalid lines are found before anything is written, and an import
 	// writes the others; lines the server refuses join them, in order.
 	t.Run("ErrInvalidLines", func(t *testing.T) {
-		srv, store := newServer(t, &pebble.Options{LockWait: -1})
+		srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 		start(t, srv.URL)
 		c := newClient(t, srv.URL, &pmhttp.ClientOptions{RetryFor: -1})
 		in := "{\"emailAddress\":\"ok@example.com\"}\n{\"emailAddress\":\"x@example.com\",\"n\":\"\xff\"}\n{not json}\n" +

@@ -1446,10 +1446,10 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 func checkChanges(t *testing.T, cov *docCoverage) {
 	t.Helper()
 	var ahead atomic.Int64
-	srv := newDocServerWith(t, nil, 0, &pebble.Options{
+	srv := newDocServerWith(t, nil, 0, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{
 		Clock:         func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) },
 		FeedRetention: &partmap.Retention{Age: time.Hour},
-	})
+	}})
 	c := newChecker(t, srv, cov)
 	b := pmhttp.BasePath
 	changes := b + "/changes"

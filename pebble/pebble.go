@@ -69,17 +69,7 @@ const memTableReserve = 2 * memTableBytes
 // Options of your own, a zero field means its zero, except where it says
 // otherwise: LockWait 0 fails at once.
 type Options struct {
-	// Partitions is the partition count the caller expects. A new directory
-	// is created with it; an existing one with another count is refused.
-	// 0 means partmap.DefaultPartitions for a new directory, and whatever
-	// an existing one has (a resize may have changed it).
-	Partitions int
-	// LockWait is how long a write waits for its partition lock before it
-	// fails with a lock conflict; 0 fails at once, as the original engine
-	// does.
-	LockWait time.Duration
-	// Limits bounds profiles; nil means partmap.DefaultLimits.
-	Limits *partmap.Limits
+	partmap.DirectoryOptions
 	// CommitDelay holds the next WAL fsync back by this long after the
 	// last one while more than CommitSiblings commits are waiting for
 	// theirs, so that they share one, as PostgreSQL's commit_delay and
@@ -97,18 +87,6 @@ type Options struct {
 	// profile are answered from (DESIGN.md); 0 means
 	// DefaultRecordCacheBytes and a negative one no cache.
 	RecordCacheBytes int64
-	// Indexes are the fields a new directory indexes for search; nil means
-	// partmap.DefaultIndexes and an empty slice none. An existing directory
-	// keeps its own, and refuses a non-nil Indexes that differs.
-	Indexes []string
-	// Clock is the time deadlines are measured against; nil means
-	// time.Now. SweepInterval is how often expired data is reclaimed: 0
-	// means partmap.DefaultSweepInterval, a negative one never (tests).
-	Clock         func() time.Time
-	SweepInterval time.Duration
-	// FeedRetention bounds the change feed; nil means
-	// partmap.DefaultRetention.
-	FeedRetention *partmap.Retention
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
@@ -118,7 +96,7 @@ type Options struct {
 // 50 ms for a busy partition (DESIGN.md says why), and every other field is
 // its zero.
 func DefaultOptions() Options {
-	return Options{LockWait: partmap.DefaultLockWait, CommitDelay: DefaultCommitDelay, CommitSiblings: DefaultCommitSiblings}
+	return Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: partmap.DefaultLockWait}, CommitDelay: DefaultCommitDelay, CommitSiblings: DefaultCommitSiblings}
 }
 
 // Store is a customer directory in a Pebble database on local disk. It is a
@@ -151,8 +129,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.RecordCacheBytes == 0 {
 		o.RecordCacheBytes = DefaultRecordCacheBytes
 	}
-	dopts := directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		Clock: o.Clock, SweepInterval: o.SweepInterval, FeedRetention: o.FeedRetention}
+	dopts := directory.Options{DirectoryOptions: o.DirectoryOptions}
 	fresh, err := checkDataDirectory(o.FS, path)
 	if err != nil {
 		return nil, err

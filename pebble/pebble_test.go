@@ -50,7 +50,7 @@ func TestBatchAtOneInstant(t *testing.T) {
 
 func TestEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
-		s, _ := MustOpen(t, &pebble.Options{LockWait: wait})
+		s, _ := MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}})
 		return s.Engine()
 	})
 }

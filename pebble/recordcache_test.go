@@ -229,7 +229,7 @@ func TestRecordCacheIsBounded(t *testing.T) {
 // lookups read Pebble.
 func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{LockWait: time.Second, SweepInterval: -1})
+	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second, SweepInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func BenchmarkRecordCache(b *testing.B) {
 		bytes int64
 	}{{"cached", 0}, {"uncached", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := Open(b.TempDir(), &Options{RecordCacheBytes: bc.bytes, SweepInterval: -1})
+			s, err := Open(b.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}, RecordCacheBytes: bc.bytes})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -399,7 +399,7 @@ func BenchmarkRecordCache(b *testing.B) {
 // fill the cache nor evicts the records lookups were using.
 func TestRecordCacheSkipsBulkWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{SweepInterval: -1})
+	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

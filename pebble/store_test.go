@@ -58,7 +58,7 @@ func TestNotStartedSurvivesReopen(t *testing.T) {
 func TestErrPartitionCountMismatch(t *testing.T) {
 	s, dir := MustOpen(t, nil)
 	s.Close()
-	_, err := pebble.Open(dir, &pebble.Options{Partitions: 500})
+	_, err := pebble.Open(dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 500}})
 	if err == nil || !strings.Contains(err.Error(), "1000 partitions but 500") {
 		t.Fatalf("got %v, want a refusal naming both counts", err)
 	}
@@ -147,7 +147,7 @@ func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
-		}, &pebble.Options{Partitions: 500}, "1000 partitions but 500"},
+		}, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 500}}, "1000 partitions but 500"},
 		{"ErrCorruptManifest", func(t *testing.T, dir string) {
 			s, err := pebble.Open(dir, nil)
 			if err != nil {

@@ -34,7 +34,7 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 func newEnvWith(t testing.TB, retention *partmap.Retention) *env {
 	t.Helper()
 	ctx := context.Background()
-	s, err := pebble.Open(t.TempDir(), &pebble.Options{Partitions: 64, LockWait: time.Second, FeedRetention: retention})
+	s, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 64, LockWait: time.Second, FeedRetention: retention}})
 	if err != nil {
 		t.Fatal(err)
 	}

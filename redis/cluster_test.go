@@ -49,7 +49,7 @@ func TestClusterEngine(t *testing.T) {
 		if wait == 0 {
 			wait = -1
 		}
-		return openCluster(t, &redis.Options{LockWait: wait}).Engine()
+		return openCluster(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}}).Engine()
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 // locks' TTL, and other servers' writers meet lock conflicts meanwhile.
 func TestExportOutlivesLockTTL(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 0, LockTTL: 150 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}, LockTTL: 150 * time.Millisecond})
 	a.Start(ctx)
 	for i := range 20 {
 		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {

@@ -666,7 +666,7 @@ func TestFeedIdleLongPollReadsOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := tc.open(t, &redis.Options{LockWait: partmap.DefaultLockWait, FeedTrimInterval: -1, SweepInterval: -1, FinishInterval: -1, BackstopRate: -1})
+			s := tc.open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: partmap.DefaultLockWait, FeedTrimInterval: -1, SweepInterval: -1}, FinishInterval: -1, BackstopRate: -1})
 			if _, err := s.Start(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -39,22 +39,19 @@ import (
 // Options configure Open. A nil *Options means DefaultOptions(). In
 // Options of your own, a zero field means its zero, except where it says
 // otherwise: LockWait 0 fails at once.
+//
+// On Redis every server sharing the store sweeps, each pass one script
+// that claims the partitions whose hints say something is due, whatever
+// the partition count (DESIGN.md, Expiry); the feed's retention is shared
+// evenly between the partitions' feeds, so its count is approximate; and
+// each trim after the first trims only the feeds that hints say were
+// written since, or that the backstop found aged.
 type Options struct {
-	// LockWait is how long a write waits for its partition lock before it
-	// fails with a lock conflict; 0 fails at once, as the original engine
-	// does.
-	LockWait time.Duration
-	// Partitions is the partition count a new directory is created with;
-	// an existing one with another count is refused. 0 means
-	// partmap.DefaultPartitions for a new directory, and whatever an
-	// existing one has.
-	Partitions int
+	partmap.DirectoryOptions
 	// LockTTL bounds how long a lock outlives a server that died holding
 	// it, or a release lost in a failover; a live holder renews its locks
 	// every third of it. 0 means 2 s.
 	LockTTL time.Duration
-	// Limits bounds profiles; nil means partmap.DefaultLimits.
-	Limits *partmap.Limits
 	// MinReplicasAck makes every commit WAIT until this many replicas have
 	// acknowledged it, for up to ReplicaAckTimeout (0 means 1 s); a commit
 	// that gets fewer is applied on the master but answered as unavailable.
@@ -64,30 +61,6 @@ type Options struct {
 	// Namespace lets several directories share one Redis: it goes into
 	// every key, after the partition's hash tag. "" is the default directory.
 	Namespace string
-	// Indexes are the fields a new directory indexes for search; nil means
-	// partmap.DefaultIndexes and an empty slice none. An existing directory
-	// keeps its own, and refuses a non-nil Indexes that differs.
-	Indexes []string
-	// Clock is the time deadlines are measured against; nil means
-	// time.Now. SweepInterval is how often expired data is reclaimed: 0
-	// means partmap.DefaultSweepInterval, a negative one never (tests).
-	// Each pass is one script that claims the partitions whose hints say
-	// something is due, whatever the partition count, and then reads
-	// only those (DESIGN.md, Expiry). Every server sharing the Redis
-	// sweeps; their sweeps are writes like any other, so two of them
-	// reclaim each profile once.
-	Clock         func() time.Time
-	SweepInterval time.Duration
-	// FeedRetention bounds the change feed; nil means
-	// partmap.DefaultRetention. Its Events are shared evenly between the
-	// partitions' feeds, so the bound is approximate (DESIGN.md).
-	FeedRetention *partmap.Retention
-	// FeedTrimInterval is how often the feed is trimmed: 0 means every
-	// 10 s, a negative one never (tests that count commands). The first
-	// trim trims every partition's feed; each later one, the feeds hints
-	// say were written since (or the backstop found aged): one script,
-	// and one per such feed.
-	FeedTrimInterval time.Duration
 	// FinishInterval is how often this server looks for transactions
 	// whose committer died, on partitions nobody reads or writes, and
 	// ends them (their other partitions' changes reach the feed then): 0
@@ -107,7 +80,7 @@ type Options struct {
 // DefaultOptions are the options of Open(ctx, client, nil): a write waits up
 // to 50 ms for a busy partition, and every other field is its zero.
 func DefaultOptions() Options {
-	return Options{LockWait: partmap.DefaultLockWait}
+	return Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: partmap.DefaultLockWait}}
 }
 
 // feedPoll is how often a long-poll of the change feed reads it again:
@@ -155,9 +128,8 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// again, needlessly since commits became atomic). The commit script
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
-	dir, err := directory.Open(ctx, b, directory.Options{Partitions: o.Partitions, LockWait: o.LockWait, Limits: o.Limits, Indexes: o.Indexes,
-		SplitCommits: true, CheckedWrites: true, Clock: o.Clock, SweepInterval: o.SweepInterval,
-		FeedRetention: o.FeedRetention, FeedPoll: feedPoll, FeedTrimInterval: o.FeedTrimInterval})
+	dir, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: o.DirectoryOptions,
+		SplitCommits: true, CheckedWrites: true, FeedPoll: feedPoll})
 	if err == nil {
 		// Before this server's first write: the change feed's readers read
 		// a feed per partition of every layout there has been.

@@ -85,7 +85,7 @@ func TestEngine(t *testing.T) {
 		if wait == 0 {
 			wait = -1 // redis.Options: negative fails fast
 		}
-		return open(t, &redis.Options{LockWait: wait}).Engine()
+		return open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}}).Engine()
 	})
 }
 
@@ -139,7 +139,7 @@ func TestTwoServersAreLinearizable(t *testing.T) {
 // renews its locks, so the loss is a failover's: the key goes.)
 func TestLostLockCannotCommit(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 0})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}})
 	a.Start(ctx)
 	const email = "slow@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
@@ -168,7 +168,7 @@ func TestLostLockCannotCommit(t *testing.T) {
 // so a long hold (a big partition's copy) keeps its partition.
 func TestLockRenewedWhileHeld(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 0, LockTTL: 200 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}, LockTTL: 200 * time.Millisecond})
 	a.Start(ctx)
 	const email = "long@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
@@ -203,7 +203,7 @@ func TestLockRenewedThroughBusyConnections(t *testing.T) {
 	if err := c.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := redis.Open(ctx, c, &redis.Options{LockTTL: ttl, SweepInterval: -1, FinishInterval: -1, FeedTrimInterval: -1})
+	s, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1, FeedTrimInterval: -1}, LockTTL: ttl, FinishInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 // that took it is gone; a server that opens meanwhile honours it too.
 func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 0})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}})
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 		t.Fatalf("a second whole-map lock through another server: %v, want a conflict", err)
 	}
 	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	c, err := redis.Open(ctx, cc, &redis.Options{LockWait: 0})
+	c, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func busyRefusals(t *testing.T) int {
 // switch holds every lock.)
 func TestWriteRunAgainAnswersOnce(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: time.Minute})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Minute}})
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

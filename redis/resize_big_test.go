@@ -45,7 +45,7 @@ func TestResizeBigPartition(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	s := open(t, &redis.Options{LockWait: 50 * time.Millisecond, LockTTL: 300 * time.Millisecond})
+	s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 50 * time.Millisecond}, LockTTL: 300 * time.Millisecond})
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func retryConflict(f func() error) error {
 // them and reloads: no increment is lost.
 func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 200 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 200 * time.Millisecond}})
 	a.Start(ctx)
 	const victim = "victim@example.com"
 	if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: victim, "n": "0"}, partmap.Condition{}); err != nil {
@@ -87,7 +87,7 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	a2, err := redis.Open(ctx, rawClient(), &redis.Options{LockWait: 200 * time.Millisecond}) // A restarted
+	a2, err := redis.Open(ctx, rawClient(), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 200 * time.Millisecond}}) // A restarted
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 // switch.
 func TestInterruptedStartLosesNoWrites(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: 200 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 200 * time.Millisecond}})
 	a.Start(ctx)
 	victim := ""
 	for i := 0; victim == ""; i++ {
@@ -131,7 +131,7 @@ func TestInterruptedStartLosesNoWrites(t *testing.T) {
 	editMeta(t, func(m map[string]any) { // Resize's UpdateMeta; the crash comes before Mark
 		m["resize"] = map[string]any{"partitions": 250, "version": 1, "copied": 0}
 	})
-	a2, err := redis.Open(ctx, rawClient(), &redis.Options{LockWait: 200 * time.Millisecond}) // A restarted: resumes the move
+	a2, err := redis.Open(ctx, rawClient(), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 200 * time.Millisecond}}) // A restarted: resumes the move
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -316,12 +316,12 @@ func TestHotPartitionTwoServers(t *testing.T) {
 // writes nothing.
 func TestCheckedWriteRespectsHeldLock(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{LockWait: time.Minute})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Minute}})
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	fast, err := redis.Open(ctx, cc, &redis.Options{LockWait: -1})
+	fast, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

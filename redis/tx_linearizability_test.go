@@ -39,7 +39,7 @@ func TestTxTwoServersAreLinearizable(t *testing.T) {
 		"Cluster": openClusterShared,
 	} {
 		t.Run(name, func(t *testing.T) {
-			a, b := shared(t, &redis.Options{LockWait: 20 * time.Millisecond})
+			a, b := shared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 20 * time.Millisecond}})
 			if _, err := a.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}

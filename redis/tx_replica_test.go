@@ -54,8 +54,8 @@ func TestTxStepsNoReplicaHas(t *testing.T) {
 			// beside the test would act on a count taken after the
 			// restore for a script run before it, which no real WAIT
 			// reports: its readers run only where the test puts them.
-			s := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: time.Millisecond, LockTTL: 200 * time.Millisecond, LockWait: time.Second,
-				FinishInterval: -1, BackstopRate: -1})
+			s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second}, MinReplicasAck: 1,
+				ReplicaAckTimeout: time.Millisecond, LockTTL: 200 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
 			raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
 			defer raw.Close()
 			accounts := spread("behind", 2)
@@ -279,8 +279,8 @@ func TestReplicasFromRole(t *testing.T) {
 // need not wait for the abort to replicate.
 func TestTxOwnAbortWithReplicaBehind(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: time.Millisecond, LockWait: time.Second,
-		FinishInterval: -1, BackstopRate: -1}) // nobody but the committer ends its transaction (see TestTxStepsNoReplicaHas)
+	s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second}, MinReplicasAck: 1,
+		ReplicaAckTimeout: time.Millisecond, FinishInterval: -1, BackstopRate: -1}) // nobody but the committer ends its transaction (see TestTxStepsNoReplicaHas)
 	db := int(server.nextDB.Load() % databases)
 	raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
 	defer raw.Close()

@@ -265,7 +265,7 @@ var errAbandoned = errors.New("abandoned")
 func TestTransfersAreAtomic(t *testing.T) {
 	for _, abandon := range []bool{false, true} {
 		t.Run(map[bool]string{false: "OK", true: "CommittersDie"}[abandon], func(t *testing.T) {
-			s := open(t, &redis.Options{LockWait: 2 * time.Second})
+			s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 2 * time.Second}})
 			db := int(server.nextDB.Load() % databases)
 			runBank(t, s, func(pattern string) []string { return singleKeys(t, db, pattern) }, abandon)
 		})
@@ -275,7 +275,7 @@ func TestTransfersAreAtomic(t *testing.T) {
 func TestClusterTransfersAreAtomic(t *testing.T) {
 	for _, abandon := range []bool{false, true} {
 		t.Run(map[bool]string{false: "OK", true: "CommittersDie"}[abandon], func(t *testing.T) {
-			s := openCluster(t, &redis.Options{LockWait: 2 * time.Second})
+			s := openCluster(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 2 * time.Second}})
 			ns := fmt.Sprintf("t%d", cluster.ns.Load())
 			runBank(t, s, func(pattern string) []string { return clusterKeys(t, ns, pattern) }, abandon)
 		})
@@ -358,7 +358,7 @@ func openEnv(env string) (*redis.Store, error) { return openEnvWith(env, nil) }
 // openEnvWith is openEnv with options that tweak changes.
 func openEnvWith(env string, tweak func(*redis.Options)) (*redis.Store, error) {
 	kind, rest, _ := strings.Cut(env, ":")
-	o := redis.Options{LockWait: 2 * time.Second, LockTTL: crashTTL}
+	o := redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 2 * time.Second}, LockTTL: crashTTL}
 	if tweak != nil {
 		tweak(&o)
 	}
@@ -605,7 +605,7 @@ func TestClusterTxCrash(t *testing.T) {
 // lock conflict, having written nothing.
 func TestTxLostLockIsAborted(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, &redis.Options{LockWait: time.Second})
+	s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second}})
 	s.Start(ctx)
 	accounts := spread("lost", 2)
 	for _, a := range accounts {
@@ -655,8 +655,8 @@ func TestTxLostLockIsAborted(t *testing.T) {
 func TestTxReplicaAcknowledgements(t *testing.T) {
 	ctx := context.Background()
 	accounts := spread("acked", 2)
-	acked := openCluster(t, &redis.Options{MinReplicasAck: 1, LockWait: time.Second})
-	alone := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond, LockWait: time.Second})
+	acked := openCluster(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second}, MinReplicasAck: 1})
+	alone := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second}, MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond})
 	for _, s := range []*redis.Store{acked, alone} {
 		s.Start(ctx)
 		for _, a := range accounts {

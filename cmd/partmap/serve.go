@@ -102,8 +102,13 @@ func (c serveConfig) Validate() error {
 
 // storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
-	return &pebble.Options{LockWait: c.lockWait, CommitDelay: c.commitDelay, CommitSiblings: c.siblings, Indexes: c.indexList(),
-		SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention, RecordCacheBytes: c.recordCacheBytes()}
+	return &pebble.Options{DirectoryOptions: c.directoryOptions(), CommitDelay: c.commitDelay, CommitSiblings: c.siblings,
+		RecordCacheBytes: c.recordCacheBytes()}
+}
+
+// directoryOptions maps the flags that every store takes.
+func (c serveConfig) directoryOptions() partmap.DirectoryOptions {
+	return partmap.DirectoryOptions{LockWait: c.lockWait, Indexes: c.indexList(), SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention}
 }
 
 // recordCacheBytes reads --record-cache: 0 is no cache.

@@ -48,8 +48,7 @@ var storeOpeners = map[string]func(ctx context.Context, rest string, c serveConf
 }
 
 func openRedis(ctx context.Context, client goredis.UniversalClient, c serveConfig) (store, error) {
-	s, err := redis.Open(ctx, client, &redis.Options{LockWait: c.lockWait, MinReplicasAck: c.replicaAcks, Indexes: c.indexList(), Namespace: c.namespace,
-		SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention})
+	s, err := redis.Open(ctx, client, &redis.Options{DirectoryOptions: c.directoryOptions(), MinReplicasAck: c.replicaAcks, Namespace: c.namespace})
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -39,7 +39,7 @@ func Open(path string, lockWait time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := directory.Open(context.Background(), &backend{db: db}, directory.Options{LockWait: lockWait, Indexes: []string{}, SweepInterval: -1})
+	dir, err := directory.Open(context.Background(), &backend{db: db}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: lockWait, Indexes: []string{}, SweepInterval: -1}})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -23,21 +23,10 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// Options configure Open.
+// Options configure Open: what the store was asked for, and what its
+// backend says of itself.
 type Options struct {
-	// Partitions is the partition count the caller expects. A new directory
-	// is created with it; an existing one with another count is refused.
-	// 0 means partmap.DefaultPartitions for a new directory, and whatever
-	// an existing one has (a resize may have changed it).
-	Partitions int
-	// LockWait is how long a write waits for a held lock; 0 fails at once.
-	LockWait time.Duration
-	// Limits bounds profiles; nil means partmap.DefaultLimits.
-	Limits *partmap.Limits
-	// Indexes are the fields a new directory indexes for search; nil means
-	// partmap.DefaultIndexes and an empty slice none. An existing directory
-	// keeps its own, and refuses a non-nil Indexes that differs.
-	Indexes []string
+	partmap.DirectoryOptions
 	// SplitCommits says the backend commits several partitions in several
 	// steps (Redis: one script per slot, made atomic by its transaction
 	// protocol, at many round trips), not in one batch. A bulk write then
@@ -52,22 +41,9 @@ type Options struct {
 	// (engine.Options.CheckedWrites): a single-partition write then takes
 	// no lock in the store.
 	CheckedWrites bool
-	// Clock is the time deadlines are measured against; nil means
-	// time.Now. Tests move it.
-	Clock func() time.Time
-	// SweepInterval is how often the sweeper reclaims what has expired;
-	// 0 means partmap.DefaultSweepInterval, and a negative one runs no sweeper
-	// (a test calls Sweep itself).
-	SweepInterval time.Duration
-	// FeedRetention bounds the change feed; nil means partmap.DefaultRetention.
 	// FeedPoll is how often a long-poll of the feed looks for changes; 0
 	// means 20 ms (a backend that other servers write too says more).
-	FeedRetention *partmap.Retention
-	FeedPoll      time.Duration
-	// FeedTrimInterval is how often the feed is trimmed to its retention;
-	// 0 means every 10 s, and a negative one never (a test that counts
-	// the commands a store sends).
-	FeedTrimInterval time.Duration
+	FeedPoll time.Duration
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
