@@ -8,7 +8,9 @@ import (
 )
 
 // DirectoryOptions are what every store of a customer directory takes,
-// whatever keeps it: pebble.Options and redis.Options embed them.
+// whatever keeps it: pebble.Options and redis.Options embed them. A zero
+// field means its default; where one can be none or at once, a negative
+// one says so.
 type DirectoryOptions struct {
 	// Partitions is the partition count the caller expects. A new
 	// directory is created with it; an existing one with another count is
@@ -16,8 +18,8 @@ type DirectoryOptions struct {
 	// an existing one has (a resize may have changed it).
 	Partitions int
 	// LockWait is how long a write waits for its partition lock before it
-	// fails with a lock conflict; 0 fails at once, as the original engine
-	// does.
+	// fails with a lock conflict; 0 means DefaultLockWait, and a negative
+	// one fails at once, as the original engine does.
 	LockWait time.Duration
 	// Limits bounds profiles; nil means DefaultLimits.
 	Limits *Limits

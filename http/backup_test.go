@@ -152,7 +152,7 @@ func TestBackup(t *testing.T) {
 	// A store on an in-memory filesystem fails before the archive's first
 	// byte: the reply is a problem, not an empty 200.
 	t.Run("ErrInMemory", func(t *testing.T) {
-		srv, _ := newServer(t, &pebble.Options{FS: vfs.NewMem()})
+		srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, FS: vfs.NewMem()})
 		r := send(t, "GET", srv.URL+base+"/backup", nil)
 		if p := r.problem(t); r.status != 501 || p["type"] != "urn:partmap:problem:unsupported" {
 			t.Fatalf("got %d %s", r.status, r.body)

@@ -357,7 +357,7 @@ func TestChangesFilters(t *testing.T) {
 // Every way to be refused says what is wrong; an expired cursor is 410,
 // to a page and, as a problem and not a stream, to an event stream.
 func TestChangesErrors(t *testing.T) {
-	srv, store := newFeedServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{FeedRetention: &partmap.Retention{Events: 2}}})
+	srv, store := newFeedServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, FeedRetention: &partmap.Retention{Events: 2}}})
 	changes := srv.URL + base + "/changes"
 	for name, tc := range map[string]struct {
 		query  string

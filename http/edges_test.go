@@ -134,7 +134,7 @@ func TestClientDeadlines(t *testing.T) {
 		t.Fatalf("a slow server: got %v, want the context's deadline", err)
 	}
 
-	srv, store := newServer(t, &pebble.Options{})
+	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	release := holdPartition(t, store, "held@example.com")
 	defer release()

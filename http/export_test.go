@@ -151,7 +151,7 @@ func TestExportImportKeepDeadlines(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	var now atomic.Int64
 	now.Store(t0)
-	clock := &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Clock: func() time.Time { return time.UnixMilli(now.Load()) }, SweepInterval: -1}}
+	clock := &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: func() time.Time { return time.UnixMilli(now.Load()) }, SweepInterval: -1}}
 	srcURL, src := newServer(t, clock)
 	dstURL, dst := newServer(t, clock)
 	start(t, srcURL.URL)

@@ -84,7 +84,7 @@ func TestConformance(t *testing.T) {
 // deadlines, as they do on the store itself.
 func TestExportDeadlines(t *testing.T) {
 	storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-		srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Clock: clock, SweepInterval: -1}})
+		srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock, SweepInterval: -1}})
 		return newClient(t, srv.URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
 	})
 }
@@ -311,7 +311,7 @@ func holdPartition(t *testing.T, store *pebble.Store, email string) (release fun
 }
 
 func TestLockConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{})
+	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	const email = "hot@example.com"
 	release := holdPartition(t, store, email)
@@ -354,7 +354,7 @@ func TestLockConflict(t *testing.T) {
 // Behind the whole-map lock, a write's conflict names the lock and its
 // end, and Retry-After counts the seconds left, not the usual 1.
 func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{})
+	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	lock, err := store.LockWholeMap(context.Background(), time.Minute)
 	if err != nil {
@@ -382,7 +382,7 @@ func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
 // and the client asks again from that partition: every partition is
 // checked once, in order.
 func TestCheckPartitionsResumesAfterAConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{})
+	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	busy := "busy@example.com"
 	p := partmap.PartitionOf(busy, partmap.DefaultPartitions)
@@ -485,7 +485,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		srv, _ := newServer(t, &pebble.Options{})
+		srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 		return newClient(t, srv.URL, nil)
 	})
 }

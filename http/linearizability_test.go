@@ -25,7 +25,7 @@ func TestLinearizability(t *testing.T) {
 			t.Fatalf("PARTMAP_LIN_OPS=%q is not a positive number", s)
 		}
 	}
-	srv, _ := newServer(t, &pebble.Options{})
+	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	var conflicts atomic.Uint64
 	clients := make([]*pmhttp.Client, 8)
@@ -51,7 +51,7 @@ func TestLinearizability(t *testing.T) {
 // transaction's too) and retry them. PARTMAP_TX_CALLS sets the calls per
 // client (60).
 func TestTxLinearizability(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{})
+	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	clients := make([]*pmhttp.Client, 8)
 	storetest.CheckTxLinearizable(t, func(i int) partmap.Store {

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"github.com/partmap/partmap"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 )
 
 func TestHealthAndMetrics(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{})
+	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	u := srv.URL
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := send(t, "GET", u+path, nil); r.status != 200 {

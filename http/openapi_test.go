@@ -431,7 +431,7 @@ type docServer struct {
 
 func newDocServer(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration) *docServer {
 	t.Helper()
-	return newDocServerWith(t, tokens, readTimeout, &pebble.Options{})
+	return newDocServerWith(t, tokens, readTimeout, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 }
 
 // newDocServerWith is newDocServer over a store opened with opts.
@@ -461,7 +461,7 @@ type plainStore struct{ partmap.Store }
 // newPlainDocServer serves a real Pebble store as a plainStore.
 func newPlainDocServer(t *testing.T) *docServer {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), &pebble.Options{})
+	store, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1446,7 +1446,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 func checkChanges(t *testing.T, cov *docCoverage) {
 	t.Helper()
 	var ahead atomic.Int64
-	srv := newDocServerWith(t, nil, 0, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{
+	srv := newDocServerWith(t, nil, 0, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1,
 		Clock:         func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) },
 		FeedRetention: &partmap.Retention{Age: time.Hour},
 	}})

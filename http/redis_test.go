@@ -89,7 +89,7 @@ func TestConformanceOnRedis(t *testing.T) {
 		t.Run(name+"/ExportDeadlines", func(t *testing.T) {
 			storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
 				ns := fmt.Sprintf("http%d", namespaces.Add(1))
-				store, err := redis.Open(context.Background(), client(t), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{Clock: clock, SweepInterval: -1}, Namespace: ns})
+				store, err := redis.Open(context.Background(), client(t), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock, SweepInterval: -1}, Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +104,7 @@ func TestConformanceOnRedis(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			storetest.RunStore(t, func(t *testing.T) partmap.Store {
 				ns := fmt.Sprintf("http%d", namespaces.Add(1))
-				store, err := redis.Open(context.Background(), client(t), &redis.Options{Namespace: ns})
+				store, err := redis.Open(context.Background(), client(t), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,7 +14,7 @@ import (
 )
 
 func TestRenameRoute(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{})
+	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	put := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"old@example.com","fullName":"Ada"}`))
 	if put.status != 201 {
@@ -65,7 +65,7 @@ func transact(t *testing.T, srvURL, body string, header ...string) response {
 }
 
 func TestTransactionRoute(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{})
+	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	r := transact(t, srv.URL, `{"operations":[
 		{"op":"put","profile":{"emailAddress":"a@example.com","n":"1"},"ifNoneMatch":"*"},
@@ -137,7 +137,7 @@ func TestTransactionRoute(t *testing.T) {
 }
 
 func TestTransactionRouteBadInput(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{})
+	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	start(t, srv.URL)
 	var many strings.Builder
 	many.WriteString(`{"operations":[`)

@@ -68,7 +68,7 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 // on one of them must fail only that partition's profiles.
 func TestBulkConflictFailsOnlyTheBusyPartition(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{}) // fail fast
+	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}) // fail fast
 	if err != nil {
 		t.Fatal(err)
 	}

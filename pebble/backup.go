@@ -305,9 +305,7 @@ func restore(ctx context.Context, b BackupSource, data string, progress func(int
 	if err := syncDir(data); err != nil {
 		return info, 0, err
 	}
-	opts := DefaultOptions()
-	opts.SweepInterval = -1
-	s, err := Open(data, &opts)
+	s, err := Open(data, &Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}})
 	if err != nil {
 		return info, 0, fmt.Errorf("the restored directory does not open: %w", err)
 	}

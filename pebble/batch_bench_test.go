@@ -30,7 +30,7 @@ func BenchmarkBatch(b *testing.B) {
 		name  string
 		bytes int64
 	}{{"cached", 0}, {"uncached", -1}} {
-		opts := pebble.DefaultOptions()
+		opts := pebble.Options{}
 		opts.RecordCacheBytes = cache.bytes
 		s, _ := MustOpen(b, &opts)
 		if _, err := s.Start(ctx); err != nil {

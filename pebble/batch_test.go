@@ -66,7 +66,7 @@ func TestBatchReadsEachPartitionOnce(t *testing.T) {
 	defer s.Close()
 	counted := &countedGets{backend: &backend{db: s.db, feed: s.backend.feed}}
 	// Only this directory serves the database from here on; s's stays idle.
-	d, err := directory.Open(ctx, counted, directory.Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}})
+	d, err := directory.Open(ctx, counted, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 func openWithCommitDelay(t *testing.T, delay time.Duration, siblings int) *Store {
 	t.Helper()
-	opts := DefaultOptions()
+	opts := Options{}
 	opts.CommitDelay, opts.CommitSiblings = delay, siblings
 	opts.LockWait = time.Minute // the writers below must not conflict out
 	s, err := Open(t.TempDir(), &opts)

@@ -72,7 +72,7 @@ func (s *stepped) run(step func(read int), list func()) {
 // after one chosen read, for every choice.
 func TestPartitionCountsBetweenReads(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}})
+	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestPartitionCountsBetweenReads(t *testing.T) {
 	clock.Store(base)
 	b := &stepped{backend: &backend{db: s.db, feed: s.backend.feed}}
 	// Only this directory serves the database from here on; s's stays idle.
-	d, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1, Clock: func() time.Time { return time.UnixMilli(clock.Load()) }}})
+	d, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1, Clock: func() time.Time { return time.UnixMilli(clock.Load()) }}})
 	if err != nil {
 		t.Fatal(err)
 	}

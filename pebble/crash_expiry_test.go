@@ -32,7 +32,7 @@ func expiryChild(v string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	opts := pebble.DefaultOptions()
+	opts := pebble.Options{}
 	opts.Partitions, opts.SweepInterval = 16, 100*time.Millisecond
 	s, err := pebble.Open(dir, &opts)
 	if err != nil {
@@ -63,7 +63,7 @@ func TestExpiryCrash(t *testing.T) {
 			return cmd
 		},
 		Open: func(clock func() time.Time, sweep time.Duration) (partmap.Store, func(), error) {
-			opts := pebble.DefaultOptions()
+			opts := pebble.Options{}
 			opts.Partitions, opts.Clock, opts.SweepInterval = 16, clock, sweep
 			s, err := pebble.Open(dir, &opts)
 			if err != nil {

@@ -26,7 +26,7 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 		unsynced := tc.unsynced
 		t.Run(fmt.Sprintf("Keep%dPercentUnsynced/CommitDelay%v", unsynced, tc.minSync), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			opts := pebble.DefaultOptions()
+			opts := pebble.Options{}
 			opts.FS, opts.CommitDelay, opts.CommitSiblings = fs, tc.minSync, 0
 			s, err := pebble.Open("/data", &opts)
 			if err != nil {
@@ -101,7 +101,7 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 			wg.Wait()
 			s.Close()
 
-			s2, err := pebble.Open("/data", &pebble.Options{FS: crashed})
+			s2, err := pebble.Open("/data", &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, FS: crashed})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 )
 
 func feedOptions(o storetest.FeedOptions) *pebble.Options {
-	opts := pebble.DefaultOptions()
+	opts := pebble.Options{}
 	opts.Partitions, opts.FeedRetention, opts.Clock = o.Partitions, o.Retention, o.Clock
 	return &opts
 }

@@ -15,7 +15,7 @@ import (
 // it, for a second at most; only then is an empty page not caught up.
 func TestFeedEndWaitsForTheHorizon(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 16}})
+	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}

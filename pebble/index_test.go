@@ -60,7 +60,7 @@ func TestCheckReportsDrift(t *testing.T) {
 func TestIndexesArePersisted(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(dir, &Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{"city"}}})
+	s, err := Open(dir, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{"city"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestIndexesArePersisted(t *testing.T) {
 		want []string
 		ok   bool
 	}{{nil, true}, {[]string{"city"}, true}, {[]string{"companyName"}, false}, {[]string{"city", "city"}, false}} {
-		s, err := Open(dir, &Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: tc.want}})
+		s, err := Open(dir, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: tc.want}})
 		if (err == nil) != tc.ok {
 			t.Fatalf("reopen with %v: %v", tc.want, err)
 		}
@@ -86,7 +86,7 @@ func TestIndexesArePersisted(t *testing.T) {
 			t.Fatalf("reopen with %v: indexes %v, search %v %v", tc.want, stats.Indexes, page, err)
 		}
 	}
-	none, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{}}})
+	none, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 	defer s.Close()
 	var urls []string
 	for range 2 {
-		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed}}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}})
+		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed}}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@
 package pebble
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,8 +30,8 @@ import (
 	"github.com/partmap/partmap/internal/directory"
 )
 
-// DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing of
-// DefaultOptions. Right after an fsync the commits it covered still count
+// DefaultCommitDelay and DefaultCommitSiblings are the fsync sharing that
+// zero options mean. Right after an fsync the commits it covered still count
 // as in flight until their writers wake, so fewer than about eight writers
 // in step would hold syncs back for nobody; past that, a millisecond gathers
 // several times the companions an fsync alone does, for less CPU per write
@@ -65,19 +66,20 @@ const memTableBytes = 32 << 20
 // waiting to flush shrink the blocks' share for a while.
 const memTableReserve = 2 * memTableBytes
 
-// Options configure Open. A nil *Options means DefaultOptions(). In
-// Options of your own, a zero field means its zero, except where it says
-// otherwise: LockWait 0 fails at once.
+// Options configure Open. A nil *Options, like a zero field, means the
+// default; where a field can be none or at once, a negative one says so.
 type Options struct {
 	partmap.DirectoryOptions
 	// CommitDelay holds the next WAL fsync back by this long after the
 	// last one while more than CommitSiblings commits are waiting for
 	// theirs, so that they share one, as PostgreSQL's commit_delay and
-	// commit_siblings do. A lone writer never waits; 0 syncs at once.
-	// See docs/PERFORMANCE.md.
+	// commit_siblings do. A lone writer never waits. 0 means
+	// DefaultCommitDelay, and a negative one syncs at once. See
+	// docs/PERFORMANCE.md.
 	CommitDelay time.Duration
 	// CommitSiblings is how many commits must be in flight before
-	// CommitDelay applies.
+	// CommitDelay applies; 0 means DefaultCommitSiblings, and a negative
+	// one none.
 	CommitSiblings int
 	// CacheBytes is the block cache's share for blocks; 0 means
 	// DefaultCacheBytes. The cache is made larger by the memtables Pebble
@@ -90,13 +92,6 @@ type Options struct {
 	// FS is the filesystem; nil means the operating system's. Tests use
 	// Pebble's crashable in-memory FS to drop every unsynced byte.
 	FS vfs.FS
-}
-
-// DefaultOptions are the options of Open(path, nil): a write waits up to
-// 50 ms for a busy partition (DESIGN.md says why), and every other field is
-// its zero.
-func DefaultOptions() Options {
-	return Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: partmap.DefaultLockWait}, CommitDelay: DefaultCommitDelay, CommitSiblings: DefaultCommitSiblings}
 }
 
 // Store is a customer directory in a Pebble database on local disk. It is a
@@ -115,7 +110,7 @@ type Store struct {
 
 // Open opens or creates the directory stored at path.
 func Open(path string, opts *Options) (*Store, error) {
-	o := DefaultOptions()
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -150,9 +145,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	// disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
 	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes + memTableReserve, MemTableSize: memTableBytes}
 	b := &backend{cache: newRecordCache(o.RecordCacheBytes)}
-	if o.CommitDelay > 0 {
+	if delay, siblings := cmp.Or(o.CommitDelay, DefaultCommitDelay), max(cmp.Or(o.CommitSiblings, DefaultCommitSiblings), 0); delay > 0 {
 		// Pebble asks after each fsync how long to hold the next one back.
-		popts.WALMinSyncInterval = func() time.Duration { return b.syncDelay(o.CommitDelay, o.CommitSiblings) }
+		popts.WALMinSyncInterval = func() time.Duration { return b.syncDelay(delay, siblings) }
 	}
 	// Every read is a point lookup of one record: Bloom filters let it skip
 	// the sstables that cannot hold the key instead of searching them.

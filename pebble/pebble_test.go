@@ -64,7 +64,7 @@ func TestModel(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		s, err := pebble.Open(t.TempDir(), &pebble.Options{})
+		s, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestResize(t *testing.T) {
 // it again until it is released or ends.
 func TestWholeMapLockSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
-	s, dir := MustOpen(t, &pebble.Options{})
+	s, dir := MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestWholeMapLockSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s = MustReopen(t, dir, &pebble.Options{})
+	s = MustReopen(t, dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	alice := partmap.Profile{partmap.FieldEmail: "alice@example.com"}
 	if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a write after the restart: %v, want a conflict", err)
@@ -101,7 +101,7 @@ func TestWholeMapLockSurvivesRestart(t *testing.T) {
 
 func TestExpiryModel(t *testing.T) {
 	storetest.RunExpiryModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-		opts := pebble.DefaultOptions()
+		opts := pebble.Options{}
 		opts.Clock, opts.SweepInterval, opts.Partitions = clock, -1, 16
 		s, _ := MustOpen(t, &opts)
 		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
@@ -110,7 +110,7 @@ func TestExpiryModel(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	options := func(clock func() time.Time) *pebble.Options {
-		o := pebble.DefaultOptions()
+		o := pebble.Options{}
 		o.Clock, o.SweepInterval = clock, -1 // the suite sweeps when it says
 		return &o
 	}
@@ -139,7 +139,7 @@ func TestSweeperRunsByItself(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	var now atomic.Int64
 	now.Store(start)
-	o := pebble.DefaultOptions()
+	o := pebble.Options{}
 	o.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
 	o.SweepInterval = 5 * time.Millisecond
 	s, _ := MustOpen(t, &o)

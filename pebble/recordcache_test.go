@@ -364,7 +364,7 @@ func BenchmarkRecordCache(b *testing.B) {
 		bytes int64
 	}{{"cached", 0}, {"uncached", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := Open(b.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}, RecordCacheBytes: bc.bytes})
+			s, err := Open(b.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}, RecordCacheBytes: bc.bytes})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -399,7 +399,7 @@ func BenchmarkRecordCache(b *testing.B) {
 // fill the cache nor evicts the records lookups were using.
 func TestRecordCacheSkipsBulkWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1}})
+	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

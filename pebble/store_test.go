@@ -58,7 +58,7 @@ func TestNotStartedSurvivesReopen(t *testing.T) {
 func TestErrPartitionCountMismatch(t *testing.T) {
 	s, dir := MustOpen(t, nil)
 	s.Close()
-	_, err := pebble.Open(dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 500}})
+	_, err := pebble.Open(dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 500}})
 	if err == nil || !strings.Contains(err.Error(), "1000 partitions but 500") {
 		t.Fatalf("got %v, want a refusal naming both counts", err)
 	}
@@ -147,7 +147,7 @@ func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
-		}, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 500}}, "1000 partitions but 500"},
+		}, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 500}}, "1000 partitions but 500"},
 		{"ErrCorruptManifest", func(t *testing.T, dir string) {
 			s, err := pebble.Open(dir, nil)
 			if err != nil {
@@ -186,7 +186,7 @@ func TestRefusedDirectoriesAreLeftUnmodified(t *testing.T) {
 func TestStartSurvivesPowerLoss(t *testing.T) {
 	ctx := context.Background()
 	fs := vfs.NewCrashableMem()
-	s, err := pebble.Open("/data", &pebble.Options{FS: fs})
+	s, err := pebble.Open("/data", &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestStartSurvivesPowerLoss(t *testing.T) {
 	}
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
 	s.Close()
-	s2, err := pebble.Open("/data", &pebble.Options{FS: crashed})
+	s2, err := pebble.Open("/data", &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, FS: crashed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +205,14 @@ func TestStartSurvivesPowerLoss(t *testing.T) {
 	}
 }
 
-// By default a write waits briefly for a held lock instead of failing.
+// By default, with nil options or a zero LockWait, a write waits briefly
+// for a held lock instead of failing; a negative LockWait fails at once.
 func TestDefaultLockWait(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		opts     *pebble.Options
 		conflict bool
-	}{{nil, false}, {&pebble.Options{}, true}} {
+	}{{nil, false}, {&pebble.Options{}, false}, {&pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}, true}} {
 		s, _ := MustOpen(t, tc.opts)
 		s.Start(ctx)
 		const email = "waiter@example.com"

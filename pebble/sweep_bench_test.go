@@ -72,7 +72,7 @@ func (c *pausedClock) now() time.Time {
 func sweepOnce(b *testing.B, n int) {
 	ctx := context.Background()
 	clock := &pausedClock{start: time.Now()}
-	o := pebble.DefaultOptions()
+	o := pebble.Options{}
 	o.Clock = clock.now
 	s, err := pebble.Open(b.TempDir(), &o)
 	if err != nil {

@@ -26,7 +26,7 @@ var cluster struct {
 // openCluster returns a store on the cluster, in a namespace of its own.
 func openCluster(t *testing.T, opts *redis.Options) *redis.Store {
 	t.Helper()
-	o := redis.DefaultOptions()
+	o := redis.Options{}
 	if opts != nil {
 		o = *opts
 	}
@@ -62,12 +62,12 @@ func TestClusterModel(t *testing.T) {
 func TestReplicaAcknowledgements(t *testing.T) {
 	ctx := context.Background()
 	p := partmap.Profile{partmap.FieldEmail: "acked@example.com", "fullName": "A"}
-	s := openCluster(t, &redis.Options{MinReplicasAck: 1})
+	s := openCluster(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, MinReplicasAck: 1})
 	s.Start(ctx)
 	if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
 		t.Fatalf("cluster with one replica per master: %v", err)
 	}
-	alone := open(t, &redis.Options{MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond})
+	alone := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond})
 	alone.Start(ctx)
 	if _, _, err := alone.UpsertProfile(ctx, p, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EUNAVAILABLE {
 		t.Fatalf("server without replicas: got %v, want unavailable", err)
@@ -75,7 +75,9 @@ func TestReplicaAcknowledgements(t *testing.T) {
 }
 
 func TestClusterResize(t *testing.T) {
-	storetest.RunResize(t, func(t *testing.T) partmap.Store { return openCluster(t, &redis.Options{}) })
+	storetest.RunResize(t, func(t *testing.T) partmap.Store {
+		return openCluster(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	})
 }
 
 func TestClusterExpiry(t *testing.T) {

@@ -23,7 +23,7 @@ const expiryChildEnv = "PARTMAP_EXPIRY_CHILD"
 // expiryOptions make a killed server's locks expire soon, so that the
 // check after it waits little.
 func expiryOptions(clock func() time.Time, sweep time.Duration) *redis.Options {
-	opts := redis.DefaultOptions()
+	opts := redis.Options{}
 	opts.LockTTL, opts.Clock, opts.SweepInterval = 300*time.Millisecond, clock, sweep
 	return &opts
 }

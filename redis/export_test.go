@@ -17,7 +17,7 @@ import (
 // locks' TTL, and other servers' writers meet lock conflicts meanwhile.
 func TestExportOutlivesLockTTL(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}, LockTTL: 150 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
 	a.Start(ctx)
 	for i := range 20 {
 		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {
@@ -49,7 +49,7 @@ func TestExportOutlivesLockTTL(t *testing.T) {
 // that never saw them would) fails instead of passing off a moving view.
 func TestExportFailsWhenItLosesTheLock(t *testing.T) {
 	ctx := context.Background()
-	a := open(t, &redis.Options{LockTTL: 150 * time.Millisecond})
+	a := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
 	a.Start(ctx)
 	for i := range 10 {
 		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {

@@ -49,7 +49,7 @@ func runFeedConformance(t *testing.T, fresh func(t *testing.T) (func() goredis.U
 	var places sync.Map // *redis.Store → where
 	openAt := func(t *testing.T, w where, o storetest.FeedOptions) *redis.Store {
 		t.Helper()
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.Namespace, opts.Partitions, opts.FeedRetention, opts.Clock = w.namespace, o.Partitions, o.Retention, o.Clock
 		s, err := redis.Open(context.Background(), w.dial(), &opts)
 		if err != nil {

@@ -143,7 +143,7 @@ func TestFeedEveryWrite(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		var skew atomic.Int64
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.SweepInterval = -1
 		opts.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		s := open(t, &opts)
@@ -429,7 +429,7 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		var skew atomic.Int64
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		opts.FeedRetention = &partmap.Retention{Age: time.Hour}
 		opts.FeedTrimInterval = -1 // the test trims
@@ -523,7 +523,7 @@ func TestFeedSwitchRaisesStreams(t *testing.T) {
 func TestFeedTrimKeep(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.FeedRetention = &partmap.Retention{Events: 1} // one per partition, at least
 		opts.FeedTrimInterval = -1                         // the test trims
 		s := open(t, &opts)
@@ -589,7 +589,7 @@ func abandonAfterCommitPoint(t *testing.T, s *redis.Store, emails []string) {
 func TestFeedAbandonedTransactionCompletes(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond})
+		s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -622,7 +622,7 @@ func TestFeedRolledForwardTransaction(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		// No finisher, no backstop: the reads must roll it forward.
-		s := open(t, &redis.Options{LockTTL: 150 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
+		s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

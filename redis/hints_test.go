@@ -65,7 +65,7 @@ func sharedStores(t *testing.T, onCluster bool, n int, opts redis.Options) []*re
 func TestSweepsUnderLoad(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.BackstopRate, opts.LockWait = -1, time.Second
 		stores := sharedStores(t, isCluster(t), 3, opts)
 		stop := make(chan struct{})
@@ -189,7 +189,7 @@ func TestSweepsUnderLoad(t *testing.T) {
 func TestBackstopAtStart(t *testing.T) {
 	onBoth(t, func(t *testing.T, _ opener) {
 		ctx := context.Background()
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.BackstopRate = -1
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
 		deadline := loseHints(t, s, 20)
@@ -198,7 +198,7 @@ func TestBackstopAtStart(t *testing.T) {
 			t.Fatalf("%d profiles stored before the backstop ran; want the 20 whose hints were lost", n)
 		}
 		// A round of the paced backstop takes 1,000 s here.
-		other, err := redis.Open(ctx, clientFor(isCluster(t)), &redis.Options{Namespace: s.Namespace(), BackstopRate: 1})
+		other, err := redis.Open(ctx, clientFor(isCluster(t)), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: s.Namespace(), BackstopRate: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestBackstopAtStart(t *testing.T) {
 // thousand partitions a second here.
 func TestBackstopRounds(t *testing.T) {
 	onBoth(t, func(t *testing.T, _ opener) {
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.BackstopRate = 1000
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
 		loseHints(t, s, 20)
@@ -391,7 +391,7 @@ func TestTxCrashUntouched(t *testing.T) {
 func TestHintRaces(t *testing.T) {
 	onBoth(t, func(t *testing.T, _ opener) {
 		ctx := context.Background()
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.BackstopRate, opts.SweepInterval, opts.LockWait = -1, 2*time.Millisecond, time.Second
 		stores := sharedStores(t, isCluster(t), 3, opts)
 		raw := rawClientFor(t, isCluster(t))
@@ -447,7 +447,7 @@ func TestBackstopTrimsIdleFeed(t *testing.T) {
 		ctx := context.Background()
 		var now atomic.Int64
 		now.Store(time.Now().UnixMilli())
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
 		opts.FeedRetention = &partmap.Retention{Age: time.Hour}
 		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, 1000
@@ -480,7 +480,7 @@ func TestBackstopTrimsIdleFeed(t *testing.T) {
 func TestTrimmerTrimsWrittenFeeds(t *testing.T) {
 	onBoth(t, func(t *testing.T, _ opener) {
 		ctx := context.Background()
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.FeedRetention = &partmap.Retention{Events: partmap.DefaultPartitions}
 		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, -1
 		s := sharedStores(t, isCluster(t), 1, opts)[0]

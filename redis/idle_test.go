@@ -50,7 +50,7 @@ func TestIdleCommands(t *testing.T) {
 			t.Cleanup(srv.Stop)
 			admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
 			t.Cleanup(func() { admin.Close() })
-			opts := redis.DefaultOptions()
+			opts := redis.Options{}
 			opts.Partitions = partitions
 			s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 			if err != nil {
@@ -90,7 +90,7 @@ func TestIdleCommands(t *testing.T) {
 // The same on the 3+3 cluster, counted on each master, where the store's
 // commands are told from other namespaces' by its namespace in their keys.
 func TestClusterIdleCommands(t *testing.T) {
-	o := redis.DefaultOptions()
+	o := redis.Options{}
 	o.Namespace = fmt.Sprintf("idle%d", cluster.ns.Add(1))
 	s, err := redis.Open(context.Background(), goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), &o)
 	if err != nil {

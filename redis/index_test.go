@@ -52,11 +52,11 @@ func TestCheckReportsDrift(t *testing.T) {
 // asking for others is refused.
 func TestIndexesArePersisted(t *testing.T) {
 	ctx := context.Background()
-	a := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{"city"}}})
+	a := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{"city"}}})
 	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
 	defer c.Close()
 	a.Start(ctx)
-	if _, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{"companyName"}}}); err == nil {
+	if _, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{"companyName"}}}); err == nil {
 		t.Fatal("opened with other indexes")
 	}
 	b, err := redis.Open(ctx, c, nil)

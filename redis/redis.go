@@ -36,9 +36,8 @@ import (
 	"github.com/partmap/partmap/internal/directory"
 )
 
-// Options configure Open. A nil *Options means DefaultOptions(). In
-// Options of your own, a zero field means its zero, except where it says
-// otherwise: LockWait 0 fails at once.
+// Options configure Open. A nil *Options, like a zero field, means the
+// default; where a field can be none, a negative one says so.
 //
 // On Redis every server sharing the store sweeps, each pass one script
 // that claims the partitions whose hints say something is due, whatever
@@ -77,12 +76,6 @@ type Options struct {
 	BackstopRate int
 }
 
-// DefaultOptions are the options of Open(ctx, client, nil): a write waits up
-// to 50 ms for a busy partition, and every other field is its zero.
-func DefaultOptions() Options {
-	return Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: partmap.DefaultLockWait}}
-}
-
 // feedPoll is how often a long-poll of the change feed reads it again:
 // each read runs a script on every partition's feed.
 const feedPoll = 200 * time.Millisecond
@@ -104,7 +97,7 @@ type Store struct {
 // partmap's, is from a newer partmap, or indexes other fields than asked.
 // A resize that a crash interrupted resumes.
 func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*Store, error) {
-	o := DefaultOptions()
+	var o Options
 	if opts != nil {
 		o = *opts
 	}

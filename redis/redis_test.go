@@ -82,9 +82,6 @@ func TestConformance(t *testing.T) {
 
 func TestEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
-		if wait == 0 {
-			wait = -1 // redis.Options: negative fails fast
-		}
 		return open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}}).Engine()
 	})
 }
@@ -96,7 +93,7 @@ func TestModel(t *testing.T) {
 }
 
 func modelOptions() *redis.Options {
-	o := redis.DefaultOptions()
+	o := redis.Options{}
 	o.Partitions = 16
 	return &o
 }
@@ -119,7 +116,7 @@ func openShared(t *testing.T, opts *redis.Options) (*redis.Store, *redis.Store) 
 // Two servers on one Redis serialise their writes through the locks in
 // Redis: the history of clients split between them is linearizable.
 func TestTwoServersAreLinearizable(t *testing.T) {
-	a, b := openShared(t, &redis.Options{})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +136,7 @@ func TestTwoServersAreLinearizable(t *testing.T) {
 // renews its locks, so the loss is a failover's: the key goes.)
 func TestLostLockCannotCommit(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	a.Start(ctx)
 	const email = "slow@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
@@ -168,7 +165,7 @@ func TestLostLockCannotCommit(t *testing.T) {
 // so a long hold (a big partition's copy) keeps its partition.
 func TestLockRenewedWhileHeld(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}, LockTTL: 200 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 200 * time.Millisecond})
 	a.Start(ctx)
 	const email = "long@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
@@ -203,7 +200,7 @@ func TestLockRenewedThroughBusyConnections(t *testing.T) {
 	if err := c.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{SweepInterval: -1, FeedTrimInterval: -1}, LockTTL: ttl, FinishInterval: -1})
+	s, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1, FeedTrimInterval: -1}, LockTTL: ttl, FinishInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +233,9 @@ func TestLockRenewedThroughBusyConnections(t *testing.T) {
 }
 
 func TestResize(t *testing.T) {
-	storetest.RunResize(t, func(t *testing.T) partmap.Store { return open(t, &redis.Options{}) })
+	storetest.RunResize(t, func(t *testing.T) partmap.Store {
+		return open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	})
 }
 
 // One server resizes while another, which learns of it only from the
@@ -244,7 +243,7 @@ func TestResize(t *testing.T) {
 // linearizable history, and the other server ends on the new layout.
 func TestResizeSeenByAnotherServer(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +257,7 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	// c opens before the resize and does nothing until it is over: its
 	// first read and write meet the retired version's marks.
 	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	c, err := redis.Open(ctx, cc, &redis.Options{})
+	c, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,13 +303,13 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 		t.Fatalf("a read by a server that missed the resize: %v %v", rec, err)
 	}
 	c2 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	stale, err := redis.Open(ctx, c2, &redis.Options{})
+	stale, err := redis.Open(ctx, c2, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stale.Close()
 	c3 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	staleBulk, err := redis.Open(ctx, c3, &redis.Options{})
+	staleBulk, err := redis.Open(ctx, c3, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +376,7 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 // that took it is gone; a server that opens meanwhile honours it too.
 func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +396,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 		t.Fatalf("a second whole-map lock through another server: %v, want a conflict", err)
 	}
 	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	c, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 0}})
+	c, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +430,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 
 func TestExpiryModel(t *testing.T) {
 	storetest.RunExpiryModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-		opts := redis.DefaultOptions()
+		opts := redis.Options{}
 		opts.Clock, opts.SweepInterval = clock, -1
 		s := open(t, &opts)
 		// A few partitions keep the run quick, as on Pebble.
@@ -454,7 +453,7 @@ func sweeper(s *redis.Store) func(context.Context) error {
 }
 
 func clocked(clock func() time.Time) *redis.Options {
-	o := redis.DefaultOptions()
+	o := redis.Options{}
 	o.Clock, o.SweepInterval = clock, -1 // the suite sweeps when it says
 	return &o
 }

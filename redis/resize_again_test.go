@@ -16,7 +16,7 @@ import (
 // needs what the new Resize holds (a deadlock before).
 func TestResizeRightAfterAnother(t *testing.T) {
 	ctx := context.Background()
-	a := open(t, &redis.Options{})
+	a := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	a.Start(ctx)
 	var ps []partmap.Profile
 	for i := range 500 {

@@ -143,7 +143,7 @@ func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.S
 	t.Cleanup(func() { admin.Close() })
 	// No sweeper, no feed trimmer, no finisher, no backstop: their passes
 	// would land in the commands counted.
-	opts := redis.DefaultOptions()
+	opts := redis.Options{}
 	opts.SweepInterval, opts.FeedTrimInterval, opts.FinishInterval, opts.BackstopRate = -1, -1, -1, -1
 	s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 	if err != nil {

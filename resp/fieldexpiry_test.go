@@ -17,7 +17,7 @@ import (
 func TestFieldExpiry(t *testing.T) {
 	var skew atomic.Int64
 	base := time.UnixMilli(1_900_000_000_000) // a whole second
-	opts := pebble.DefaultOptions()
+	opts := pebble.Options{}
 	opts.Clock = func() time.Time { return base.Add(time.Duration(skew.Load())) }
 	store, err := pebble.Open(t.TempDir(), &opts)
 	if err != nil {

@@ -223,7 +223,7 @@ func (k *call) execOnce(tx transaction, emails []string) (replies []byte, commit
 	// defers nothing to the client's pipeline.
 	local := context.Background()
 	// No record cache: its 16 MB would be allocated for every EXEC.
-	scratch, err := pebble.Open("/tx", &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{}, SweepInterval: -1}, FS: vfs.NewMem(), RecordCacheBytes: -1})
+	scratch, err := pebble.Open("/tx", &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{}, SweepInterval: -1}, FS: vfs.NewMem(), RecordCacheBytes: -1})
 	if err != nil {
 		return nil, false, err
 	}

@@ -25,7 +25,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	sizes := fs.String("baseline-sizes", "10000,1000000", "preloaded profiles at which --baseline compares upserts")
 	fs.BoolVar(&c.JSON, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run (embedded) to `file`")
-	fs.DurationVar(&c.CommitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "the embedded server's --commit-delay")
+	fs.DurationVar(&c.CommitDelay, "commit-delay", pebble.DefaultCommitDelay, "the embedded server's --commit-delay")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -33,7 +33,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("bench takes no arguments")
 	}
-	c.Workloads = strings.Split(*workloads, ",")
+	c.Workloads, c.CommitDelay = strings.Split(*workloads, ","), negativeIfZero(c.CommitDelay)
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

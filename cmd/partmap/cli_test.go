@@ -191,7 +191,7 @@ func TestFieldCommands(t *testing.T) {
 }
 
 func TestLockWaitFlag(t *testing.T) {
-	for flag, want := range map[time.Duration]time.Duration{0: 0, 50 * time.Millisecond: 50 * time.Millisecond} {
+	for flag, want := range map[time.Duration]time.Duration{0: -1, 50 * time.Millisecond: 50 * time.Millisecond} {
 		if got := (serveConfig{lockWait: flag}).storeOptions().LockWait; got != want {
 			t.Errorf("--lock-wait %v: store LockWait %v, want %v", flag, got, want)
 		}

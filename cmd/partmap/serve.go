@@ -102,21 +102,26 @@ func (c serveConfig) Validate() error {
 
 // storeOptions maps the flags to the store's options.
 func (c serveConfig) storeOptions() *pebble.Options {
-	return &pebble.Options{DirectoryOptions: c.directoryOptions(), CommitDelay: c.commitDelay, CommitSiblings: c.siblings,
-		RecordCacheBytes: c.recordCacheBytes()}
+	return &pebble.Options{DirectoryOptions: c.directoryOptions(), CommitDelay: negativeIfZero(c.commitDelay),
+		CommitSiblings: negativeIfZero(c.siblings), RecordCacheBytes: c.recordCacheBytes()}
 }
 
 // directoryOptions maps the flags that every store takes.
 func (c serveConfig) directoryOptions() partmap.DirectoryOptions {
-	return partmap.DirectoryOptions{LockWait: c.lockWait, Indexes: c.indexList(), SweepInterval: c.sweepInterval, FeedRetention: &c.feedRetention}
+	return partmap.DirectoryOptions{LockWait: negativeIfZero(c.lockWait), Indexes: c.indexList(), SweepInterval: c.sweepInterval,
+		FeedRetention: &c.feedRetention}
 }
 
 // recordCacheBytes reads --record-cache: 0 is no cache.
-func (c serveConfig) recordCacheBytes() int64 {
-	if c.recordCacheMB == 0 {
+func (c serveConfig) recordCacheBytes() int64 { return negativeIfZero(int64(c.recordCacheMB) << 20) }
+
+// negativeIfZero maps a flag's 0, which says none or at once, to the way
+// options say it: there 0 means the default.
+func negativeIfZero[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
 		return -1
 	}
-	return int64(c.recordCacheMB) << 20
+	return v
 }
 
 // indexList reads --index: nil leaves the choice to the directory.
@@ -141,8 +146,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&c.namespace, "redis-namespace", "", "keep this directory's keys under `NS`, so that several directories can share one Redis")
 	fs.StringVar(&c.indexes, "index", "", "comma-separated `fields` a new directory indexes for search, or none (default companyName,customerTier); an existing directory keeps its own")
 	fs.DurationVar(&c.lockWait, "lock-wait", partmap.DefaultLockWait, "how long a write waits for a locked partition before a lock-conflict error (0 fails at once)")
-	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultOptions().CommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
-	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultOptions().CommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
+	fs.DurationVar(&c.commitDelay, "commit-delay", pebble.DefaultCommitDelay, "while more than --commit-siblings writes wait for an fsync, hold the next one back this long after the last, so that they share it; a lone writer never waits (0 syncs at once)")
+	fs.IntVar(&c.siblings, "commit-siblings", pebble.DefaultCommitSiblings, "how many writes must be waiting for an fsync before --commit-delay applies")
 	fs.IntVar(&c.recordCacheMB, "record-cache", pebble.DefaultRecordCacheBytes>>20, "`MB` of the embedded store's cache of records, which answers lookups of one profile without reading Pebble (0: none); the Go heap's soft limit grows by 1.5 times as much")
 	fs.DurationVar(&c.sweepInterval, "sweep-interval", partmap.DefaultSweepInterval, "how often the sweeper reclaims expired profiles and fields (they are invisible from their deadline on, swept or not)")
 	c.feedRetention = partmap.DefaultRetention

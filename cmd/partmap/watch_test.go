@@ -343,7 +343,7 @@ func TestWatchSurvivesRestart(t *testing.T) {
 // A cursor the feed's retention has passed ends the watch, clearly, in
 // both modes.
 func TestWatchCursorExpired(t *testing.T) {
-	store, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{FeedRetention: &partmap.Retention{Events: 1}}})
+	store, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, FeedRetention: &partmap.Retention{Events: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ type Config struct {
 	BaselineSizes []int
 
 	JSON        bool          // write the Report as JSON instead of a table
-	CommitDelay time.Duration // of the embedded Pebble store
+	CommitDelay time.Duration // of the embedded Pebble store, as pebble.Options says it
 	CPUProfile  string        // write a CPU profile of the whole run to this file; "" does not
 
 	// Log gets the preload progress and summaries, and each run's first
@@ -235,9 +235,7 @@ func (r *runner) target(ctx context.Context, name string) (string, partmap.Store
 	if name == "bucket" {
 		store, err = bucket.Open(dir, 50*time.Millisecond)
 	} else {
-		opts := pebble.DefaultOptions()
-		opts.CommitDelay = r.cfg.CommitDelay
-		store, err = pebble.Open(dir, &opts)
+		store, err = pebble.Open(dir, &pebble.Options{CommitDelay: r.cfg.CommitDelay})
 	}
 	if err != nil {
 		os.RemoveAll(dir)

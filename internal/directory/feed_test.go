@@ -25,7 +25,7 @@ func TestChangesFilteredCaughtUp(t *testing.T) {
 	directory.SetFeedScan(t, scan)
 	stores := map[string]func(t *testing.T) storetest.FeedStore{
 		"Pebble": func(t *testing.T) storetest.FeedStore {
-			s, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 16}})
+			s, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 16}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestChangesFilteredCaughtUp(t *testing.T) {
 
 func openRedis(t *testing.T, c goredis.UniversalClient) *redis.Store {
 	t.Helper()
-	s, err := redis.Open(context.Background(), c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{Partitions: 16}})
+	s, err := redis.Open(context.Background(), c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}

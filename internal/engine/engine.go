@@ -15,6 +15,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,8 +56,9 @@ type Invocation struct {
 
 // Options configure an engine.
 type Options struct {
-	// LockWait is how long an invocation waits for a held lock; 0 fails at
-	// once, as the original engine does.
+	// LockWait is how long an invocation waits for a held lock; 0 means
+	// partmap.DefaultLockWait, and a negative one fails at once, as the
+	// original engine does.
 	LockWait time.Duration
 	// Indexes are the indexed fields, in the order that numbers them in
 	// index entries.
@@ -100,7 +102,7 @@ type Hooks struct {
 // New returns an engine over backend, with what it can do beside the
 // Backend contract.
 func New(backend Backend, opts Options) *Engine {
-	e := &Engine{Direct: backend, backend: backend, lockWait: opts.LockWait, indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
+	e := &Engine{Direct: backend, backend: backend, lockWait: cmp.Or(opts.LockWait, partmap.DefaultLockWait), indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
 	e.shared, _ = backend.(SharedLocks)
 	e.marker, _ = backend.(Marker)
 	e.feed, _ = backend.(Feeder)

@@ -54,7 +54,7 @@ func (b *slowSync) Commit(_ context.Context, _ Lease, writes []Write) (func() er
 // sync instead of queueing behind it.
 func TestLockIsReleasedBeforeTheSync(t *testing.T) {
 	b := &slowSync{records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 2)}
-	e := New(b, Options{}) // fail fast: a held lock shows as a conflict
+	e := New(b, Options{LockWait: -1}) // fail fast: a held lock shows as a conflict
 	ctx := context.Background()
 	p3 := Part{Partition: 3}
 	inv := Invocation{Load: []Part{{Partition: 3}}, Lock: []Part{{Partition: 3}}}
@@ -88,7 +88,7 @@ func TestLockIsReleasedBeforeTheSync(t *testing.T) {
 func TestTxIsDeadAfterItsInvocation(t *testing.T) {
 	b := &slowSync{records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
 	close(b.durable)
-	e := New(b, Options{})
+	e := New(b, Options{LockWait: -1})
 	var kept *Tx
 	p1 := Part{Partition: 1}
 	inv := Invocation{Load: []Part{{Partition: 1}}, Lock: []Part{{Partition: 1}}}
@@ -110,7 +110,7 @@ func TestTxIsDeadAfterItsInvocation(t *testing.T) {
 // its partition locked.
 func TestPanicReleasesTheLock(t *testing.T) {
 	b := &slowSync{records: map[string]partmap.Record{}}
-	e := New(b, Options{})
+	e := New(b, Options{LockWait: -1})
 	inv := Invocation{Lock: []Part{{Partition: 7}}}
 	func() {
 		defer func() { recover() }()
@@ -127,7 +127,7 @@ func TestPanicReleasesTheLock(t *testing.T) {
 // metric must not count that.
 func TestInvokeVisibleTimesTheSyncNotTheCaller(t *testing.T) {
 	b := &slowSync{records: map[string]partmap.Record{}, durable: make(chan struct{}), waiting: make(chan struct{}, 1)}
-	e := New(b, Options{})
+	e := New(b, Options{LockWait: -1})
 	timed := make(chan error, 1)
 	e.SetHooks(Hooks{Committed: func(_ time.Duration, err error) { timed <- err }})
 	inv := Invocation{Lock: []Part{{Partition: 2}}}
@@ -188,7 +188,7 @@ func TestCommitGetsFinishedWrites(t *testing.T) {
 	b := &recorder{slowSync: slowSync{records: map[string]partmap.Record{
 		"old@example.com": {Profile: partmap.Profile{"tier": "gold", "city": "Oslo"}, Version: 1},
 	}}}
-	e := New(b, Options{Indexes: []string{"city", "tier"}})
+	e := New(b, Options{LockWait: -1, Indexes: []string{"city", "tier"}})
 	cur, next := Part{Generation: 3, Partition: 1}, Part{Generation: 4, Partition: 9}
 	inv := Invocation{Load: []Part{cur, next}, Lock: []Part{cur, next}, Fence: map[int]Stage{3: StageResizing}}
 	err := e.Invoke(context.Background(), inv, func(tx *Tx) error {

@@ -14,7 +14,8 @@ import (
 
 // EngineOpener returns the engine of a new, empty directory of
 // partmap.DefaultPartitions partitions in generation 0, with the default
-// indexes, whose writers wait lockWait for a held lock (0: fail at once).
+// indexes, whose writers wait lockWait for a held lock (negative: fail at
+// once), as partmap.DirectoryOptions.LockWait says it.
 type EngineOpener func(t *testing.T, lockWait time.Duration) *engine.Engine
 
 // RunEngine runs the engine conformance suite: the load/lock/commit rules of
@@ -66,7 +67,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	}
 
 	t.Run("ErrReadNotLoaded", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
 			_, _, err := tx.Get(q, "a@example.com")
 			return err
@@ -77,7 +78,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("ErrWriteNotLocked", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		// Loading is not locking: a read-only invocation cannot write.
 		err := e.Invoke(ctx, engine.Invocation{Load: []engine.Part{p}}, func(tx *engine.Tx) error {
 			return tx.Put(p, "a@example.com", rec("x"), partmap.OpPut)
@@ -91,7 +92,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("ErrSwallowedRefusalStillAborts", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
 			if err := tx.Put(p, "a@example.com", rec("x"), partmap.OpPut); err != nil {
 				return err
@@ -108,7 +109,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("HandlerErrorWritesNothing", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		boom := errors.New("boom")
 		err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
 			tx.Put(p, "a@example.com", rec("x"), partmap.OpPut)
@@ -126,7 +127,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("CommitIsAtomicAndReadsOwnWrites", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error {
 			tx.Put(p, "a@example.com", rec("x"), partmap.OpPut)
 			got, ok, err := tx.Get(p, "a@example.com")
@@ -152,7 +153,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("ErrLockConflictFailsFast", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		release := hold(t, e, p)
 		defer release()
 		ran := false
@@ -194,7 +195,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("DifferentPartitionsDoNotBlock", func(t *testing.T) {
-		e := open(t, 0) // fail fast: any shared lock would show as a conflict
+		e := open(t, -1) // fail fast: any shared lock would show as a conflict
 		release := hold(t, e, p)
 		defer release()
 		err := e.Invoke(ctx, lockOne(q), func(tx *engine.Tx) error { return tx.Put(q, "b@example.com", rec("y"), partmap.OpPut) })
@@ -209,7 +210,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	// An invocation that declares its records touches those alone, and
 	// reads no partition whole; its writes commit as any other's.
 	t.Run("ErrUndeclaredRecord", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		inv := lockOne(p)
 		inv.Records = []string{"a@example.com"}
 		touch := map[string]func(tx *engine.Tx) error{
@@ -244,7 +245,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	})
 
 	t.Run("WholeMapLock", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		var all []engine.Part
 		for part := range partmap.Partition(partmap.DefaultPartitions) {
 			all = append(all, engine.Part{Partition: part})
@@ -277,7 +278,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	// count follows its profiles (and goes with the last one), and the index
 	// entries follow the indexed fields' values.
 	t.Run("CountsAndIndexEntriesFollowWrites", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		write := func(fn func(tx *engine.Tx) error) {
 			t.Helper()
 			if err := e.Invoke(ctx, lockOne(p), fn); err != nil {
@@ -333,7 +334,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	// refuse a partition the invocation has written, whose writes they
 	// would not show.
 	t.Run("ErrWholePartitionReads", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		if err := e.Invoke(ctx, lockOne(p), func(tx *engine.Tx) error { return tx.Put(p, "a@example.com", rec("a"), partmap.OpPut) }); err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +371,7 @@ func RunEngine(t *testing.T, open EngineOpener) {
 	// find the last partition's records, and cope with emails out of order
 	// and repeated.
 	t.Run("PrefetchReadsWhatGetReads", func(t *testing.T) {
-		e := open(t, 0)
+		e := open(t, -1)
 		last := engine.Part{Partition: partmap.DefaultPartitions - 1}
 		put := func(p engine.Part, email, name string) {
 			t.Helper()
