@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,17 +15,22 @@ import (
 // MaxHeaderBytes bounds a request's headers; larger ones get 431.
 const MaxHeaderBytes = 64 << 10
 
-// ServeOptions configure Serve. A nil *ServeOptions means zero options.
+// ServeOptions configure Serve. A nil *ServeOptions, like a zero field,
+// means DefaultServeOptions' value; a negative one means no limit.
 type ServeOptions struct {
-	// The connection timeouts of net/http's Server; 0 means no limit.
+	// The connection timeouts of net/http's Server.
 	ReadHeaderTimeout time.Duration // for a request's headers
 	ReadTimeout       time.Duration // for a whole request
 	WriteTimeout      time.Duration // for writing a response
 	IdleTimeout       time.Duration // for an idle keep-alive connection
 	// ShutdownTimeout is how long requests in flight may go on once
-	// Serve's context is done; 0 waits for none of them.
+	// Serve's context is done; a negative one waits for none of them.
 	ShutdownTimeout time.Duration
 }
+
+// DefaultServeOptions are what the zero fields of ServeOptions mean.
+var DefaultServeOptions = ServeOptions{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second}
 
 // Listen listens on addr (port 0 picks a free port). With a certFile and
 // keyFile, both PEM, it serves TLS 1.2 or later.
@@ -51,12 +57,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts *ServeOptions)
 	if opts != nil {
 		o = *opts
 	}
+	d := DefaultServeOptions // net/http's Server takes a negative timeout as none
 	srv := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		ReadTimeout:       o.ReadTimeout,
-		WriteTimeout:      o.WriteTimeout,
-		IdleTimeout:       o.IdleTimeout,
+		ReadHeaderTimeout: cmp.Or(o.ReadHeaderTimeout, d.ReadHeaderTimeout),
+		ReadTimeout:       cmp.Or(o.ReadTimeout, d.ReadTimeout),
+		WriteTimeout:      cmp.Or(o.WriteTimeout, d.WriteTimeout),
+		IdleTimeout:       cmp.Or(o.IdleTimeout, d.IdleTimeout),
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -68,8 +75,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts *ServeOptions)
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: finishing in-flight requests", "timeout", o.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
+	shutdown := max(cmp.Or(o.ShutdownTimeout, d.ShutdownTimeout), 0)
+	s.log.Info("shutting down: finishing in-flight requests", "timeout", shutdown)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

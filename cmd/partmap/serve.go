@@ -158,15 +158,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	})
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may run after SIGINT or SIGTERM")
+	fs.DurationVar(&c.serve.ShutdownTimeout, "shutdown-timeout", pmhttp.DefaultServeOptions.ShutdownTimeout, "how long in-flight requests may run after SIGINT or SIGTERM")
 	fs.StringVar(&c.authFile, "auth-file", "", "`file` of bearer tokens to require (see `partmap token`); without it every request is allowed")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow serving a non-loopback address without --auth-file")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate `file`: serve HTTPS (with --tls-key)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
-	fs.DurationVar(&c.serve.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
-	fs.DurationVar(&c.serve.ReadTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a whole request")
-	fs.DurationVar(&c.serve.WriteTimeout, "write-timeout", 60*time.Second, "how long writing a response may take")
-	fs.DurationVar(&c.serve.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.serve.ReadHeaderTimeout, "read-header-timeout", pmhttp.DefaultServeOptions.ReadHeaderTimeout, "how long a client may take to send a request's headers")
+	fs.DurationVar(&c.serve.ReadTimeout, "read-timeout", pmhttp.DefaultServeOptions.ReadTimeout, "how long a client may take to send a whole request")
+	fs.DurationVar(&c.serve.WriteTimeout, "write-timeout", pmhttp.DefaultServeOptions.WriteTimeout, "how long writing a response may take")
+	fs.DurationVar(&c.serve.IdleTimeout, "idle-timeout", pmhttp.DefaultServeOptions.IdleTimeout, "how long an idle keep-alive connection stays open")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -229,6 +229,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		log.Warn("bearer tokens will cross the network in clear text; serve HTTPS with --tls-cert and --tls-key")
 	}
 
+	c.serve.ShutdownTimeout = negativeIfZero(c.serve.ShutdownTimeout) // waits for none
 	err = srv.Serve(ctx, ln, &c.serve)
 	if rs != nil {
 		rs.Close() // before the store closes
