@@ -116,13 +116,13 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	go b.hints.run()
 	// A commit of several partitions is atomic (a transaction across
 	// slots, tx.go), but costs far more round trips than several commits
-	// of one partition each: SplitCommits keeps a bulk write's
+	// of one partition each: CommitPerPartition keeps a bulk write's
 	// invocations to one partition (and makes a resumed resize copy
 	// again, needlessly since commits became atomic). The commit script
 	// checks versions, so a write of one partition needs no lock round
 	// trips.
 	dir, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: o.DirectoryOptions,
-		SplitCommits: true, CheckedWrites: true, FeedPoll: feedPoll})
+		CommitPerPartition: true, CheckedWrites: true, FeedPoll: feedPoll})
 	if err == nil {
 		// Before this server's first write: the change feed's readers read
 		// a feed per partition of every layout there has been.

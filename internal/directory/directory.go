@@ -27,15 +27,15 @@ import (
 // backend says of itself.
 type Options struct {
 	partmap.DirectoryOptions
-	// SplitCommits says the backend commits several partitions in several
-	// steps (Redis: one script per slot, made atomic by its transaction
-	// protocol, at many round trips), not in one batch. A bulk write then
-	// commits one partition per invocation, to keep the partitions' round
-	// trips in parallel and each write checked, and a resize resumed after
-	// a crash copies everything again (a precaution from before the
-	// protocol). Otherwise a bulk invocation covers bulkPartitions
-	// partitions, in one batch.
-	SplitCommits bool
+	// CommitPerPartition makes bulk writes and the sweeper commit one
+	// partition per invocation, for a backend whose commit of several
+	// partitions takes many round trips (Redis: a script per slot, made
+	// atomic by its transaction protocol), so that the partitions' round
+	// trips run in parallel and each write is checked; otherwise an
+	// invocation covers bulkPartitions partitions, in one batch. A resize
+	// resumed after a crash then also copies everything again, a
+	// precaution from before such commits were atomic.
+	CommitPerPartition bool
 	// CheckedWrites says the backend's Commit takes writes to one
 	// partition without a lease and checks them itself
 	// (engine.Options.CheckedWrites): a single-partition write then takes
@@ -59,7 +59,7 @@ type Directory struct {
 	serving  atomic.Pointer[serving]
 	limits   partmap.Limits
 	indexes  []string
-	split    bool
+	perPart  bool   // CommitPerPartition
 	bulkSize int    // partitions per bulk invocation
 	cursors  []byte // the metadata's cursor key, which never changes
 	metrics  *storeMetrics
@@ -129,7 +129,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
 		limits:   partmap.DefaultLimits,
 		indexes:  indexes,
-		split:    opts.SplitCommits,
+		perPart:  opts.CommitPerPartition,
 		bulkSize: bulkPartitions,
 		cursors:  meta.CursorKey,
 		metrics:  newStoreMetrics(),
@@ -144,7 +144,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	if d.clock == nil {
 		d.clock = time.Now
 	}
-	if d.split {
+	if d.perPart {
 		d.bulkSize = 1
 	}
 	if opts.Limits != nil {

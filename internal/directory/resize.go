@@ -148,11 +148,11 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 // progress, as after a crash, once it has finished the removal of the
 // generations resizes replaced. Open calls it.
 //
-// Where a write to both generations commits in two steps (SplitCommits), a
-// crash may have left a profile's generations apart: the next holds a
-// write the current one never got. The copy then starts over: under the
-// whole-map lock, the next generation is emptied, and a new epoch tells
-// any other server's mover to stop.
+// With CommitPerPartition the copy starts over, a precaution from before
+// commits of several partitions were atomic, when a crash could leave a
+// profile's generations apart: under the whole-map lock, the next
+// generation is emptied, and a new epoch tells any other server's mover to
+// stop.
 func (d *Directory) resumeResize() error {
 	r := &d.resizer
 	r.mu.Lock()
@@ -168,7 +168,7 @@ func (d *Directory) resumeResize() error {
 	if sv.next == nil {
 		return nil
 	}
-	if d.split {
+	if d.perPart {
 		err := d.retry(ctx, func() error { return d.restartCopy(ctx, sv) })
 		if err == engine.ErrStale {
 			return nil // another server finished it meanwhile: the next call sees
@@ -309,7 +309,7 @@ func (d *Directory) move(ctx context.Context, sv *serving) error {
 	r.copied.Store(int64(from))
 	n := sv.cur.Partitions
 	for p := from; p < n; p++ {
-		if d.split && superseded() {
+		if d.perPart && superseded() {
 			return nil
 		}
 		err := d.retry(ctx, func() error { return d.copyPartition(ctx, sv, partmap.Partition(p)) })
