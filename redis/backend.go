@@ -53,8 +53,7 @@ func (b *backend) now() time.Time {
 
 var (
 	_ engine.Backend       = (*backend)(nil)
-	_ engine.SharedLocks   = (*backend)(nil)
-	_ engine.Marker        = (*backend)(nil)
+	_ engine.Shared        = (*backend)(nil)
 	_ engine.Feeder        = (*backend)(nil)
 	_ engine.Hints         = (*backend)(nil)
 	_ engine.LayoutWatcher = (*backend)(nil)
@@ -75,7 +74,7 @@ func (b *backend) key(part engine.Part) string {
 	return "{" + part.Partition.String() + "}:" + ns + ":"
 }
 
-// stateKey holds a partition's mark (engine.Marker): "resizing" while a
+// stateKey holds a partition's mark (engine.Shared.Mark): "resizing" while a
 // resize copies its generation, "retired" once one has replaced it, so that
 // a server that has not noticed the resize cannot write, or read, the wrong
 // generation.

@@ -8,16 +8,13 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// Backend is the whole contract between the directory and a storage
-// technology: the nine methods every backend implements. What only some
-// backends can do are small interfaces beside it, which the engine looks
-// for once, when it is made: SharedLocks and Marker where other processes
-// share the store, Feeder where it keeps the change feed, ViewReader where
-// it can read several partitions at one instant, Hints where a pass over
-// every partition is costly, FeedSignaler where the feed is costly to
-// read. A backend stores what it is handed and answers what it is asked;
-// it never decides what a write means and never calls back into the
-// engine or the directory.
+// Backend is the contract between the directory and a storage technology:
+// the nine methods every backend implements. What only some can do is in
+// small interfaces beside it, which the engine looks for once, in New:
+// Shared, Feeder, FeedSignaler, ViewReader, Hints and LayoutWatcher. A
+// backend stores what it is handed and answers what it is asked; it never
+// decides what a write means and never calls back into the engine or the
+// directory.
 //
 // What a backend stores, for every layout generation the directory names:
 // partitions of records, each keyed by canonical email; each partition's
@@ -39,14 +36,14 @@ type Backend interface {
 	// before a commit and some from after it (a batch lookup relies on it).
 	Get(ctx context.Context, part Part, emails []string) ([]*partmap.Record, error)
 
-	// Commit applies writes atomically under lease, the one
-	// SharedLocks.Lock returned for their partitions (nil without
-	// SharedLocks). It returns once they are visible to Get; the
+	// Commit applies writes atomically under lease, the one Shared.Lock
+	// returned for their partitions (nil without Shared), however many
+	// partitions they span. It returns once they are visible to Get; the
 	// returned durable blocks until they survive a crash. Splitting the two
 	// lets the engine release its locks before the fsync, so that writers
-	// of one partition share syncs. A backend that cannot commit several
-	// partitions atomically commits them partition by partition, each
-	// atomically, and must then say so (the directory's Options).
+	// of one partition share syncs. A backend whose commit of several
+	// partitions costs many round trips says so (the directory's
+	// Options.CommitPerPartition).
 	//
 	// A backend that checks versions (the directory's Options) also takes
 	// writes to one partition with a nil lease, from an engine that took
@@ -64,11 +61,9 @@ type Backend interface {
 }
 
 // Direct is the part of Backend outside invocations, which the engine
-// passes on as it is, as methods of its own, so that the directory
-// reaches the backend only through the engine: the metadata, the reads
-// across partitions that lock nothing (listings, searches, counts,
-// exports, the sweeper's look for what is due), and the drop of a
-// generation nobody uses any more.
+// passes on as it is, as methods of its own: the metadata, reads across
+// partitions that lock nothing (listings, counts, exports, the sweeper's
+// look for what is due), and the drop of a generation nobody uses.
 type Direct interface {
 	// Meta returns the stored metadata, nil when there is none. With a
 	// non-nil update, it first replaces the metadata with update's result,
@@ -107,10 +102,12 @@ type Direct interface {
 	Drop(ctx context.Context, l Layout) error
 }
 
-// SharedLocks is a Backend whose store other processes share (Redis): it
-// keeps locks they take too. Without it, the engine's in-process locks are
-// all there is, as in a store one process owns.
-type SharedLocks interface {
+// Shared is a Backend whose store several servers share (Redis): it keeps
+// the locks they all take, and marks that keep a server that has not
+// noticed a resize off the wrong generation. Without it, one process owns
+// the store: the engine's in-process locks are all there are, and its
+// serving layout is all the marking it needs.
+type Shared interface {
 	// Lock takes the locks of parts that other processes sharing the store
 	// take too, once the engine holds its own in-process locks of them.
 	// parts come sorted, without repeats. A busy lock is retried until wait
@@ -124,22 +121,15 @@ type SharedLocks interface {
 	// process lives or not, and any server that takes them over can
 	// release them (the whole-map lock). A lapsed name is ENOTFOUND.
 	Lock(ctx context.Context, parts []Part, wait time.Duration, named Named) (Lease, error)
-}
 
-// Marker is a Backend that several servers share (Redis): resize marks
-// keep a server that has not noticed a resize from writing, or reading,
-// the wrong generation. A store one process serves needs none: its
-// serving layout is all the marking it needs.
-type Marker interface {
 	// Mark records stage on every partition of layout l: from then on it
 	// refuses a write whose Fence the mark exceeds, and a read of a
 	// StageRetired partition, with ErrStale.
 	Mark(ctx context.Context, l Layout, stage Stage) error
 }
 
-// Feeder is a Backend that keeps the change feed: every write that names
-// a change (Write.Change) appends its event in the same atomic commit.
-// Without it, the directory answers reads of the feed with EUNSUPPORTED.
+// Feeder is a Backend that keeps the change feed; without it, a read of
+// the feed is EUNSUPPORTED.
 type Feeder interface {
 	// Feed returns up to limit events after the cursor after ("" from the
 	// oldest kept), in the feed's order, with the cursor that resumes after
@@ -160,11 +150,9 @@ type Feeder interface {
 	TrimFeed(ctx context.Context, before int64, keep int64) (partmap.FeedStats, error)
 }
 
-// LayoutWatcher is a Backend whose background work of its own needs the
-// layouts the directory serves (Redis: the backstop reads every partition
-// of them). The directory hands them down through the engine
-// (Engine.Serve) when it opens and whenever they change, so that the
-// backend never asks.
+// LayoutWatcher is a Backend whose own background work needs the layouts
+// the directory serves (Redis: the backstop), which the directory hands
+// down (Engine.Serve) when it opens and whenever they change.
 type LayoutWatcher interface {
 	// Serving is told the layouts served now: the current one, then,
 	// during a resize, the next.
@@ -241,7 +229,7 @@ type Lease interface {
 	Release() error
 }
 
-// Named names a set of locks in the store (SharedLocks.Lock), so that they
+// Named names a set of locks in the store (Shared.Lock), so that they
 // outlive the process that took them; the zero Named names none.
 type Named struct {
 	Lease string    // the name, a secret: whoever presents it may release them
@@ -302,7 +290,7 @@ type Write struct {
 	// in, in Part: those of the indexed fields whose value it changes.
 	Remove, Add []IndexEntry
 	// Fence is the latest stage the writer knows Part's generation to be
-	// in (see Marker): StageServing, or StageResizing when it writes
+	// in (see Shared.Mark): StageServing, or StageResizing when it writes
 	// the next generation in the same commit.
 	Fence Stage
 	// Change is what the write does to its profile, for the change feed:
@@ -353,7 +341,7 @@ type FeedSignaler interface {
 	FeedSignal(ctx context.Context) (string, error)
 }
 
-// Stage is where a generation is in a resize, as Marker.Mark records it.
+// Stage is where a generation is in a resize, as Shared.Mark records it.
 // Stages only move forward: serving, resizing (being copied into the next
 // generation), retired (replaced by it).
 type Stage string
@@ -365,7 +353,7 @@ const (
 )
 
 // ErrStale refuses a write or read of a generation that another server's
-// resize has moved on (Marker), or, said by the directory, an
+// resize has moved on (Shared.Mark), or, said by the directory, an
 // invocation planned on a layout it has since replaced. The operation runs
 // again on the current layout.
 var ErrStale = errors.New("engine: the layout changed; run again")

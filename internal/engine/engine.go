@@ -73,8 +73,7 @@ type Options struct {
 type Engine struct {
 	Direct   // the backend's, as it is
 	backend  Backend
-	shared   SharedLocks  // nil: the in-process locks are all there is
-	marker   Marker       // nil: no marks to keep
+	shared   Shared       // nil: one process owns the store
 	feed     Feeder       // nil: no change feed
 	signal   FeedSignaler // nil: a long poll reads the feed to see
 	view     ViewReader   // nil: no view of several partitions
@@ -99,12 +98,11 @@ type Hooks struct {
 	Committed func(d time.Duration, err error)
 }
 
-// New returns an engine over backend, with what it can do beside the
-// Backend contract.
+// New returns an engine over backend and the optional interfaces it has.
 func New(backend Backend, opts Options) *Engine {
-	e := &Engine{Direct: backend, backend: backend, lockWait: cmp.Or(opts.LockWait, partmap.DefaultLockWait), indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
-	e.shared, _ = backend.(SharedLocks)
-	e.marker, _ = backend.(Marker)
+	e := &Engine{Direct: backend, backend: backend, lockWait: cmp.Or(opts.LockWait, partmap.DefaultLockWait),
+		indexes: slices.Clone(opts.Indexes), checked: opts.CheckedWrites}
+	e.shared, _ = backend.(Shared)
 	e.feed, _ = backend.(Feeder)
 	e.signal, _ = backend.(FeedSignaler)
 	e.view, _ = backend.(ViewReader)
@@ -168,7 +166,7 @@ func (e *Engine) Hold(ctx context.Context, parts []Part, wait time.Duration) (Le
 }
 
 // HoldNamed is Hold under a name kept in the store until named.Until
-// (SharedLocks.Lock): on a store that other processes share, the locks are
+// (Shared.Lock): on a store that other processes share, the locks are
 // the store's alone, so that they outlive this process and any server can
 // take them over with the name and release them; this engine's writers
 // meet them there. On a store one process owns, the locks are this
@@ -182,30 +180,27 @@ func (e *Engine) HoldNamed(ctx context.Context, parts []Part, wait time.Duration
 	return e.shared.Lock(ctx, slices.Compact(ps), wait, named)
 }
 
-// Mark records stage on layout l's partitions (Marker), where the backend
-// keeps marks.
+// Mark records stage on layout l's partitions (Shared.Mark), where
+// several servers share the store.
 func (e *Engine) Mark(ctx context.Context, l Layout, stage Stage) error {
-	if e.marker == nil {
+	if e.shared == nil {
 		return nil
 	}
-	return e.marker.Mark(ctx, l, stage)
+	return e.shared.Mark(ctx, l, stage)
 }
 
-// ErrNoFeed answers a read of the change feed over a backend without one.
-var ErrNoFeed = partmap.Errorf(partmap.EUNSUPPORTED, "this store keeps no change feed")
-
-// Feed reads the change feed (Feeder.Feed): ErrNoFeed without one.
+// Feed reads the change feed (Feeder.Feed); a backend without one has
+// none to read.
 func (e *Engine) Feed(ctx context.Context, after string, limit int) (FeedPage, error) {
 	if e.feed == nil {
-		return FeedPage{}, ErrNoFeed
+		return FeedPage{}, partmap.Errorf(partmap.EUNSUPPORTED, "this store keeps no change feed")
 	}
 	return e.feed.Feed(ctx, after, limit)
 }
 
 // TrimFeed trims the change feed (Feeder.TrimFeed) or, with written, on a
 // backend with Hints, only the parts they say were written or aged since
-// their last trim (Hints.TrimWritten). Without a feed there is nothing to
-// trim.
+// their last trim (Hints.TrimWritten).
 func (e *Engine) TrimFeed(ctx context.Context, before int64, keep int64, written bool) (partmap.FeedStats, error) {
 	switch {
 	case e.feed == nil:
@@ -233,15 +228,14 @@ func (e *Engine) Serve(layouts []Layout) {
 	}
 }
 
-// Hinted says the backend keeps Hints, which ClaimDue and ReleaseDue ask.
+// Hinted says the backend keeps Hints: ClaimDue and ReleaseDue, theirs,
+// are for a Hinted engine only.
 func (e *Engine) Hinted() bool { return e.hints != nil }
 
-// ClaimDue is Hints.ClaimDue, for a Hinted engine only.
 func (e *Engine) ClaimDue(ctx context.Context, before int64) (DueClaim, error) {
 	return e.hints.ClaimDue(ctx, before)
 }
 
-// ReleaseDue is Hints.ReleaseDue, for a Hinted engine only.
 func (e *Engine) ReleaseDue(ctx context.Context, c DueClaim, skipped []Part) error {
 	return e.hints.ReleaseDue(ctx, c, skipped)
 }
