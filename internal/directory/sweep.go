@@ -143,19 +143,7 @@ func (d *Directory) Sweep(ctx context.Context) (partmap.SweepStats, error) {
 			if err != nil {
 				return total, err
 			}
-			emails := make([]string, 0, len(due))
-			for _, e := range due {
-				emails = append(emails, e.Email)
-				oldest = min(oldest, e.Deadline)
-			}
-			slices.Sort(emails)
-			emails = slices.Compact(emails)
-			stats, err := d.reclaim(ctx, emails, now)
-			total.Profiles += stats.Profiles
-			total.Records += stats.Records
-			s.profiles.Add(float64(stats.Profiles))
-			s.fields.Add(float64(stats.Records))
-			if err != nil {
+			if _, err := d.reclaimDue(ctx, due, now, &oldest, &total); err != nil {
 				return total, err
 			}
 			if len(due) < sweepBatch {
@@ -183,13 +171,12 @@ const sweepRounds = 100
 // to a server that does.
 func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, now int64, oldest *int64) (partmap.SweepStats, error) {
 	var total partmap.SweepStats
-	s := d.sweeper
 	for range sweepRounds {
 		c, err := d.engine.ClaimDue(ctx, now+1)
 		if err != nil || len(c.Parts) == 0 {
 			return total, err
 		}
-		var emails []string
+		var due []engine.Due
 		var skipped []engine.Part
 		for i, p := range c.Parts {
 			if !slices.ContainsFunc(layouts, func(l engine.Layout) bool {
@@ -198,18 +185,9 @@ func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, no
 				skipped = append(skipped, p)
 				continue
 			}
-			for _, e := range c.Due[i] {
-				emails = append(emails, e.Email)
-				*oldest = min(*oldest, e.Deadline)
-			}
+			due = append(due, c.Due[i]...)
 		}
-		slices.Sort(emails)
-		emails = slices.Compact(emails)
-		stats, err := d.reclaim(ctx, emails, now)
-		total.Profiles += stats.Profiles
-		total.Records += stats.Records
-		s.profiles.Add(float64(stats.Profiles))
-		s.fields.Add(float64(stats.Records))
+		stats, err := d.reclaimDue(ctx, due, now, oldest, &total)
 		// Released whatever happened: what is left due comes back due, for
 		// the next pass. A release that fails leaves the claims to run out.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -226,6 +204,23 @@ func (d *Directory) sweepHinted(ctx context.Context, layouts []engine.Layout, no
 		}
 	}
 	return total, nil
+}
+
+// reclaimDue reclaims at now the profiles that due entries name, adds what
+// it did to total, and lowers oldest to the soonest deadline it met.
+func (d *Directory) reclaimDue(ctx context.Context, due []engine.Due, now int64, oldest *int64, total *partmap.SweepStats) (partmap.SweepStats, error) {
+	emails := make([]string, 0, len(due))
+	for _, e := range due {
+		emails = append(emails, e.Email)
+		*oldest = min(*oldest, e.Deadline)
+	}
+	slices.Sort(emails)
+	stats, err := d.reclaim(ctx, slices.Compact(emails), now)
+	total.Profiles += stats.Profiles
+	total.Records += stats.Records
+	d.sweeper.profiles.Add(float64(stats.Profiles))
+	d.sweeper.fields.Add(float64(stats.Records))
+	return stats, err
 }
 
 // reclaim sweeps emails at now, one invocation per partition.
