@@ -48,9 +48,8 @@ type DirectoryOptions struct {
 const DefaultLockWait = 50 * time.Millisecond
 
 // DefaultSweepInterval is how often the sweeper looks for what has
-// expired, unless told otherwise: on Pebble a pass over the expiry entries
-// by deadline, one seek when nothing is due; on Redis one read of the
-// hints of which partitions hold something due.
+// expired, unless told otherwise: when nothing is due, a look is one seek
+// on Pebble and one read of its hints on Redis.
 const DefaultSweepInterval = 500 * time.Millisecond
 
 // SweepStats is what one pass of the expiry sweeper reclaimed.

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -69,15 +70,9 @@ func NewClient(baseURL string, opts *ClientOptions) (*Client, error) {
 		c.opts.HTTPClient = &http.Client{Transport: t}
 	}
 	c.http = c.opts.HTTPClient
-	if c.opts.RetryFor == 0 {
-		c.opts.RetryFor = 30 * time.Second
-	}
-	if c.opts.RetryBase == 0 {
-		c.opts.RetryBase = 2 * time.Millisecond
-	}
-	if c.opts.RetryMax == 0 {
-		c.opts.RetryMax = 500 * time.Millisecond
-	}
+	c.opts.RetryFor = cmp.Or(c.opts.RetryFor, 30*time.Second)
+	c.opts.RetryBase = cmp.Or(c.opts.RetryBase, 2*time.Millisecond)
+	c.opts.RetryMax = cmp.Or(c.opts.RetryMax, 500*time.Millisecond)
 	return c, nil
 }
 

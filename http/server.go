@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,16 +43,12 @@ type ServerOptions struct {
 
 // NewServer returns a handler for store.
 func NewServer(store partmap.Store, opts *ServerOptions) *Server {
-	s := &Server{store: store, limits: partmap.DefaultLimits, log: slog.Default(), mux: http.NewServeMux(), feedsDone: make(chan struct{})}
-	if opts != nil && opts.Limits != nil {
-		s.limits = *opts.Limits
-	}
-	if opts != nil && opts.Logger != nil {
-		s.log = opts.Logger
-	}
+	var o ServerOptions
 	if opts != nil {
-		s.tokens = opts.Tokens
+		o = *opts
 	}
+	s := &Server{store: store, limits: *cmp.Or(o.Limits, &partmap.DefaultLimits), log: cmp.Or(o.Logger, slog.Default()), tokens: o.Tokens,
+		mux: http.NewServeMux(), feedsDone: make(chan struct{})}
 	routes := []struct {
 		method, path string
 		scope        Scope    // what a token needs, when tokens are required

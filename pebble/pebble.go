@@ -118,12 +118,6 @@ func Open(path string, opts *Options) (*Store, error) {
 		o.FS = vfs.Default
 	}
 	limitMallocArenas()
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
-	}
-	if o.RecordCacheBytes == 0 {
-		o.RecordCacheBytes = DefaultRecordCacheBytes
-	}
 	dopts := directory.Options{DirectoryOptions: o.DirectoryOptions}
 	fresh, err := checkDataDirectory(o.FS, path)
 	if err != nil {
@@ -143,8 +137,8 @@ func Open(path string, opts *Options) (*Store, error) {
 	// CacheBytes was wholly reserved by two memtables after the first
 	// flush, and from then on cached nothing, so every read went to the
 	// disk and decompressed its blocks (docs/PERFORMANCE.md, issue 14).
-	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: o.CacheBytes + memTableReserve, MemTableSize: memTableBytes}
-	b := &backend{cache: newRecordCache(o.RecordCacheBytes)}
+	popts := &pebble.Options{Logger: quietLogger{}, Lock: lock, FS: o.FS, CacheSize: cmp.Or(o.CacheBytes, DefaultCacheBytes) + memTableReserve, MemTableSize: memTableBytes}
+	b := &backend{cache: newRecordCache(cmp.Or(o.RecordCacheBytes, DefaultRecordCacheBytes))}
 	if delay, siblings := cmp.Or(o.CommitDelay, DefaultCommitDelay), max(cmp.Or(o.CommitSiblings, DefaultCommitSiblings), 0); delay > 0 {
 		// Pebble asks after each fsync how long to hold the next one back.
 		popts.WALMinSyncInterval = func() time.Duration { return b.syncDelay(delay, siblings) }
@@ -194,7 +188,7 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
+// Sweep runs one pass of the expiry sweeper now, for
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (partmap.SweepStats, error) { return s.dir.Sweep(ctx) }
 

@@ -38,13 +38,8 @@ import (
 
 // Options configure Open. A nil *Options, like a zero field, means the
 // default; where a field can be none, a negative one says so.
-//
-// On Redis every server sharing the store sweeps, each pass one script
-// that claims the partitions whose hints say something is due, whatever
-// the partition count (DESIGN.md, Expiry); the feed's retention is shared
-// evenly between the partitions' feeds, so its count is approximate; and
-// each trim after the first trims only the feeds that hints say were
-// written since, or that the backstop found aged.
+// On Redis, FeedRetention's count is shared evenly between the
+// partitions' feeds, so it is approximate (DESIGN.md).
 type Options struct {
 	partmap.DirectoryOptions
 	// LockTTL bounds how long a lock outlives a server that died holding
@@ -101,26 +96,14 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	if opts != nil {
 		o = *opts
 	}
-	if o.LockTTL == 0 {
-		o.LockTTL = 2 * time.Second
-	}
-	if o.ReplicaAckTimeout == 0 {
-		o.ReplicaAckTimeout = time.Second
-	}
-	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: o.ReplicaAckTimeout,
-		batch: newBatcher(client, batchWorkers), retention: partmap.DefaultRetention, clock: o.Clock}
-	if o.FeedRetention != nil {
-		b.retention = *o.FeedRetention
-	}
+	o.LockTTL = cmp.Or(o.LockTTL, 2*time.Second)
+	b := &backend{client: client, ttl: o.LockTTL, ns: o.Namespace, acks: o.MinReplicasAck, ackTimeout: cmp.Or(o.ReplicaAckTimeout, time.Second),
+		batch: newBatcher(client, batchWorkers), retention: *cmp.Or(o.FeedRetention, &partmap.DefaultRetention), clock: o.Clock}
 	b.hints = newHinter(b)
 	go b.hints.run()
-	// A commit of several partitions is atomic (a transaction across
-	// slots, tx.go), but costs far more round trips than several commits
-	// of one partition each: CommitPerPartition keeps a bulk write's
-	// invocations to one partition (and makes a resumed resize copy
-	// again, needlessly since commits became atomic). The commit script
-	// checks versions, so a write of one partition needs no lock round
-	// trips.
+	// A commit of several partitions is atomic (tx.go) but costs far more
+	// round trips than a commit of each; the commit script checks
+	// versions, so a write of one partition needs no lock round trips.
 	dir, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: o.DirectoryOptions,
 		CommitPerPartition: true, CheckedWrites: true, FeedPoll: feedPoll})
 	if err == nil {
@@ -178,7 +161,7 @@ func (s *Store) Close() error {
 	return s.client.Close()
 }
 
-// Sweep runs one pass of the expiry sweeper now (directory.Sweep), for
+// Sweep runs one pass of the expiry sweeper now, for
 // tests and benchmarks that run without the background one.
 func (s *Store) Sweep(ctx context.Context) (partmap.SweepStats, error) { return s.dir.Sweep(ctx) }
 

@@ -98,10 +98,7 @@ func Inspect(ctx context.Context, b engine.Backend, opts Options) (exists bool, 
 // A resize interrupted by a crash resumes, and the removal of a layout one
 // replaced is finished, before Open returns.
 func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, error) {
-	partitions := opts.Partitions
-	if partitions == 0 {
-		partitions = partmap.DefaultPartitions
-	}
+	partitions := cmp.Or(opts.Partitions, partmap.DefaultPartitions)
 	created := false
 	raw, err := b.Meta(ctx, func(old []byte) ([]byte, error) {
 		if old != nil {
@@ -127,7 +124,7 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	}
 	d := &Directory{
 		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
-		limits:   partmap.DefaultLimits,
+		limits:   *cmp.Or(opts.Limits, &partmap.DefaultLimits),
 		indexes:  indexes,
 		perPart:  opts.CommitPerPartition,
 		bulkSize: bulkPartitions,
@@ -135,20 +132,14 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		metrics:  newStoreMetrics(),
 		clock:    opts.Clock,
 		sweeper:  newSweeperMetrics(),
-		trimmer:  newTrimmer(partmap.DefaultRetention),
+		trimmer:  newTrimmer(*cmp.Or(opts.FeedRetention, &partmap.DefaultRetention)),
 		feedPoll: cmp.Or(opts.FeedPoll, defaultFeedPoll),
-	}
-	if opts.FeedRetention != nil {
-		d.trimmer = newTrimmer(*opts.FeedRetention)
 	}
 	if d.clock == nil {
 		d.clock = time.Now
 	}
 	if d.perPart {
 		d.bulkSize = 1
-	}
-	if opts.Limits != nil {
-		d.limits = *opts.Limits
 	}
 	d.engine.SetHooks(d.metrics.hooks())
 	d.serve(nil, newServing(meta.current(), meta.next()))
