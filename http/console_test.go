@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -28,7 +29,7 @@ import (
 // The console's files are open, typed, revalidated and locked down by a
 // policy that forbids inline script; the rest of the server is unchanged.
 func TestConsoleFiles(t *testing.T) {
-	_, tokens := newTokens(t, pmhttp.ScopeAdmin)
+	_, tokens := newTokens(t, auth.ScopeAdmin)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +161,8 @@ func chromiumPath(t *testing.T) string {
 // PARTMAP_CONSOLE_SCREENSHOT=FILE to also write the README's screenshot.
 func TestConsole(t *testing.T) {
 	exe := chromiumPath(t)
-	byScope, tokens := newTokens(t, pmhttp.ScopeAdmin)
-	tok := byScope[pmhttp.ScopeAdmin]
+	byScope, tokens := newTokens(t, auth.ScopeAdmin)
+	tok := byScope[auth.ScopeAdmin]
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/auth"
 	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/resp"
@@ -306,9 +306,9 @@ func TestPipeline(t *testing.T) {
 // With tokens, nothing but HELLO, AUTH, PING and QUIT works before AUTH, a
 // wrong token is WRONGPASS, and a read token's writes are NOPERM.
 func TestAuth(t *testing.T) {
-	readTok, readLine, _ := pmhttp.NewToken("reader", pmhttp.ScopeRead)
-	writeTok, writeLine, _ := pmhttp.NewToken("writer", pmhttp.ScopeWrite)
-	tokens, err := pmhttp.ParseTokens(strings.NewReader(readLine + "\n" + writeLine + "\n"))
+	readTok, readLine, _ := auth.NewToken("reader", auth.ScopeRead)
+	writeTok, writeLine, _ := auth.NewToken("writer", auth.ScopeWrite)
+	tokens, err := auth.ParseTokens(strings.NewReader(readLine + "\n" + writeLine + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

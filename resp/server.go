@@ -23,7 +23,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/partmap/partmap"
-	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/auth"
 )
 
 // Options configure New. A nil *Options means defaults.
@@ -31,7 +31,7 @@ type Options struct {
 	// Tokens, when set, make every command but HELLO, AUTH, PING and QUIT
 	// wait for an AUTH with a partmap token; a read token's writes are
 	// refused with NOPERM. Nil: every client may do everything.
-	Tokens *pmhttp.Tokens
+	Tokens *auth.Tokens
 	// Log receives connection errors; nil means slog.Default().
 	Log *slog.Logger
 	// WriteTimeout is how long a reply may wait for a client that does not
@@ -47,7 +47,7 @@ type Options struct {
 // Server answers Redis clients from a partmap.Store.
 type Server struct {
 	store        partmap.Store
-	tokens       *pmhttp.Tokens
+	tokens       *auth.Tokens
 	log          *slog.Logger
 	writeTimeout time.Duration
 	cmdTimeout   time.Duration
@@ -140,7 +140,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	// pipeline.
 	c.ctx, c.wait = partmap.DeferDurability(s.base)
 	if s.tokens == nil {
-		c.authed, c.scope = true, pmhttp.ScopeAdmin
+		c.authed, c.scope = true, auth.ScopeAdmin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,7 +173,7 @@ type client struct {
 	name   string
 	authed bool
 	user   string // the token's name
-	scope  pmhttp.Scope
+	scope  auth.Scope
 
 	// ctx defers the durability of the current pipeline's writes to wait.
 	ctx  context.Context
@@ -224,7 +224,7 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	case !spec.arity.ok(len(cmd.Args)):
 		refuse("ERR wrong number of arguments for '" + name + "' command")
 		return
-	case spec.write && c.scope < pmhttp.ScopeWrite:
+	case spec.write && c.scope < auth.ScopeWrite:
 		refuse("NOPERM this user has no permissions to run the '" + name + "' command")
 		return
 	}
