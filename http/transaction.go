@@ -231,6 +231,9 @@ func (w txOp) operation() (partmap.Operation, error) {
 
 func wireOp(op partmap.Operation) (txOp, error) {
 	w := txOp{Op: op.Op, Email: op.Email, Field: op.Field, To: op.To}
+	if op.FailAlone {
+		return w, &partmap.Error{Code: partmap.EINVALID, Field: "FailAlone", Message: "the transaction route has no failAlone: over HTTP, a transaction is all or nothing"}
+	}
 	if op.Create {
 		w.Create = &op.Create
 	}

@@ -80,7 +80,7 @@ func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.Op
 		return partmap.OperationResult{}, err
 	}
 	if op.Op == partmap.OpRename {
-		results, _, err := d.transact(ctx, []partmap.Operation{op})
+		results, _, err := d.transact(ctx, []partmap.Operation{op}, nil)
 		if err != nil {
 			return partmap.OperationResult{}, err
 		}
