@@ -49,14 +49,15 @@ func TestMain(m *testing.M) {
 // returns its address and the store.
 func serve(t testing.TB, opts *resp.Options) (string, partmap.Store) {
 	t.Helper()
-	_, addr, store := serveServer(t, opts)
+	_, addr, store := serveServer(t, nil, opts)
 	return addr, store
 }
 
-// serveServer is serve that returns the server too.
-func serveServer(t testing.TB, opts *resp.Options) (*resp.Server, string, partmap.Store) {
+// serveServer is serve on a store opened with storeOpts, that returns the
+// server too.
+func serveServer(t testing.TB, storeOpts *pebble.Options, opts *resp.Options) (*resp.Server, string, partmap.Store) {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), nil)
+	store, err := pebble.Open(t.TempDir(), storeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +584,7 @@ func TestScanMatchesRedis(t *testing.T) {
 // connection continues any cursor, as a client's pool needs, also after
 // the connection it was handed to has closed.
 func TestScanCursorsPerConnection(t *testing.T) {
-	srv, addr, _ := serveServer(t, nil)
+	srv, addr, _ := serveServer(t, nil, nil)
 	ctx := context.Background()
 	conn := func() *goredis.Client {
 		c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, DisableIdentity: true})
