@@ -238,7 +238,23 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 		return err
 	}
 	if float {
-		return s.incrementFloat(w, r, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: cmp.Or(v, "1"), Cond: cond})
+		// HINCRBYFLOAT's by, read as a transaction's: a bad one is refused
+		// before the store is asked, naming it.
+		m := partmap.OperationJSON{Op: partmap.OpIncrementFloat, Email: email, Field: field}
+		if err := m.SetText("by", cmp.Or(v, "1")); err != nil {
+			return err
+		}
+		op, err := m.Operation()
+		if err != nil {
+			return err
+		}
+		op.Cond = cond
+		res, err := s.store.Apply(r.Context(), op)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("ETag", res.Record.Version.ETag())
+		return writeJSON(w, http.StatusOK, incrementReply{res.Email, op.Field, res.FloatValue})
 	}
 	by := int64(1)
 	if v != "" {
@@ -253,6 +269,19 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 	}
 	w.Header().Set("ETag", inc.Version.ETag())
 	return writeJSON(w, http.StatusOK, incrementReply{inc.Email, inc.Field, strconv.FormatInt(inc.Value, 10)})
+}
+
+// boolParam reads a parameter that is true or false, false when absent.
+func boolParam(q url.Values, name string) (bool, error) {
+	v, err := namedParam(q, name)
+	if err != nil || v == "" {
+		return false, err
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil || (v != "true" && v != "false") {
+		return false, &partmap.Error{Code: partmap.EINVALID, Field: name, Message: fmt.Sprintf("%s is true or false, not %q", name, v)}
+	}
+	return b, nil
 }
 
 func (c *Client) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
