@@ -226,7 +226,7 @@ func (w *OperationJSON) checkPresent() error {
 		timed = timed || *raw != nil
 	}
 	if required && !timed {
-		return &Error{Code: EINVALID, Field: timeMembers[0].name, Message: fmt.Sprintf("a %s needs a time: one of %s", w.Op, timeNames)}
+		return &Error{Code: EINVALID, Field: timeMembers[0].name, Message: "give the deadline: one of " + timeNames}
 	}
 	return nil
 }

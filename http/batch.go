@@ -199,11 +199,7 @@ func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*partmap.Record, len(raws))
-	for i, raw := range raws {
-		if raw == nil {
-			continue
-		}
+	return decodeFound(raws, func(i int, raw json.RawMessage) (*partmap.Record, error) {
 		rec := &partmap.Record{Version: versions[i]}
 		if committed != nil {
 			rec.Committed = committed[i]
@@ -211,9 +207,8 @@ func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.
 		if err := rec.Profile.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
 		}
-		out[i] = rec
-	}
-	return out, nil
+		return rec, nil
+	})
 }
 
 func (c *Client) ProjectProfiles(ctx context.Context, emails []string, fields []string) ([]*partmap.Projection, error) {
@@ -224,20 +219,30 @@ func (c *Client) ProjectProfiles(ctx context.Context, emails []string, fields []
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*partmap.Projection, len(raws))
-	for i, raw := range raws {
-		if raw == nil {
-			continue
-		}
-		p := &partmap.Projection{}
+	return decodeFound(raws, func(i int, raw json.RawMessage) (*partmap.Projection, error) {
+		p := &partmap.Projection{Version: versions[i]}
 		if err := p.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("batch reply: projection %d: %w", i, err)
 		}
 		if !slices.Equal(p.Fields, fields) {
 			return nil, fmt.Errorf("batch reply: projection %d has fields %q, not those asked for", i, p.Fields)
 		}
-		p.Version = versions[i]
-		out[i] = p
+		return p, nil
+	})
+}
+
+// decodeFound decodes each profile getMany found, nil for a missing one.
+func decodeFound[T any](raws []json.RawMessage, decode func(i int, raw json.RawMessage) (*T, error)) ([]*T, error) {
+	out := make([]*T, len(raws))
+	for i, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		v, err := decode(i, raw)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
 	}
 	return out, nil
 }

@@ -25,11 +25,7 @@ import (
 // parameters has refused any other.
 func (s *Server) operationRoute(kind partmap.OpKind) handler {
 	return func(w http.ResponseWriter, r *http.Request, q url.Values) error {
-		email, err := emailParam(q)
-		if err != nil {
-			return err
-		}
-		fields, err := fieldsParam(q)
+		email, fields, err := emailAndFields(q)
 		if err != nil {
 			return err
 		}
@@ -175,11 +171,7 @@ func (e ttlEntry) deadline() int64 {
 }
 
 func (s *Server) handleTTL(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	email, err := emailParam(q)
-	if err != nil {
-		return err
-	}
-	fields, err := fieldsParam(q)
+	email, fields, err := emailAndFields(q)
 	if err != nil {
 		return err
 	}
@@ -191,23 +183,14 @@ func (s *Server) handleTTL(w http.ResponseWriter, r *http.Request, q url.Values)
 	if err != nil {
 		return err
 	}
-	// The ETag is the profile's: a deadline changes only with a new
-	// version, so a 304 says that no deadline has moved (the times to
-	// live have, with the clock).
-	nm, err := notModified(r, ttls.Version)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("ETag", ttls.Version.ETag())
-	if nm {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
 	reply := ttlReply{Email: canonical, Now: ttls.Now, Profile: entryOf(ttls, "", ttls.Profile), Fields: make([]ttlEntry, len(fields))}
 	for i, f := range fields {
 		reply.Fields[i] = entryOf(ttls, f, ttls.Deadlines[i])
 	}
-	return writeJSON(w, http.StatusOK, reply)
+	// The ETag is the profile's: a deadline changes only with a new
+	// version, so a 304 says that no deadline has moved (the times to
+	// live have, with the clock).
+	return writeRead(w, r, ttls.Version, reply)
 }
 
 // Deadlines asks GET customer-profile/ttl.

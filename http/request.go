@@ -95,7 +95,33 @@ func emailParam(q url.Values) (string, error) {
 	if err != nil {
 		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: partmap.ErrorMessage(err)}
 	}
-	return email, nil
+	if email == "" {
+		// Refused as the store refuses it: an operation's members take an
+		// empty email for a missing one (partmap.OperationJSON).
+		_, err = partmap.CanonicalEmail(email)
+	}
+	return email, err
+}
+
+// emailAndFields reads a route's emailAddress and its fields (fieldsParam).
+func emailAndFields(q url.Values) (string, []string, error) {
+	email, err := emailParam(q)
+	if err != nil {
+		return "", nil, err
+	}
+	fields, err := fieldsParam(q)
+	return email, fields, err
+}
+
+// emailAndCondition reads what a write of one profile names: its
+// emailAddress, and its If-Match and If-None-Match.
+func emailAndCondition(r *http.Request, q url.Values) (string, partmap.Condition, error) {
+	email, err := emailParam(q)
+	if err != nil {
+		return "", partmap.Condition{}, err
+	}
+	cond, err := condition(r)
+	return email, cond, err
 }
 
 // oneParam returns a query parameter given at most once.
@@ -135,6 +161,21 @@ func fieldsParam(q url.Values) ([]string, error) {
 // condition reads a write's If-Match and If-None-Match.
 func condition(r *http.Request) (partmap.Condition, error) {
 	return partmap.ParseCondition(r.Header.Values("If-Match"), r.Header.Values("If-None-Match"))
+}
+
+// writeRead answers a read of a profile at version with body and the
+// version's ETag, or 304 when the request's If-None-Match names it.
+func writeRead(w http.ResponseWriter, r *http.Request, version partmap.Version, body any) error {
+	nm, err := notModified(r, version)
+	if err != nil {
+		return err // a 400 describes no version of the profile
+	}
+	w.Header().Set("ETag", version.ETag())
+	if nm {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	return writeJSON(w, http.StatusOK, body)
 }
 
 // notModified reports whether a GET's If-None-Match names the current

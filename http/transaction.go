@@ -18,15 +18,11 @@ func profileLocation(email string) string {
 }
 
 func (s *Server) handleRename(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	from, err := emailParam(q)
+	from, cond, err := emailAndCondition(r, q)
 	if err != nil {
 		return err
 	}
 	to, err := oneParam(q, "to", true)
-	if err != nil {
-		return err
-	}
-	cond, err := condition(r)
 	if err != nil {
 		return err
 	}
