@@ -255,11 +255,11 @@ func (w *OperationJSON) when() (*When, error) {
 			return nil, &Error{Code: EINVALID, Field: t.name,
 				Message: fmt.Sprintf("%s must be a whole number, not %q", t.name, text)}
 		}
-		w, err := WhenFromParam(t.name, n, t.seconds, t.relative)
+		at, err := WhenFromParam(t.name, n, t.seconds, t.relative)
 		if err != nil {
 			return nil, err
 		}
-		when, first = &w, t.name
+		when, first = &at, t.name
 	}
 	return when, nil
 }
