@@ -342,7 +342,7 @@ func TestClientApply(t *testing.T) {
 	if _, err := c.Apply(ctx, partmap.Operation{Op: partmap.OpPersist, Email: "nobody@example.com"}); partmap.ErrorCode(err) != partmap.ENOTFOUND {
 		t.Fatalf("persist of nobody: %v", err)
 	}
-	// The existing kinds go to their own routes.
+	// The existing kinds answer as the store does.
 	res, err = c.Apply(ctx, partmap.Operation{Op: partmap.OpIncrement, Email: alice, Field: "n", By: 2})
 	if err != nil || res.Value != 3 || res.Record == nil || res.Record.Version == 0 {
 		t.Fatalf("increment: %+v %v", res, err)
