@@ -1020,7 +1020,6 @@ type spy struct {
 	partmap.Store
 	mu        sync.Mutex
 	transacts [][]partmap.Operation
-	applies   int
 }
 
 func (s *spy) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
@@ -1030,11 +1029,14 @@ func (s *spy) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.
 	return s.Store.Transact(ctx, ops)
 }
 
-func (s *spy) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+// taken returns the transactions run since the last call, and forgets
+// them.
+func (s *spy) taken() [][]partmap.Operation {
 	s.mu.Lock()
-	s.applies++
-	s.mu.Unlock()
-	return s.Store.Apply(ctx, op)
+	defer s.mu.Unlock()
+	t := s.transacts
+	s.transacts = nil
+	return t
 }
 
 // serveSpy starts a RESP server on a spy of a started Pebble store.
@@ -1064,14 +1066,15 @@ func TestDelIsOneTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sp.transacts = nil
+	sp.taken()
 	if n, err := c.Del(ctx, "a@x.io", "nobody@x.io", "B@x.io", "a@x.io").Result(); err != nil || n != 2 {
 		t.Fatalf("DEL: %d %v, want 2", n, err)
 	}
-	if len(sp.transacts) != 1 || len(sp.transacts[0]) != 4 {
-		t.Fatalf("DEL of four keys ran the transactions %+v, want one of four deletes", sp.transacts)
+	txs := sp.taken()
+	if len(txs) != 1 || len(txs[0]) != 4 {
+		t.Fatalf("DEL of four keys ran the transactions %+v, want one of four deletes", txs)
 	}
-	for _, op := range sp.transacts[0] {
+	for _, op := range txs[0] {
 		if op.Op != partmap.OpDelete || !op.AllowMissing {
 			t.Fatalf("DEL's operation %+v", op)
 		}
@@ -1125,8 +1128,8 @@ func TestExec(t *testing.T) {
 			t.Fatalf("%q: %s, want %s", step.args, got, step.want)
 		}
 	}
-	if len(sp.transacts) != 0 {
-		t.Fatalf("EXEC without operations ran %d transactions", len(sp.transacts))
+	if txs := sp.taken(); len(txs) != 0 {
+		t.Fatalf("EXEC without operations ran %d transactions", len(txs))
 	}
 	do(c, "multi")
 	for _, args := range [][]any{
@@ -1142,8 +1145,8 @@ func TestExec(t *testing.T) {
 		!strings.Contains(fmt.Sprint(vals[0]), "UTF-8") || !strings.Contains(fmt.Sprint(vals[8]), "emailAddress is the profile's key") {
 		t.Fatalf("EXEC: %#v", got)
 	}
-	if len(sp.transacts) != 1 || len(sp.transacts[0]) != 9 {
-		t.Fatalf("EXEC ran %d transactions, want one of 9 operations", len(sp.transacts))
+	if txs := sp.taken(); len(txs) != 1 || len(txs[0]) != 9 {
+		t.Fatalf("EXEC ran the transactions %+v, want one of 9 operations", txs)
 	}
 	do(c, "watch", "e@x.io")
 	do(c, "multi")
