@@ -309,8 +309,12 @@ func parseSet(data []byte, one bool) (Patch, error) {
 }
 
 // MarshalJSON writes op as OperationJSON, which ParseOperationJSON reads
-// back. A member its kind does not take is left out.
+// back. A member its kind does not take is left out. FailAlone has no JSON
+// form (EINVALID): over HTTP a transaction is all or nothing.
 func (op Operation) MarshalJSON() ([]byte, error) {
+	if op.FailAlone {
+		return nil, &Error{Code: EINVALID, Field: "FailAlone", Message: "an operation's JSON form has no failAlone: over HTTP, a transaction is all or nothing"}
+	}
 	w := OperationJSON{Op: op.Op, Email: op.Email, Field: op.Field, To: op.To}
 	if op.Create {
 		w.Create = &op.Create
@@ -374,4 +378,15 @@ func (op Operation) MarshalJSON() ([]byte, error) {
 		w.IfNoneMatch = &ifNoneMatch
 	}
 	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, as ParseOperationJSON does,
+// so that an Operation survives encoding/json both ways.
+func (op *Operation) UnmarshalJSON(data []byte) error {
+	parsed, err := ParseOperationJSON(data)
+	if err != nil {
+		return err
+	}
+	*op = parsed
+	return nil
 }

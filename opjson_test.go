@@ -1,6 +1,7 @@
 package partmap_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -38,7 +39,20 @@ func TestOperationJSONRoundTrip(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(got, op) {
 				t.Fatalf("%s: got %+v, %v; want %+v", data, got, err, op)
 			}
+			// encoding/json both ways, as an operation inside another value.
+			type line struct{ Op partmap.Operation }
+			data, err = json.Marshal(line{op})
+			var back line
+			if err == nil {
+				err = json.Unmarshal(data, &back)
+			}
+			if err != nil || !reflect.DeepEqual(back.Op, op) {
+				t.Fatalf("%s: encoding/json gave %+v, %v; want %+v", data, back.Op, err, op)
+			}
 		})
+	}
+	if _, err := json.Marshal(partmap.Operation{Op: partmap.OpDelete, Email: "a@example.com", FailAlone: true}); partmap.ErrorCode(err) != partmap.EINVALID {
+		t.Errorf("FailAlone in the JSON form: %v, want EINVALID", err)
 	}
 }
 
