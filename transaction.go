@@ -6,9 +6,15 @@ import (
 	"slices"
 )
 
-// MaxTransactionOps bounds one transaction (Store.Transact): it locks the
-// partitions of every profile it names for as long as it runs.
-const MaxTransactionOps = 100
+// MaxTransactionOps bounds the profiles one transaction (Store.Transact)
+// names, since it locks their partitions for as long as it runs, and the
+// operations of one where a client lists them (the transaction route,
+// partmap tx). MaxTransactionSteps bounds the operations of any: a Redis
+// client's MULTI may queue many commands on a few profiles.
+const (
+	MaxTransactionOps   = 100
+	MaxTransactionSteps = 10_000
+)
 
 // OpKind names what one operation of a transaction does.
 type OpKind string

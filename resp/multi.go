@@ -155,8 +155,8 @@ func cmdExec(k *call) {
 		q.end = len(ops)
 		qs[i] = q
 	}
-	if len(ops) > partmap.MaxTransactionOps {
-		k.w.WriteError(fmt.Sprintf("ERR a partmap transaction runs at most %d operations: one for each command queued, each key of DEL, UNLINK and EXISTS, and each key watched; this one has %d", partmap.MaxTransactionOps, len(ops)))
+	if len(ops) > partmap.MaxTransactionSteps {
+		k.w.WriteError(fmt.Sprintf("ERR a partmap transaction runs at most %d operations: one for each command queued, each key of DEL, UNLINK and EXISTS, and each key watched; this one has %d", partmap.MaxTransactionSteps, len(ops)))
 		return
 	}
 	for i := len(tx.watched); i < len(ops); i++ {

@@ -1148,13 +1148,22 @@ func TestExec(t *testing.T) {
 	if txs := sp.taken(); len(txs) != 1 || len(txs[0]) != 9 {
 		t.Fatalf("EXEC ran the transactions %+v, want one of 9 operations", txs)
 	}
+	// A transaction is bounded by the profiles it names, not by its
+	// commands: many on one profile run, as they did on a copy of it.
 	do(c, "watch", "e@x.io")
 	do(c, "multi")
-	for range partmap.MaxTransactionOps {
+	for range 2 * partmap.MaxTransactionOps {
 		do(c, "hget", "e@x.io", "n")
 	}
-	if got := do(c, "exec"); !strings.HasPrefix(got.err, "ERR a partmap transaction runs at most 100 operations") {
-		t.Fatalf("EXEC of 101 operations: %#v", got)
+	if got := do(c, "exec"); got.err != "" || len(got.val.([]any)) != 2*partmap.MaxTransactionOps {
+		t.Fatalf("EXEC of %d reads of one profile: %#v", 2*partmap.MaxTransactionOps, got)
+	}
+	do(c, "multi")
+	for i := range partmap.MaxTransactionOps + 1 {
+		do(c, "hget", fmt.Sprintf("p%d@x.io", i), "n")
+	}
+	if got := do(c, "exec"); !strings.HasPrefix(got.err, "ERR a transaction names at most 100 profiles; this one names 101") {
+		t.Fatalf("EXEC naming %d profiles: %#v", partmap.MaxTransactionOps+1, got)
 	}
 }
 

@@ -27,6 +27,18 @@ func (d *Directory) Transact(ctx context.Context, ops []partmap.Operation) ([]pa
 	if err != nil {
 		return nil, err
 	}
+	if len(plan) == 1 && unplanned == nil && !plan[0].FailAlone {
+		// A transaction of one operation is Apply, and as cheap (the
+		// HTTP client sends every operation as one).
+		res, err := d.applyPlanned(ctx, plan[0])
+		switch partmap.ErrorCode(err) {
+		case "":
+			return []partmap.OperationResult{res}, nil
+		case partmap.ELOCKCONFLICT, partmap.EUNAVAILABLE, partmap.ENOTSTARTED:
+			return nil, err // the store's, not the operation's
+		}
+		return nil, inOperation(err, 0, plan[0])
+	}
 	results, failed, err := d.transact(ctx, plan, unplanned)
 	if err != nil {
 		if failed >= 0 {
@@ -42,15 +54,20 @@ func (d *Directory) Transact(ctx context.Context, ops []partmap.Operation) ([]pa
 // operation that fails alone (FailAlone) keeps its failure in unplanned,
 // by position; nil when none does.
 func (d *Directory) plan(ops []partmap.Operation) (plan []partmap.Operation, unplanned []error, err error) {
-	if len(ops) == 0 || len(ops) > partmap.MaxTransactionOps {
-		return nil, nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionOps, len(ops))
+	if len(ops) == 0 || len(ops) > partmap.MaxTransactionSteps {
+		return nil, nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionSteps, len(ops))
 	}
 	plan = make([]partmap.Operation, len(ops))
+	profiles := map[string]bool{}
 	for i, op := range ops {
 		p, err := d.planOne(op)
 		switch {
 		case err == nil:
 			plan[i] = p
+			profiles[p.Email] = true
+			if p.Op == partmap.OpRename {
+				profiles[p.To] = true
+			}
 		case failsAlone(op, err):
 			if unplanned == nil {
 				unplanned = make([]error, len(ops))
@@ -59,6 +76,9 @@ func (d *Directory) plan(ops []partmap.Operation) (plan []partmap.Operation, unp
 		default:
 			return nil, nil, inOperation(err, i, op)
 		}
+	}
+	if len(profiles) > partmap.MaxTransactionOps {
+		return nil, nil, partmap.Errorf(partmap.EINVALID, "a transaction names at most %d profiles; this one names %d", partmap.MaxTransactionOps, len(profiles))
 	}
 	return plan, unplanned, nil
 }
