@@ -10,7 +10,7 @@ GO ?= go
 # as the time runs out (go.dev/issue/75804, fixed in Go 1.27). `make fuzz
 # FUZZTIME=60s` still runs every target for a duration.
 FUZZ_TARGETS = .:FuzzCanonicalEmail:100000x .:FuzzProfileValueUTF8:100000x \
-	.:FuzzParseProfileJSON:150000x .:FuzzParseRecordJSON:100000x .:FuzzFlatObjectSyntax:150000x \
+	.:FuzzParseProfileJSON:150000x .:FuzzParseRecordJSON:100000x .:FuzzParseOperationJSON:50000x .:FuzzFlatObjectSyntax:150000x \
 	./internal/directory:FuzzDecodeCursor:30000x .:FuzzAddFloat:100000x \
 	./internal/record:FuzzDecode:300000x ./internal/record:FuzzDecodeEvent:300000x \
 	./resp:FuzzCommands:30000x

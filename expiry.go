@@ -139,15 +139,18 @@ const (
 	ExpireIfSet    ExpireCondition = "XX" // only where there is one
 	ExpireIfLater  ExpireCondition = "GT" // only when the new one is later
 	ExpireIfSooner ExpireCondition = "LT" // only when the new one is sooner
+	// ExpireIfSetSooner is Redis's XX and LT together: only where there
+	// is one, and the new one is sooner.
+	ExpireIfSetSooner ExpireCondition = "XX LT"
 )
 
-// ParseExpireCondition reads NX, XX, GT or LT, in any case, or "".
+// ParseExpireCondition reads NX, XX, GT, LT or XX LT, in any case, or "".
 func ParseExpireCondition(s string) (ExpireCondition, error) {
 	switch c := ExpireCondition(upperASCII(s)); c {
-	case ExpireAlways, ExpireIfNone, ExpireIfSet, ExpireIfLater, ExpireIfSooner:
+	case ExpireAlways, ExpireIfNone, ExpireIfSet, ExpireIfLater, ExpireIfSooner, ExpireIfSetSooner:
 		return c, nil
 	}
-	return "", &Error{Code: EINVALID, Field: "condition", Message: fmt.Sprintf("condition %q is not NX, XX, GT or LT", s)}
+	return "", &Error{Code: EINVALID, Field: "condition", Message: fmt.Sprintf("condition %q is not NX, XX, GT, LT or XX LT", s)}
 }
 
 // Allows reports whether the condition lets a deadline at next replace
@@ -162,6 +165,8 @@ func (c ExpireCondition) Allows(current, next int64) bool {
 		return current != 0 && next > current
 	case ExpireIfSooner:
 		return current == 0 || next < current
+	case ExpireIfSetSooner:
+		return current != 0 && next < current
 	}
 	return true
 }

@@ -97,8 +97,9 @@ type Store interface {
 	// canonical form are EINVALID. cond applies to from's profile.
 	RenameProfile(ctx context.Context, from, to string, cond Condition) (Record, error)
 
-	// Transact applies up to MaxTransactionOps operations to any profiles,
-	// in any partitions, all or none: it locks every partition they name,
+	// Transact applies up to MaxTransactionSteps operations to at most
+	// MaxTransactionOps profiles, in any partitions, all or none (but an
+	// operation that fails alone, FailAlone): it locks every partition they name,
 	// applies them in order (an operation sees what the earlier ones did to
 	// its profile), and commits them in one atomic step. Each result is the
 	// one the single-profile call would give. The first operation that

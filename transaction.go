@@ -6,9 +6,15 @@ import (
 	"slices"
 )
 
-// MaxTransactionOps bounds one transaction (Store.Transact): it locks the
-// partitions of every profile it names for as long as it runs.
-const MaxTransactionOps = 100
+// MaxTransactionOps bounds the profiles one transaction (Store.Transact)
+// names, since it locks their partitions for as long as it runs, and the
+// operations of one where a client lists them (the transaction route,
+// partmap tx). MaxTransactionSteps bounds the operations of any: a Redis
+// client's MULTI may queue many commands on a few profiles.
+const (
+	MaxTransactionOps   = 100
+	MaxTransactionSteps = 10_000
+)
 
 // OpKind names what one operation of a transaction does.
 type OpKind string
@@ -73,6 +79,13 @@ type Operation struct {
 	// Cond must hold for the profile, as this transaction's earlier
 	// operations left it, or nothing of the transaction is written.
 	Cond Condition
+	// FailAlone confines a failure of this operation to it, unless it is
+	// its Cond's or the store's own (EINTERNAL, EUNAVAILABLE,
+	// ELOCKCONFLICT): the operation writes nothing, its result's Err says
+	// why, and the transaction goes on, as a command that fails inside
+	// Redis's EXEC. Apply returns the error as ever. The HTTP client
+	// refuses it (EINVALID): the transaction route does not carry it.
+	FailAlone bool
 }
 
 // OperationResult is what one operation did, as the single-profile call
@@ -101,9 +114,13 @@ type OperationResult struct {
 	FloatValue string
 	// Set says that setIfAbsent or setFields wrote their fields.
 	Set bool
+	// Err is the failure of an operation with FailAlone, which wrote
+	// nothing; the other members are then zero but Op and Email.
+	Err error
 }
 
-// members are the Operation fields each kind takes, beside Op and Cond.
+// members are the Operation fields each kind takes, beside Op, Cond and
+// FailAlone.
 var members = map[OpKind][]string{
 	OpPut:            {"Email", "Profile"},
 	OpPatch:          {"Email", "Patch"},
@@ -131,7 +148,7 @@ func (op Operation) CheckMembers() error {
 	v := reflect.ValueOf(op)
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Name
-		if name == "Op" || name == "Cond" || slices.Contains(take, name) || v.Field(i).IsZero() {
+		if name == "Op" || name == "Cond" || name == "FailAlone" || slices.Contains(take, name) || v.Field(i).IsZero() {
 			continue
 		}
 		return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("a %s operation takes no %s", op.Op, name)}

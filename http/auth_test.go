@@ -4,73 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
 
-func TestParseTokens(t *testing.T) {
-	_, line, err := pmhttp.NewToken("ci", pmhttp.ScopeWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pmhttp.ParseTokens(strings.NewReader("# comment\n\n" + line + "\n")); err != nil {
-		t.Fatalf("OK file: %v", err)
-	}
-	hash := strings.Fields(line)[2]
-	for name, file := range map[string]string{
-		"ErrEmpty":      "# nothing\n",
-		"ErrFields":     "ci write\n",
-		"ErrScope":      "ci superuser " + hash + "\n",
-		"ErrHashPrefix": "ci read " + strings.TrimPrefix(hash, "sha256:") + "\n",
-		"ErrHashLength": "ci read sha256:abcd\n",
-		"ErrDuplicate":  "ci read " + hash + "\nci write " + hash + "\n",
-	} {
-		if _, err := pmhttp.ParseTokens(strings.NewReader(file)); err == nil {
-			t.Errorf("%s: parsed %q", name, file)
-		}
-	}
-	if _, _, err := pmhttp.NewToken("two words", pmhttp.ScopeRead); err == nil {
-		t.Error("NewToken accepted a name with a space")
-	}
-}
-
-func TestAppendToken(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "auth")
-	for i, scope := range []pmhttp.Scope{pmhttp.ScopeRead, pmhttp.ScopeAdmin} {
-		_, line, err := pmhttp.NewToken(fmt.Sprintf("user%d", i), scope)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pmhttp.AppendToken(path, line); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, _ := os.ReadFile(path)
-	fi, _ := os.Stat(path)
-	if lines := strings.Split(string(b), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "user0 read ") || !strings.HasPrefix(lines[1], "user1 admin ") {
-		t.Fatalf("file %q, want the two lines in order", b)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Fatalf("mode %v, want 0600: the file grants access", fi.Mode().Perm())
-	}
-	if _, err := pmhttp.LoadTokens(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := pmhttp.AppendToken(filepath.Join(path, "not-a-dir"), "x"); err == nil {
-		t.Fatal("appended under a file")
-	}
-}
-
 func TestAuth(t *testing.T) {
-	tokens, parsed := newTokens(t, pmhttp.ScopeRead, pmhttp.ScopeWrite, pmhttp.ScopeAdmin)
+	tokens, parsed := newTokens(t, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -92,24 +37,24 @@ func TestAuth(t *testing.T) {
 		{"ErrNoToken", func() response { return send(t, "POST", u+"/start", nil) }, 401},
 		{"ErrBasicAuth", func() response { return send(t, "POST", u+"/start", nil, "Authorization", "Basic YTpi") }, 401},
 		{"ErrBadToken", func() response { return send(t, "POST", u+"/start", nil, bearer("pm_nope")...) }, 401},
-		{"ErrReadCannotStart", func() response { return send(t, "POST", u+"/start", nil, bearer(tokens[pmhttp.ScopeRead])...) }, 403},
-		{"ErrWriteCannotStart", func() response { return send(t, "POST", u+"/start", nil, bearer(tokens[pmhttp.ScopeWrite])...) }, 403},
-		{"AdminStarts", func() response { return send(t, "POST", u+"/start", nil, bearer(tokens[pmhttp.ScopeAdmin])...) }, 200},
-		{"ErrReadCannotWrite", func() response { return put(bearer(tokens[pmhttp.ScopeRead])...) }, 403},
-		{"WriteWrites", func() response { return put(bearer(tokens[pmhttp.ScopeWrite])...) }, 201},
-		{"AdminWrites", func() response { return put(bearer(tokens[pmhttp.ScopeAdmin])...) }, 200},
+		{"ErrReadCannotStart", func() response { return send(t, "POST", u+"/start", nil, bearer(tokens[auth.ScopeRead])...) }, 403},
+		{"ErrWriteCannotStart", func() response { return send(t, "POST", u+"/start", nil, bearer(tokens[auth.ScopeWrite])...) }, 403},
+		{"AdminStarts", func() response { return send(t, "POST", u+"/start", nil, bearer(tokens[auth.ScopeAdmin])...) }, 200},
+		{"ErrReadCannotWrite", func() response { return put(bearer(tokens[auth.ScopeRead])...) }, 403},
+		{"WriteWrites", func() response { return put(bearer(tokens[auth.ScopeWrite])...) }, 201},
+		{"AdminWrites", func() response { return put(bearer(tokens[auth.ScopeAdmin])...) }, 200},
 		{"ErrNoTokenGet", func() response { return send(t, "GET", u+"/customer-profile?emailAddress=a@example.com", nil) }, 401},
 		{"ReadReads", func() response {
-			return send(t, "GET", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[pmhttp.ScopeRead])...)
+			return send(t, "GET", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[auth.ScopeRead])...)
 		}, 200},
 		{"SchemeIsCaseInsensitive", func() response {
-			return send(t, "GET", u+"/partitions", nil, "Authorization", "bearer "+tokens[pmhttp.ScopeRead])
+			return send(t, "GET", u+"/partitions", nil, "Authorization", "bearer "+tokens[auth.ScopeRead])
 		}, 200},
 		{"ReadLists", func() response {
-			return send(t, "GET", u+"/customer-profiles", nil, bearer(tokens[pmhttp.ScopeRead])...)
+			return send(t, "GET", u+"/customer-profiles", nil, bearer(tokens[auth.ScopeRead])...)
 		}, 200},
 		{"ErrReadCannotDelete", func() response {
-			return send(t, "DELETE", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[pmhttp.ScopeRead])...)
+			return send(t, "DELETE", u+"/customer-profile?emailAddress=a@example.com", nil, bearer(tokens[auth.ScopeRead])...)
 		}, 403},
 	}
 	for _, st := range steps {
@@ -129,7 +74,7 @@ func TestAuth(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	c := newClient(t, srv.URL, &pmhttp.ClientOptions{Token: tokens[pmhttp.ScopeRead]})
+	c := newClient(t, srv.URL, &pmhttp.ClientOptions{Token: tokens[auth.ScopeRead]})
 	if _, err := c.FindProfile(ctx, "a@example.com"); err != nil {
 		t.Fatalf("client with a read token: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -160,7 +161,7 @@ func TestBackup(t *testing.T) {
 	})
 
 	t.Run("ErrReadScope", func(t *testing.T) {
-		tokens, parsed := newTokens(t, pmhttp.ScopeRead, pmhttp.ScopeWrite, pmhttp.ScopeAdmin)
+		tokens, parsed := newTokens(t, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
 		store, err := pebble.Open(t.TempDir(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -168,7 +169,7 @@ func TestBackup(t *testing.T) {
 		defer store.Close()
 		srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: parsed}))
 		defer srv.Close()
-		for _, scope := range []pmhttp.Scope{pmhttp.ScopeRead, pmhttp.ScopeWrite} {
+		for _, scope := range []auth.Scope{auth.ScopeRead, auth.ScopeWrite} {
 			r := send(t, "GET", srv.URL+base+"/backup", nil, bearer(tokens[scope])...)
 			if p := r.problem(t); r.status != 403 || p["type"] != "urn:partmap:problem:forbidden" {
 				t.Errorf("%s: got %d %s, want 403 forbidden", scope, r.status, r.body)
@@ -177,7 +178,7 @@ func TestBackup(t *testing.T) {
 		if r := send(t, "GET", srv.URL+base+"/backup", nil); r.status != 401 {
 			t.Errorf("no token: got %d %s, want 401", r.status, r.body)
 		}
-		cl := newClient(t, srv.URL, &pmhttp.ClientOptions{Token: tokens[pmhttp.ScopeAdmin]})
+		cl := newClient(t, srv.URL, &pmhttp.ClientOptions{Token: tokens[auth.ScopeAdmin]})
 		err = cl.Backup(t.Context(), func(r io.Reader) error {
 			_, err := pebble.Unpack(r, filepath.Join(t.TempDir(), "b"), nil)
 			return err

@@ -2,12 +2,14 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/partmap/partmap"
@@ -37,47 +39,36 @@ type batchReply struct {
 // validate and copy them again.
 func (b batchReply) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteString(`{"profiles":[`)
-	for i, p := range b.profiles {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if p == nil {
-			buf.WriteString("null")
-			continue
-		}
-		j, err := p.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(j)
-	}
-	buf.WriteString(`],"etags":[`)
-	for i, p := range b.profiles {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if p == nil {
-			buf.WriteString("null")
-			continue
-		}
-		tag, _ := json.Marshal(b.versions[i].ETag())
-		buf.Write(tag)
-	}
-	if b.committed != nil {
-		buf.WriteString(`],"committed":[`)
-		for i, ms := range b.committed {
+	// list writes one array member of the reply: null where missing says
+	// so, else what write writes.
+	list := func(name string, n int, missing func(i int) bool, write func(i int)) {
+		buf.WriteString(name)
+		for i := range n {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if ms == 0 {
+			if missing(i) {
 				buf.WriteString("null")
-				continue
+			} else {
+				write(i)
 			}
-			buf.WriteByte('"')
-			buf.WriteString(time.UnixMilli(ms).UTC().Format(changeTime))
-			buf.WriteByte('"')
 		}
+	}
+	absent := func(i int) bool { return b.profiles[i] == nil }
+	var err error
+	list(`{"profiles":[`, len(b.profiles), absent, func(i int) {
+		j, jerr := b.profiles[i].MarshalJSON()
+		err = cmp.Or(err, jerr)
+		buf.Write(j)
+	})
+	if err != nil {
+		return nil, err
+	}
+	list(`],"etags":[`, len(b.profiles), absent, func(i int) { buf.WriteString(strconv.Quote(b.versions[i].ETag())) })
+	if b.committed != nil {
+		list(`],"committed":[`, len(b.committed), func(i int) bool { return b.committed[i] == 0 }, func(i int) {
+			buf.WriteString(strconv.Quote(time.UnixMilli(b.committed[i]).UTC().Format(changeTime)))
+		})
 	}
 	buf.WriteString(`]}`)
 	return buf.Bytes(), nil
@@ -199,11 +190,7 @@ func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*partmap.Record, len(raws))
-	for i, raw := range raws {
-		if raw == nil {
-			continue
-		}
+	return decodeFound(raws, func(i int, raw json.RawMessage) (*partmap.Record, error) {
 		rec := &partmap.Record{Version: versions[i]}
 		if committed != nil {
 			rec.Committed = committed[i]
@@ -211,9 +198,8 @@ func (c *Client) FindProfiles(ctx context.Context, emails []string) ([]*partmap.
 		if err := rec.Profile.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("batch reply: profile %d: %w", i, err)
 		}
-		out[i] = rec
-	}
-	return out, nil
+		return rec, nil
+	})
 }
 
 func (c *Client) ProjectProfiles(ctx context.Context, emails []string, fields []string) ([]*partmap.Projection, error) {
@@ -224,20 +210,30 @@ func (c *Client) ProjectProfiles(ctx context.Context, emails []string, fields []
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*partmap.Projection, len(raws))
-	for i, raw := range raws {
-		if raw == nil {
-			continue
-		}
-		p := &partmap.Projection{}
+	return decodeFound(raws, func(i int, raw json.RawMessage) (*partmap.Projection, error) {
+		p := &partmap.Projection{Version: versions[i]}
 		if err := p.UnmarshalJSON(raw); err != nil {
 			return nil, fmt.Errorf("batch reply: projection %d: %w", i, err)
 		}
 		if !slices.Equal(p.Fields, fields) {
 			return nil, fmt.Errorf("batch reply: projection %d has fields %q, not those asked for", i, p.Fields)
 		}
-		p.Version = versions[i]
-		out[i] = p
+		return p, nil
+	})
+}
+
+// decodeFound decodes each profile getMany found, nil for a missing one.
+func decodeFound[T any](raws []json.RawMessage, decode func(i int, raw json.RawMessage) (*T, error)) ([]*T, error) {
+	out := make([]*T, len(raws))
+	for i, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		v, err := decode(i, raw)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -480,7 +481,7 @@ func TestClientChangesCaughtUp(t *testing.T) {
 
 // A token of the read scope reads the feed, as a page and as a stream.
 func TestChangesScope(t *testing.T) {
-	tokens, parsed := newTokens(t, pmhttp.ScopeRead, pmhttp.ScopeAdmin)
+	tokens, parsed := newTokens(t, auth.ScopeRead, auth.ScopeAdmin)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -490,10 +491,10 @@ func TestChangesScope(t *testing.T) {
 		srv.Close()
 		store.Close()
 	}()
-	if r := send(t, "POST", srv.URL+base+"/start", nil, bearer(tokens[pmhttp.ScopeAdmin])...); r.status != 200 {
+	if r := send(t, "POST", srv.URL+base+"/start", nil, bearer(tokens[auth.ScopeAdmin])...); r.status != 200 {
 		t.Fatalf("start: %d %s", r.status, r.body)
 	}
-	read := bearer(tokens[pmhttp.ScopeRead])
+	read := bearer(tokens[auth.ScopeRead])
 	getChanges(t, srv.URL, "?after=now", read...)
 	resp, _, hangUp := openStream(t, srv.URL+base+"/changes?after=now", read...)
 	hangUp()

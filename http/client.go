@@ -146,7 +146,7 @@ func (c *Client) once(ctx context.Context, req request, target string, out any) 
 		}
 		hr.Header.Set("Content-Type", ct)
 	}
-	ifMatch, ifNoneMatch := conditionHeaders(req.cond)
+	ifMatch, ifNoneMatch := req.cond.Values()
 	if ifMatch != "" {
 		hr.Header.Set("If-Match", ifMatch)
 	}

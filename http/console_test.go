@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -28,7 +30,7 @@ import (
 // The console's files are open, typed, revalidated and locked down by a
 // policy that forbids inline script; the rest of the server is unchanged.
 func TestConsoleFiles(t *testing.T) {
-	_, tokens := newTokens(t, pmhttp.ScopeAdmin)
+	_, tokens := newTokens(t, auth.ScopeAdmin)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +162,8 @@ func chromiumPath(t *testing.T) string {
 // PARTMAP_CONSOLE_SCREENSHOT=FILE to also write the README's screenshot.
 func TestConsole(t *testing.T) {
 	exe := chromiumPath(t)
-	byScope, tokens := newTokens(t, pmhttp.ScopeAdmin)
-	tok := byScope[pmhttp.ScopeAdmin]
+	byScope, tokens := newTokens(t, auth.ScopeAdmin)
+	tok := byScope[auth.ScopeAdmin]
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -843,5 +845,53 @@ func TestConsoleShowsDeadlines(t *testing.T) {
 	p.until("a field without a deadline has no countdown", `document.querySelector('#view-fields dd[data-field="fullName"] .ttl') === null`)
 	p.until("the field whose countdown ran out is gone", `document.querySelector('#view-fields dd[data-field="code"]') === null && `+
 		`document.querySelector('#view-fields dd[data-field="visits"]') !== null`)
+	p.checkConsole()
+}
+
+// A field that expires between the console's read of the profile and its
+// read of the deadlines has no countdown to run out: the console reads the
+// profile again, so that the field does not stay on the page. The server
+// holds the deadlines' read until the field has expired.
+func TestConsoleExpiredMidRead(t *testing.T) {
+	exe := chromiumPath(t)
+	store, err := pebble.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	api := pmhttp.NewServer(store, nil)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/customer-profile/ttl") {
+			once.Do(func() { close(held); <-release })
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	b := srv.URL + base
+	if r := send(t, "POST", b+"/start", nil); r.status != 200 {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	const email = "ada@example.com"
+	if r := send(t, "PUT", b+"/customer-profile", strings.NewReader(`{"emailAddress":"ada@example.com","fullName":"Ada","code":"1234"}`)); r.status != 201 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	p := openPage(t, exe, 60*time.Second)
+	p.do("load the console", chromedp.Navigate(srv.URL+"/"))
+	p.do("find the profile", chromedp.SendKeys(chromedp.CSS("#find-email"), email),
+		chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
+	select {
+	case <-held:
+	case <-time.After(stepTimeout):
+		t.Fatal("the console did not read the deadlines")
+	}
+	p.until("the field is shown", `document.querySelector('#view-fields dd[data-field="code"]') !== null`)
+	if r := send(t, "POST", b+"/customer-profile/expire?emailAddress="+email+"&fields=code&milliseconds=0", nil); r.status != 200 {
+		t.Fatalf("expire: %d %s", r.status, r.body)
+	}
+	close(release)
+	p.until("the expired field is gone", `document.querySelector('#view-fields dd[data-field="code"]') === null && `+
+		`document.querySelector('#view-fields dd[data-field="fullName"]') !== null`)
 	p.checkConsole()
 }

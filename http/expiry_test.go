@@ -342,7 +342,7 @@ func TestClientApply(t *testing.T) {
 	if _, err := c.Apply(ctx, partmap.Operation{Op: partmap.OpPersist, Email: "nobody@example.com"}); partmap.ErrorCode(err) != partmap.ENOTFOUND {
 		t.Fatalf("persist of nobody: %v", err)
 	}
-	// The existing kinds go to their own routes.
+	// The existing kinds answer as the store does.
 	res, err = c.Apply(ctx, partmap.Operation{Op: partmap.OpIncrement, Email: alice, Field: "n", By: 2})
 	if err != nil || res.Value != 3 || res.Record == nil || res.Record.Version == 0 {
 		t.Fatalf("increment: %+v %v", res, err)
@@ -447,11 +447,11 @@ func TestTransactionExpiryKinds(t *testing.T) {
 		t.Errorf("persist after getExpire's persist: %+v", r)
 	}
 
-	// ParseTransactionOp and TransactionResultLines, as partmap tx uses
-	// them, read and write the new kinds the same way.
-	op, err := pmhttp.ParseTransactionOp([]byte(`{"op":"getExpire",` + a + `,"fields":["x"],"at":2000000000}`))
+	// partmap.ParseOperationJSON and TransactionResultLines, as partmap tx
+	// uses them, read and write the new kinds the same way.
+	op, err := partmap.ParseOperationJSON([]byte(`{"op":"getExpire",` + a + `,"fields":["x"],"at":2000000000}`))
 	if err != nil || op.Expiry.When == nil || op.Expiry.When.Millis != 2_000_000_000_000 || op.Expiry.When.Relative {
-		t.Fatalf("ParseTransactionOp: %+v %v", op, err)
+		t.Fatalf("ParseOperationJSON: %+v %v", op, err)
 	}
 	lines, err := pmhttp.TransactionResultLines([]partmap.Operation{op}, []partmap.OperationResult{{Op: op.Op, Email: "alice@example.com", Values: []*string{nil}}})
 	if err != nil || !strings.Contains(string(lines[0]), `"values":{"x":null}`) {

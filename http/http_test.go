@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/directory"
 	"github.com/partmap/partmap/internal/engine"
@@ -41,19 +42,19 @@ func newServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.St
 
 // newTokens makes a token for each scope, named after it, and the parsed
 // token file that admits them.
-func newTokens(t *testing.T, scopes ...pmhttp.Scope) (map[pmhttp.Scope]string, *pmhttp.Tokens) {
+func newTokens(t *testing.T, scopes ...auth.Scope) (map[auth.Scope]string, *auth.Tokens) {
 	t.Helper()
 	var file strings.Builder
-	tokens := map[pmhttp.Scope]string{}
+	tokens := map[auth.Scope]string{}
 	for _, scope := range scopes {
-		tok, line, err := pmhttp.NewToken("user-"+scope.String(), scope)
+		tok, line, err := auth.NewToken("user-"+scope.String(), scope)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tokens[scope] = tok
 		file.WriteString(line + "\n")
 	}
-	parsed, err := pmhttp.ParseTokens(strings.NewReader(file.String()))
+	parsed, err := auth.ParseTokens(strings.NewReader(file.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

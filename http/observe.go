@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own so
@@ -150,17 +151,17 @@ func (s *Server) routeOps() {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	metricsHandler := promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
-	s.mux.Handle("GET /metrics", s.require(ScopeRead, metricsHandler))
-	s.mux.Handle("/debug/pprof/", s.require(ScopeAdmin, http.HandlerFunc(pprof.Index)))
-	s.mux.Handle("/debug/pprof/cmdline", s.require(ScopeAdmin, http.HandlerFunc(pprof.Cmdline)))
-	s.mux.Handle("/debug/pprof/profile", s.require(ScopeAdmin, http.HandlerFunc(pprof.Profile)))
-	s.mux.Handle("/debug/pprof/symbol", s.require(ScopeAdmin, http.HandlerFunc(pprof.Symbol)))
-	s.mux.Handle("/debug/pprof/trace", s.require(ScopeAdmin, http.HandlerFunc(pprof.Trace)))
+	s.mux.Handle("GET /metrics", s.require(auth.ScopeRead, metricsHandler))
+	s.mux.Handle("/debug/pprof/", s.require(auth.ScopeAdmin, http.HandlerFunc(pprof.Index)))
+	s.mux.Handle("/debug/pprof/cmdline", s.require(auth.ScopeAdmin, http.HandlerFunc(pprof.Cmdline)))
+	s.mux.Handle("/debug/pprof/profile", s.require(auth.ScopeAdmin, http.HandlerFunc(pprof.Profile)))
+	s.mux.Handle("/debug/pprof/symbol", s.require(auth.ScopeAdmin, http.HandlerFunc(pprof.Symbol)))
+	s.mux.Handle("/debug/pprof/trace", s.require(auth.ScopeAdmin, http.HandlerFunc(pprof.Trace)))
 }
 
 // require lets a request through only with a token of the scope, when the
 // server has tokens.
-func (s *Server) require(scope Scope, next http.Handler) http.Handler {
+func (s *Server) require(scope auth.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.authorize(w, r, scope); err != nil {
 			s.writeError(w, r, err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -50,8 +51,8 @@ func TestHealthAndMetrics(t *testing.T) {
 // With tokens, metrics need the read scope and pprof the admin scope; the
 // health checks stay open for load balancers.
 func TestOpsRoutesHonourTokens(t *testing.T) {
-	byScope, tokens := newTokens(t, pmhttp.ScopeRead, pmhttp.ScopeAdmin)
-	readTok, adminTok := byScope[pmhttp.ScopeRead], byScope[pmhttp.ScopeAdmin]
+	byScope, tokens := newTokens(t, auth.ScopeRead, auth.ScopeAdmin)
+	readTok, adminTok := byScope[auth.ScopeRead], byScope[auth.ScopeAdmin]
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -429,13 +430,13 @@ type docServer struct {
 	store *faultStore
 }
 
-func newDocServer(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration) *docServer {
+func newDocServer(t *testing.T, tokens *auth.Tokens, readTimeout time.Duration) *docServer {
 	t.Helper()
 	return newDocServerWith(t, tokens, readTimeout, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 }
 
 // newDocServerWith is newDocServer over a store opened with opts.
-func newDocServerWith(t *testing.T, tokens *pmhttp.Tokens, readTimeout time.Duration, opts *pebble.Options) *docServer {
+func newDocServerWith(t *testing.T, tokens *auth.Tokens, readTimeout time.Duration, opts *pebble.Options) *docServer {
 	t.Helper()
 	store, err := pebble.Open(t.TempDir(), opts)
 	if err != nil {
@@ -1668,7 +1669,7 @@ func checkResize(t *testing.T, c *docChecker) {
 // document names, and with that scope. The first ones must be 401 and 403,
 // the last not; each reply must match the document.
 func checkTokens(t *testing.T, cov *docCoverage) {
-	scopes := []pmhttp.Scope{pmhttp.ScopeRead, pmhttp.ScopeWrite, pmhttp.ScopeAdmin}
+	scopes := []auth.Scope{auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin}
 	byScope, parsed := newTokens(t, scopes...)
 	tokens := map[string]string{} // by the scope's name, as the document gives it
 	for scope, tok := range byScope {

@@ -14,11 +14,7 @@ import (
 )
 
 func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	email, err := emailParam(q)
-	if err != nil {
-		return err
-	}
-	fields, err := fieldsParam(q)
+	email, fields, err := emailAndFields(q)
 	if err != nil {
 		return err
 	}
@@ -37,16 +33,7 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, q url.
 			return err
 		}
 	}
-	nm, err := notModified(r, version)
-	if err != nil {
-		return err // a 400 describes no version of the profile
-	}
-	w.Header().Set("ETag", version.ETag())
-	if nm {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	return writeJSON(w, http.StatusOK, body)
+	return writeRead(w, r, version, body)
 }
 
 func (c *Client) FindProfile(ctx context.Context, email string) (partmap.Record, error) {
@@ -147,11 +134,7 @@ type patchReply struct {
 }
 
 func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	email, err := emailParam(q)
-	if err != nil {
-		return err
-	}
-	cond, err := condition(r)
+	email, cond, err := emailAndCondition(r, q)
 	if err != nil {
 		return err
 	}
@@ -188,11 +171,7 @@ func (c *Client) PatchProfile(ctx context.Context, email string, patch partmap.P
 }
 
 func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	email, err := emailParam(q)
-	if err != nil {
-		return err
-	}
-	cond, err := condition(r)
+	email, cond, err := emailAndCondition(r, q)
 	if err != nil {
 		return err
 	}
@@ -217,11 +196,7 @@ type incrementReply struct {
 }
 
 func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	email, err := emailParam(q)
-	if err != nil {
-		return err
-	}
-	cond, err := condition(r)
+	email, cond, err := emailAndCondition(r, q)
 	if err != nil {
 		return err
 	}
@@ -237,22 +212,48 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 	if err != nil {
 		return err
 	}
-	if float {
-		return s.incrementFloat(w, r, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: cmp.Or(v, "1"), Cond: cond})
-	}
-	by := int64(1)
-	if v != "" {
-		if by, err = strconv.ParseInt(v, 10, 64); err != nil {
+	op := partmap.Operation{Op: partmap.OpIncrement, Email: email, Field: field, By: 1}
+	switch {
+	case float:
+		// HINCRBYFLOAT's by, read as a transaction's: a bad one is refused
+		// before the store is asked, naming it.
+		m := partmap.OperationJSON{Op: partmap.OpIncrementFloat, Email: email, Field: field}
+		if err := m.SetText("by", cmp.Or(v, "1")); err != nil {
+			return err
+		}
+		if op, err = m.Operation(); err != nil {
+			return err
+		}
+	case v != "":
+		if op.By, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return &partmap.Error{Code: partmap.EINVALID, Field: "by",
 				Message: fmt.Sprintf("by must be an integer from %d to %d, not %q; add float=true to add a decimal", math.MinInt64, math.MaxInt64, v)}
 		}
 	}
-	inc, err := s.store.IncrementField(r.Context(), email, field, by, cond)
+	op.Cond = cond
+	res, err := s.store.Apply(r.Context(), op)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", inc.Version.ETag())
-	return writeJSON(w, http.StatusOK, incrementReply{inc.Email, inc.Field, strconv.FormatInt(inc.Value, 10)})
+	value := res.FloatValue
+	if !float {
+		value = strconv.FormatInt(res.Value, 10)
+	}
+	w.Header().Set("ETag", res.Record.Version.ETag())
+	return writeJSON(w, http.StatusOK, incrementReply{res.Email, op.Field, value})
+}
+
+// boolParam reads a parameter that is true or false, false when absent.
+func boolParam(q url.Values, name string) (bool, error) {
+	v, err := namedParam(q, name)
+	if err != nil || v == "" {
+		return false, err
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil || (v != "true" && v != "false") {
+		return false, &partmap.Error{Code: partmap.EINVALID, Field: name, Message: fmt.Sprintf("%s is true or false, not %q", name, v)}
+	}
+	return b, nil
 }
 
 func (c *Client) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {

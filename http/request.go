@@ -95,7 +95,33 @@ func emailParam(q url.Values) (string, error) {
 	if err != nil {
 		return "", &partmap.Error{Code: partmap.EINVALIDEMAIL, Field: partmap.FieldEmail, Message: partmap.ErrorMessage(err)}
 	}
-	return email, nil
+	if email == "" {
+		// Refused as the store refuses it: an operation's members take an
+		// empty email for a missing one (partmap.OperationJSON).
+		_, err = partmap.CanonicalEmail(email)
+	}
+	return email, err
+}
+
+// emailAndFields reads a route's emailAddress and its fields (fieldsParam).
+func emailAndFields(q url.Values) (string, []string, error) {
+	email, err := emailParam(q)
+	if err != nil {
+		return "", nil, err
+	}
+	fields, err := fieldsParam(q)
+	return email, fields, err
+}
+
+// emailAndCondition reads what a write of one profile names: its
+// emailAddress, and its If-Match and If-None-Match.
+func emailAndCondition(r *http.Request, q url.Values) (string, partmap.Condition, error) {
+	email, err := emailParam(q)
+	if err != nil {
+		return "", partmap.Condition{}, err
+	}
+	cond, err := condition(r)
+	return email, cond, err
 }
 
 // oneParam returns a query parameter given at most once.
@@ -132,63 +158,24 @@ func fieldsParam(q url.Values) ([]string, error) {
 	return fields, nil
 }
 
-// condition reads If-Match and If-None-Match as RFC 9110 defines them for a
-// write: If-Match is * or a list of entity tags, one of which must strongly
-// match (a weak tag, or one partmap did not issue, never does); If-None-Match
-// on a write can only be *, create-only.
+// condition reads a write's If-Match and If-None-Match.
 func condition(r *http.Request) (partmap.Condition, error) {
-	return conditionOf(r.Header.Values("If-Match"), r.Header.Values("If-None-Match"))
+	return partmap.ParseCondition(r.Header.Values("If-Match"), r.Header.Values("If-None-Match"))
 }
 
-// conditionOf reads a write's condition from the values of If-Match and
-// If-None-Match (nil when absent), from headers or a transaction's
-// operation.
-func conditionOf(ifMatch, ifNoneMatch []string) (partmap.Condition, error) {
-	var c partmap.Condition
-	if ifMatch != nil {
-		any, tags, err := parseEntityTags("If-Match", ifMatch)
-		if err != nil {
-			return c, err
-		}
-		c.IfExists = any
-		for _, t := range tags {
-			v, err := partmap.ParseETag(t.opaque)
-			if t.weak || err != nil {
-				v = 0 // can never match
-			}
-			c.IfMatch = append(c.IfMatch, v)
-		}
+// writeRead answers a read of a profile at version with body and the
+// version's ETag, or 304 when the request's If-None-Match names it.
+func writeRead(w http.ResponseWriter, r *http.Request, version partmap.Version, body any) error {
+	nm, err := notModified(r, version)
+	if err != nil {
+		return err // a 400 describes no version of the profile
 	}
-	if ifNoneMatch != nil {
-		any, _, err := parseEntityTags("If-None-Match", ifNoneMatch)
-		if err != nil {
-			return c, err
-		}
-		if !any {
-			return c, partmap.Errorf(partmap.EINVALID, "If-None-Match on a write must be *")
-		}
-		c.IfNoneMatch = true
+	w.Header().Set("ETag", version.ETag())
+	if nm {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
 	}
-	return c, nil
-}
-
-// conditionHeaders writes cond as the values of If-Match and
-// If-None-Match ("" for none).
-func conditionHeaders(cond partmap.Condition) (ifMatch, ifNoneMatch string) {
-	switch {
-	case len(cond.IfMatch) > 0:
-		tags := make([]string, len(cond.IfMatch))
-		for i, v := range cond.IfMatch {
-			tags[i] = v.ETag()
-		}
-		ifMatch = strings.Join(tags, ", ")
-	case cond.IfExists:
-		ifMatch = "*"
-	}
-	if cond.IfNoneMatch {
-		ifNoneMatch = "*"
-	}
-	return ifMatch, ifNoneMatch
+	return writeJSON(w, http.StatusOK, body)
 }
 
 // notModified reports whether a GET's If-None-Match names the current
@@ -198,57 +185,14 @@ func notModified(r *http.Request, v partmap.Version) (bool, error) {
 	if values == nil {
 		return false, nil
 	}
-	any, tags, err := parseEntityTags("If-None-Match", values)
+	any, tags, err := partmap.ParseEntityTags("If-None-Match", values)
 	if err != nil || any {
 		return any, err
 	}
 	for _, t := range tags {
-		if t.opaque == v.ETag() {
+		if t.Opaque == v.ETag() {
 			return true, nil
 		}
 	}
 	return false, nil
-}
-
-type entityTag struct {
-	weak   bool
-	opaque string // with its quotes
-}
-
-// parseEntityTags parses the values of one conditional header: "*", or a
-// comma-separated list of entity tags, possibly over several header lines.
-func parseEntityTags(header string, values []string) (any bool, tags []entityTag, err error) {
-	s := strings.TrimSpace(strings.Join(values, ","))
-	bad := func(why string) error {
-		return partmap.Errorf(partmap.EINVALID, "%s %s; give * or entity tags such as \"0123456789abcdef\"", header, why)
-	}
-	if s == "*" {
-		return true, nil, nil
-	}
-	for {
-		s = strings.TrimLeft(s, " \t,")
-		if s == "" {
-			break
-		}
-		var t entityTag
-		if rest, ok := strings.CutPrefix(s, "W/"); ok {
-			t.weak, s = true, rest
-		}
-		if s == "" || s[0] != '"' {
-			return false, nil, bad("is not a list of entity tags")
-		}
-		end := strings.IndexByte(s[1:], '"') + 1
-		if end == 0 {
-			return false, nil, bad("is not a list of entity tags")
-		}
-		t.opaque, s = s[:end+1], strings.TrimLeft(s[end+1:], " \t")
-		if s != "" && s[0] != ',' {
-			return false, nil, bad("is not a list of entity tags")
-		}
-		tags = append(tags, t)
-	}
-	if len(tags) == 0 {
-		return false, nil, bad("is empty")
-	}
-	return false, tags, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 )
 
 // Server serves a partmap.Store. It holds no state of its own.
@@ -25,7 +26,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	handler http.Handler // mux, instrumented
-	tokens  *Tokens      // nil: no authentication
+	tokens  *auth.Tokens // nil: no authentication
 	metrics *metrics
 
 	// feedsDone is closed when Serve begins to shut down: long polls and
@@ -38,7 +39,7 @@ type Server struct {
 type ServerOptions struct {
 	Limits *partmap.Limits // body limit; nil means partmap.DefaultLimits
 	Logger *slog.Logger    // nil means slog.Default()
-	Tokens *Tokens         // bearer tokens to require; nil means none
+	Tokens *auth.Tokens    // bearer tokens to require; nil means none
 }
 
 // NewServer returns a handler for store.
@@ -51,38 +52,38 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		mux: http.NewServeMux(), feedsDone: make(chan struct{})}
 	routes := []struct {
 		method, path string
-		scope        Scope    // what a token needs, when tokens are required
-		params       []string // the query parameters the route takes
+		scope        auth.Scope // what a token needs, when tokens are required
+		params       []string   // the query parameters the route takes
 		handle       handler
 	}{
-		{"POST", "/start", ScopeAdmin, nil, s.handleStart},
-		{"GET", "/customer-profile", ScopeRead, []string{"emailAddress", "fields", "field"}, s.handleGetProfile},
-		{"PUT", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handlePutProfile},
-		{"PATCH", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handlePatchProfile},
-		{"DELETE", "/customer-profile", ScopeWrite, []string{"emailAddress"}, s.handleDeleteProfile},
-		{"POST", "/customer-profile/increment", ScopeWrite, []string{"emailAddress", "field", "by", "float"}, s.handleIncrement},
-		{"POST", "/customer-profile/expire", ScopeWrite, []string{"emailAddress", "fields", "field", "seconds", "milliseconds", "at", "atMilliseconds", "condition"}, s.handleExpire},
-		{"POST", "/customer-profile/persist", ScopeWrite, []string{"emailAddress", "fields", "field"}, s.handlePersist},
-		{"GET", "/customer-profile/ttl", ScopeRead, []string{"emailAddress", "fields", "field"}, s.handleTTL},
-		{"POST", "/customer-profile/set-if-absent", ScopeWrite, []string{"emailAddress"}, s.handleSetIfAbsent},
-		{"POST", "/customer-profile/get-delete", ScopeWrite, []string{"emailAddress", "fields", "field"}, s.handleGetDelete},
-		{"POST", "/customer-profile/get-expire", ScopeWrite, []string{"emailAddress", "fields", "field", "seconds", "milliseconds", "at", "atMilliseconds", "persist"}, s.handleGetExpire},
-		{"POST", "/customer-profile/set-fields", ScopeWrite, []string{"emailAddress", "condition", "seconds", "milliseconds", "at", "atMilliseconds", "keepTTL"}, s.handleSetFields},
-		{"POST", "/customer-profile/rename", ScopeWrite, []string{"emailAddress", "to"}, s.handleRename},
-		{"POST", "/transactions", ScopeWrite, nil, s.handleTransaction},
-		{"GET", "/changes", ScopeRead, []string{"after", "limit", "wait", "from", "to", "emailAddress"}, s.handleChanges},
-		{"GET", "/customer-profiles", ScopeRead, []string{"limit", "cursor", anyParam}, s.handleListProfiles},
-		{"GET", "/partitions", ScopeRead, nil, s.handleListPartitions},
-		{"POST", "/customer-profiles/bulk", ScopeWrite, nil, s.handleBulk},
-		{"POST", "/customer-profiles/get", ScopeRead, nil, s.handleGetProfiles},
-		{"GET", "/customer-profiles/export", ScopeRead, nil, s.handleExport},
-		{"GET", "/check", ScopeAdmin, []string{"partition"}, s.handleCheck},
-		{"GET", "/checks", ScopeAdmin, []string{"from", "to"}, s.handleChecks},
-		{"POST", "/whole-map-lock", ScopeAdmin, []string{"seconds"}, s.handleLockWholeMap},
-		{"DELETE", "/whole-map-lock", ScopeAdmin, []string{"lease"}, s.handleUnlockWholeMap},
-		{"POST", "/resize", ScopeAdmin, []string{"partitions"}, s.handleResize},
-		{"GET", "/resize", ScopeAdmin, nil, s.handleResizeStatus},
-		{"GET", "/backup", ScopeAdmin, nil, s.handleBackup},
+		{"POST", "/start", auth.ScopeAdmin, nil, s.handleStart},
+		{"GET", "/customer-profile", auth.ScopeRead, []string{"emailAddress", "fields", "field"}, s.handleGetProfile},
+		{"PUT", "/customer-profile", auth.ScopeWrite, []string{"emailAddress"}, s.handlePutProfile},
+		{"PATCH", "/customer-profile", auth.ScopeWrite, []string{"emailAddress"}, s.handlePatchProfile},
+		{"DELETE", "/customer-profile", auth.ScopeWrite, []string{"emailAddress"}, s.handleDeleteProfile},
+		{"POST", "/customer-profile/increment", auth.ScopeWrite, []string{"emailAddress", "field", "by", "float"}, s.handleIncrement},
+		{"POST", "/customer-profile/expire", auth.ScopeWrite, []string{"emailAddress", "fields", "field", "seconds", "milliseconds", "at", "atMilliseconds", "condition"}, s.operationRoute(partmap.OpExpire)},
+		{"POST", "/customer-profile/persist", auth.ScopeWrite, []string{"emailAddress", "fields", "field"}, s.operationRoute(partmap.OpPersist)},
+		{"GET", "/customer-profile/ttl", auth.ScopeRead, []string{"emailAddress", "fields", "field"}, s.handleTTL},
+		{"POST", "/customer-profile/set-if-absent", auth.ScopeWrite, []string{"emailAddress"}, s.operationRoute(partmap.OpSetIfAbsent)},
+		{"POST", "/customer-profile/get-delete", auth.ScopeWrite, []string{"emailAddress", "fields", "field"}, s.operationRoute(partmap.OpGetDelete)},
+		{"POST", "/customer-profile/get-expire", auth.ScopeWrite, []string{"emailAddress", "fields", "field", "seconds", "milliseconds", "at", "atMilliseconds", "persist"}, s.operationRoute(partmap.OpGetExpire)},
+		{"POST", "/customer-profile/set-fields", auth.ScopeWrite, []string{"emailAddress", "condition", "seconds", "milliseconds", "at", "atMilliseconds", "keepTTL"}, s.operationRoute(partmap.OpSetFields)},
+		{"POST", "/customer-profile/rename", auth.ScopeWrite, []string{"emailAddress", "to"}, s.handleRename},
+		{"POST", "/transactions", auth.ScopeWrite, nil, s.handleTransaction},
+		{"GET", "/changes", auth.ScopeRead, []string{"after", "limit", "wait", "from", "to", "emailAddress"}, s.handleChanges},
+		{"GET", "/customer-profiles", auth.ScopeRead, []string{"limit", "cursor", anyParam}, s.handleListProfiles},
+		{"GET", "/partitions", auth.ScopeRead, nil, s.handleListPartitions},
+		{"POST", "/customer-profiles/bulk", auth.ScopeWrite, nil, s.handleBulk},
+		{"POST", "/customer-profiles/get", auth.ScopeRead, nil, s.handleGetProfiles},
+		{"GET", "/customer-profiles/export", auth.ScopeRead, nil, s.handleExport},
+		{"GET", "/check", auth.ScopeAdmin, []string{"partition"}, s.handleCheck},
+		{"GET", "/checks", auth.ScopeAdmin, []string{"from", "to"}, s.handleChecks},
+		{"POST", "/whole-map-lock", auth.ScopeAdmin, []string{"seconds"}, s.handleLockWholeMap},
+		{"DELETE", "/whole-map-lock", auth.ScopeAdmin, []string{"lease"}, s.handleUnlockWholeMap},
+		{"POST", "/resize", auth.ScopeAdmin, []string{"partitions"}, s.handleResize},
+		{"GET", "/resize", auth.ScopeAdmin, nil, s.handleResizeStatus},
+		{"GET", "/backup", auth.ScopeAdmin, nil, s.handleBackup},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {
@@ -118,7 +119,7 @@ type handler func(w http.ResponseWriter, r *http.Request, q url.Values) error
 // serve checks the token, then parses the query strictly, refusing malformed
 // escapes and unknown parameters (a misspelt "feilds" must not silently mean
 // "all fields").
-func (s *Server) serve(scope Scope, params []string, h handler) http.HandlerFunc {
+func (s *Server) serve(scope auth.Scope, params []string, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := s.authorize(w, r, scope); err != nil {
 			s.writeError(w, r, err)

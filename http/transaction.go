@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/partmap/partmap"
 )
@@ -19,15 +18,11 @@ func profileLocation(email string) string {
 }
 
 func (s *Server) handleRename(w http.ResponseWriter, r *http.Request, q url.Values) error {
-	from, err := emailParam(q)
+	from, cond, err := emailAndCondition(r, q)
 	if err != nil {
 		return err
 	}
 	to, err := oneParam(q, "to", true)
-	if err != nil {
-		return err
-	}
-	cond, err := condition(r)
 	if err != nil {
 		return err
 	}
@@ -50,66 +45,6 @@ func (c *Client) RenameProfile(ctx context.Context, from, to string, cond partma
 	}
 	rec.Version, err = etagOf(resp)
 	return rec, err
-}
-
-// txRequest is the body of POST /transactions.
-type txRequest struct {
-	Operations []txOp `json:"operations"`
-}
-
-// txOp is one operation on the wire. Each kind takes only its members:
-// put a profile; patch an emailAddress with a merge patch; increment an
-// emailAddress's field by an integer; delete an emailAddress; rename an
-// emailAddress to another; and the operations of expiry.go, with the
-// names of their routes' parameters, and set for the routes' body.
-// ifMatch and ifNoneMatch are the headers' values: entity tags or "*",
-// and "*".
-type txOp struct {
-	Op        partmap.OpKind  `json:"op"`
-	Email     string          `json:"emailAddress,omitempty"`
-	Profile   json.RawMessage `json:"profile,omitempty"`
-	Patch     json.RawMessage `json:"patch,omitempty"`
-	Field     string          `json:"field,omitempty"`
-	By        json.RawMessage `json:"by,omitempty"` // a JSON integer, or a decimal string past 2^53; incrementFloat: a number or a string
-	To        string          `json:"to,omitempty"`
-	Fields    *[]string       `json:"fields,omitempty"`
-	Set       json.RawMessage `json:"set,omitempty"` // a JSON object of strings
-	Condition string          `json:"condition,omitempty"`
-	Create    *bool           `json:"create,omitempty"`       // increment, incrementFloat: create a missing profile
-	Missing   *bool           `json:"allowMissing,omitempty"` // delete: a missing profile is no error
-	Persist   *bool           `json:"persist,omitempty"`
-	KeepTTL   *bool           `json:"keepTTL,omitempty"`
-	// The time, in one of the four ways (timeParams): a JSON integer.
-	Seconds        json.RawMessage `json:"seconds,omitempty"`
-	Milliseconds   json.RawMessage `json:"milliseconds,omitempty"`
-	At             json.RawMessage `json:"at,omitempty"`
-	AtMilliseconds json.RawMessage `json:"atMilliseconds,omitempty"`
-	IfMatch        *string         `json:"ifMatch,omitempty"`
-	IfNoneMatch    *string         `json:"ifNoneMatch,omitempty"`
-}
-
-// members says which members each kind takes; a ? marks one it may go
-// without. time stands for one of seconds, milliseconds, at and
-// atMilliseconds.
-var members = map[partmap.OpKind]string{
-	partmap.OpPut:            "profile",
-	partmap.OpPatch:          "emailAddress patch",
-	partmap.OpIncrement:      "emailAddress field by create?",
-	partmap.OpDelete:         "emailAddress allowMissing?",
-	partmap.OpRename:         "emailAddress to",
-	partmap.OpGet:            "emailAddress fields?",
-	partmap.OpExpire:         "emailAddress fields? time condition?",
-	partmap.OpPersist:        "emailAddress fields?",
-	partmap.OpIncrementFloat: "emailAddress field by create?",
-	partmap.OpSetIfAbsent:    "emailAddress set",
-	partmap.OpGetDelete:      "emailAddress fields",
-	partmap.OpGetExpire:      "emailAddress fields time? persist?",
-	partmap.OpSetFields:      "emailAddress set condition? time? keepTTL?",
-}
-
-// times are the time members of w, by name.
-func (w txOp) times() map[string]json.RawMessage {
-	return map[string]json.RawMessage{"seconds": w.Seconds, "milliseconds": w.Milliseconds, "at": w.At, "atMilliseconds": w.AtMilliseconds}
 }
 
 // parseTxOps reads a transaction's operations, strictly: an unknown
@@ -135,7 +70,7 @@ func parseTxOps(body []byte) ([]partmap.Operation, error) {
 	}
 	ops := make([]partmap.Operation, len(req.Operations))
 	for i, raw := range req.Operations {
-		op, err := ParseTransactionOp(raw)
+		op, err := partmap.ParseOperationJSON(raw)
 		if err != nil {
 			e := partmap.Error{Code: partmap.ErrorCode(err), Message: partmap.ErrorMessage(err), Operation: i + 1}
 			e.Message = fmt.Sprintf("operation %d: %s", i+1, e.Message)
@@ -144,124 +79,6 @@ func parseTxOps(body []byte) ([]partmap.Operation, error) {
 		ops[i] = op
 	}
 	return ops, nil
-}
-
-// ParseTransactionOp reads one operation in the wire form of POST
-// /transactions, as `partmap tx` reads each line of its input.
-func ParseTransactionOp(line []byte) (partmap.Operation, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	var w txOp
-	if err := dec.Decode(&w); err != nil {
-		return partmap.Operation{}, partmap.Errorf(partmap.EMALFORMEDJSON, "not an operation: %v", err)
-	}
-	return w.operation()
-}
-
-func (w txOp) operation() (partmap.Operation, error) {
-	want, known := members[w.Op]
-	if !known {
-		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID,
-			"unknown op %q: it is put, patch, increment, delete, rename, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", w.Op)
-	}
-	present := map[string]bool{"emailAddress": w.Email != "", "profile": w.Profile != nil, "patch": w.Patch != nil,
-		"field": w.Field != "", "by": w.By != nil, "to": w.To != "", "fields": w.Fields != nil, "set": w.Set != nil,
-		"condition": w.Condition != "", "persist": w.Persist != nil, "keepTTL": w.KeepTTL != nil,
-		"create": w.Create != nil, "allowMissing": w.Missing != nil}
-	timed := false
-	for name, v := range w.times() {
-		present[name] = v != nil
-		timed = timed || v != nil
-	}
-	for name, has := range present {
-		member := name
-		if _, isTime := w.times()[name]; isTime {
-			member = "time" // any one of them; whenOf refuses two
-			if !has {
-				continue
-			}
-		}
-		required := strings.Contains(" "+want+" ", " "+member+" ")
-		takes := required || strings.Contains(" "+want+" ", " "+member+"? ")
-		switch {
-		case has && !takes && !(w.Op == partmap.OpPut && name == "emailAddress"):
-			return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s takes no %q", w.Op, name)
-		case !has && required:
-			return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s needs %q", w.Op, name)
-		}
-	}
-	if !timed && strings.Contains(" "+want+" ", " time ") {
-		return partmap.Operation{}, partmap.Errorf(partmap.EINVALID, "a %s needs a time: one of %s", w.Op, timeNames)
-	}
-	op := partmap.Operation{Op: w.Op, Email: w.Email, Field: w.Field, To: w.To,
-		Create: w.Create != nil && *w.Create, AllowMissing: w.Missing != nil && *w.Missing}
-	err := w.expiryMembers(&op)
-	if err != nil {
-		return op, err
-	}
-	if w.Profile != nil {
-		if op.Profile, err = partmap.ParseProfileJSON(w.Profile); err != nil {
-			return op, err
-		}
-	}
-	if w.Patch != nil {
-		if op.Patch, err = partmap.ParsePatchJSON(w.Patch); err != nil {
-			return op, err
-		}
-	}
-	if w.By != nil && w.Op == partmap.OpIncrement {
-		text := string(w.By)
-		if unq, err := strconv.Unquote(text); err == nil {
-			text = unq
-		}
-		if op.By, err = strconv.ParseInt(text, 10, 64); err != nil {
-			return op, &partmap.Error{Code: partmap.EINVALID, Field: "by", Message: fmt.Sprintf("by must be an integer within int64, not %s", w.By)}
-		}
-	}
-	var ifMatch, ifNoneMatch []string
-	if w.IfMatch != nil {
-		ifMatch = []string{*w.IfMatch}
-	}
-	if w.IfNoneMatch != nil {
-		ifNoneMatch = []string{*w.IfNoneMatch}
-	}
-	op.Cond, err = conditionOf(ifMatch, ifNoneMatch)
-	return op, err
-}
-
-func wireOp(op partmap.Operation) (txOp, error) {
-	w := txOp{Op: op.Op, Email: op.Email, Field: op.Field, To: op.To}
-	if op.Create {
-		w.Create = &op.Create
-	}
-	if op.AllowMissing {
-		w.Missing = &op.AllowMissing
-	}
-	err := w.setExpiryMembers(op)
-	if err != nil {
-		return w, err
-	}
-	if op.Profile != nil {
-		if w.Profile, err = json.Marshal(op.Profile); err != nil {
-			return w, err
-		}
-	}
-	if op.Patch != nil {
-		if w.Patch, err = json.Marshal(op.Patch); err != nil {
-			return w, err
-		}
-	}
-	if op.Op == partmap.OpIncrement {
-		w.By = json.RawMessage(strconv.Quote(strconv.FormatInt(op.By, 10)))
-	}
-	ifMatch, ifNoneMatch := conditionHeaders(op.Cond)
-	if ifMatch != "" {
-		w.IfMatch = &ifMatch
-	}
-	if ifNoneMatch != "" {
-		w.IfNoneMatch = &ifNoneMatch
-	}
-	return w, nil
 }
 
 // txReply is the body of a transaction's reply: one result per operation,
@@ -273,8 +90,16 @@ type txReply struct {
 }
 
 type txResult struct {
-	Op            partmap.OpKind  `json:"op"`
-	Status        int             `json:"status"`
+	Op     partmap.OpKind `json:"op"`
+	Status int            `json:"status"`
+	opReply
+}
+
+// opReply is what an operation answers, the members of a transaction's
+// result past its op and status; with neither ETag nor Location, which
+// are headers there, it is the body of the reply of a route of one
+// operation (Server.apply).
+type opReply struct {
 	Email         string          `json:"emailAddress"`
 	ETag          string          `json:"etag,omitempty"`
 	Location      string          `json:"location,omitempty"`
@@ -290,7 +115,7 @@ type txResult struct {
 }
 
 func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
-	w := txResult{Op: res.Op, Status: http.StatusOK, Email: res.Email}
+	w := txResult{Op: res.Op, Status: http.StatusOK, opReply: opReply{Email: res.Email}}
 	if res.Record != nil {
 		w.ETag, w.Profile = res.Record.Version.ETag(), res.Record.Profile
 	}
@@ -372,15 +197,14 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request, _ url
 }
 
 func (c *Client) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
-	req := txRequest{Operations: make([]txOp, len(ops))}
-	for i, op := range ops {
-		w, err := wireOp(op)
-		if err != nil {
-			return nil, err
+	for _, op := range ops {
+		if op.FailAlone {
+			return nil, &partmap.Error{Code: partmap.EINVALID, Field: "FailAlone", Message: "the transaction route has no failAlone: over HTTP, a transaction is all or nothing"}
 		}
-		req.Operations[i] = w
 	}
-	body, err := json.Marshal(req)
+	body, err := json.Marshal(struct {
+		Operations []partmap.Operation `json:"operations"`
+	}{ops})
 	if err != nil {
 		return nil, err
 	}

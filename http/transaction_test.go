@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 )
@@ -185,7 +186,7 @@ func TestTransactionRouteBadInput(t *testing.T) {
 
 // A read token cannot run a transaction.
 func TestTransactionNeedsWriteScope(t *testing.T) {
-	tokens, parsed := newTokens(t, pmhttp.ScopeRead)
+	tokens, parsed := newTokens(t, auth.ScopeRead)
 	store, err := pebble.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -195,12 +196,12 @@ func TestTransactionNeedsWriteScope(t *testing.T) {
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	srv := ts.URL
-	r := transact(t, srv, `{"operations":[{"op":"delete","emailAddress":"a@example.com"}]}`, bearer(tokens[pmhttp.ScopeRead])...)
+	r := transact(t, srv, `{"operations":[{"op":"delete","emailAddress":"a@example.com"}]}`, bearer(tokens[auth.ScopeRead])...)
 	if r.status != 403 {
 		t.Fatalf("transaction with a read token: %d %s", r.status, r.body)
 	}
 	q := url.Values{"emailAddress": {"a@example.com"}, "to": {"b@example.com"}}
-	if r := send(t, "POST", srv+base+"/customer-profile/rename?"+q.Encode(), nil, bearer(tokens[pmhttp.ScopeRead])...); r.status != 403 {
+	if r := send(t, "POST", srv+base+"/customer-profile/rename?"+q.Encode(), nil, bearer(tokens[auth.ScopeRead])...); r.status != 403 {
 		t.Fatalf("rename with a read token: %d %s", r.status, r.body)
 	}
 }

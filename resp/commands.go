@@ -1,34 +1,185 @@
 package resp
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/tidwall/redcon"
 
 	"github.com/partmap/partmap"
 )
 
-// call is one command being run.
-type call struct {
-	s     *Server
-	c     *client
-	w     *writer
-	conn  redcon.Conn
-	ctx   context.Context
-	store partmap.Store // the server's, or a transaction's copy (multi.go)
-	args  [][]byte
+// command is one command: what COMMAND INFO and COMMAND DOCS tell of it,
+// who may run it, and how it runs.
+type command struct {
+	name  string
+	arity arity
+	flags string // COMMAND INFO's, space-separated; "write" needs a write token
+	keys  [3]int // COMMAND INFO's first key, last key and step; zero: none
+	open  bool   // runs before AUTH
+	// queued: MULTI may queue it, for EXEC to run: a command of profiles
+	// (but HSCAN and HRANDFIELD, which never could be), or PING, ECHO or
+	// UNWATCH, which answer from their arguments.
+	queued bool
+	// doc is COMMAND DOCS' "GROUP SINCE; ARGUMENTS; SUMMARY", the
+	// arguments as parseArgDocs reads them; subs, its subcommands', as
+	// "NAME SINCE; ARGUMENTS; SUMMARY".
+	doc  string
+	subs []string
+
+	// A command of profiles is parse, then its operations, then reply:
+	// parse, a pure function of the arguments, appends the operations to
+	// ops or answers Redis's refusal; the operations run, alone or in
+	// EXEC's transaction; reply writes the answer from their results.
+	parse func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error)
+	reply func(w *writer, x *exchange)
+	// ttl: reply needs the store's deadlines and clock (exchange.ttl).
+	ttl bool
+	// run is any other command's: of the connection, the server, SCAN.
+	run func(k *call)
+
+	write bool // set from flags
+	about doc  // set from doc and subs
 }
 
-func (k *call) arg(i int) string { return string(k.args[i]) }
+// The commands, each once. Redis's own COMMAND INFO and COMMAND DOCS are
+// the model for those Redis has, so that clients and redis-cli's hints
+// treat both alike (cmd/partmap's TestRedisCliInteractive compares them).
+var table = []command{
+	{name: "ping", arity: -1, flags: "fast", open: true, queued: true, run: cmdPing, doc: "connection 1.0.0; message:string/optional; Ping the server"},
+	{name: "echo", arity: 2, flags: "fast", queued: true, run: cmdEcho, doc: "connection 1.0.0; message:string; Echo the given string"},
+	{name: "hello", arity: -1, flags: "noscript loading stale fast no_auth", open: true, run: cmdHello,
+		doc: "connection 6.0.0; arguments:block/optional{protover:integer username_password:block/tok=AUTH/optional{username:string password:string} clientname:string/tok=SETNAME/optional}; Handshake, choosing RESP2 or RESP3"},
+	{name: "auth", arity: -2, flags: "noscript loading stale fast no_auth", open: true, run: cmdAuth, doc: "connection 1.0.0; username:string/optional password:string; Authenticate with a partmap token"},
+	{name: "quit", arity: -1, flags: "fast no_auth", open: true, run: cmdQuit, doc: "connection 1.0.0; ; Close the connection once the replies before it are sent"},
+	{name: "select", arity: 2, flags: "loading stale fast", run: cmdSelect, doc: "connection 1.0.0; index:integer; Select database 0, the only one"},
+	{name: "client", arity: -2, flags: "loading stale", run: cmdClient, doc: "connection 2.4.0; ; Commands about client connections", subs: []string{
+		"setname 2.6.9; connection-name:string; Name the connection", "getname 2.6.9; ; The connection's name",
+		"id 5.0.0; ; The connection's id", "info 6.2.0; ; About this connection",
+		"setinfo 7.2.0; attr:oneof{libname:string/tok=LIB-NAME libver:string/tok=LIB-VER}; Record the client library's name or version"}},
+	{name: "command", arity: -1, flags: "loading stale", run: cmdCommand, doc: "server 2.8.13; ; Describe the commands partmap answers", subs: []string{
+		"count 2.8.13; ; The number of commands", "info 2.8.13; command-name:string/optional,multiple; Describe commands",
+		"docs 7.0.0; command-name:string/optional,multiple; Document commands"}},
+	{name: "info", arity: -1, flags: "loading stale", run: cmdInfo, doc: "server 1.0.0; section:string/optional,multiple; Information about the server, its clients and its keys"},
+	{name: "dbsize", arity: 1, flags: "readonly fast", run: cmdDBSize, doc: "server 1.0.0; ; The number of profiles"},
+
+	{name: "hset", arity: -4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHSet, reply: replyHSet,
+		doc: "hash 2.0.0; key:key field_value:block/multiple{field:string value:string}; Set fields of a profile, creating it if missing"},
+	{name: "hmset", arity: -4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHSet, reply: replyOK,
+		doc: "hash 2.0.0; key:key field_value:block/multiple{field:string value:string}; Set fields of a profile (as HSET, answering OK)"},
+	{name: "hsetnx", arity: 4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHSetNX, reply: replySet,
+		doc: "hash 2.0.0; key:key field:string value:string; Set a field only if the profile lacks it"},
+	{name: "hget", arity: 3, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyHGet, doc: "hash 2.0.0; key:key field:string; Get a field of a profile"},
+	{name: "hmget", arity: -3, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyValues, doc: "hash 2.0.0; key:key field:string/multiple; Get several fields of a profile"},
+	{name: "hgetall", arity: 2, flags: "readonly", keys: oneKey, queued: true, parse: parseGet, reply: replyHGetAll, doc: "hash 2.0.0; key:key; Get every field of a profile"},
+	{name: "hkeys", arity: 2, flags: "readonly", keys: oneKey, queued: true, parse: parseGet, reply: replyHKeys, doc: "hash 2.0.0; key:key; Get the field names of a profile"},
+	{name: "hvals", arity: 2, flags: "readonly", keys: oneKey, queued: true, parse: parseGet, reply: replyHVals, doc: "hash 2.0.0; key:key; Get the field values of a profile"},
+	{name: "hlen", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyHLen, doc: "hash 2.0.0; key:key; Count the fields of a profile"},
+	{name: "hexists", arity: 3, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyHExists, doc: "hash 2.0.0; key:key field:string; Tell whether a profile has a field"},
+	{name: "hstrlen", arity: 3, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyHStrLen, doc: "hash 3.2.0; key:key field:string; The length of a field's value"},
+	{name: "hdel", arity: -3, flags: "write fast", keys: oneKey, queued: true, parse: parseHDel, reply: replyHDel, doc: "hash 2.0.0; key:key field:string/multiple; Delete fields of a profile"},
+	{name: "hincrby", arity: 4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHIncrBy, reply: replyHIncrBy,
+		doc: "hash 2.0.0; key:key field:string increment:integer; Add an integer to a field, atomically"},
+	{name: "hincrbyfloat", arity: 4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHIncrByFloat, reply: replyHIncrByFloat,
+		doc: "hash 2.6.0; key:key field:string increment:double; Add a decimal to a field, atomically"},
+	{name: "hrandfield", arity: -2, flags: "readonly", keys: oneKey, parse: parseHRandField, reply: replyHRandField,
+		doc: "hash 6.2.0; key:key options:block/optional{count:integer withvalues:pure-token/tok=WITHVALUES/optional}; Get random fields of a profile"},
+	{name: "hscan", arity: -3, flags: "readonly", keys: oneKey, parse: parseHScan, reply: replyHScan,
+		doc: "hash 2.8.0; key:key cursor:integer pattern:pattern/tok=MATCH/optional count:integer/tok=COUNT/optional; Page through the fields of a profile"},
+	{name: "hexpire", arity: -6, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHExpire(true, true), reply: replyCodes,
+		doc: "hash 7.4.0; key:key seconds:integer " + expireCondition + " " + fieldsArg + "; Set fields' time to live in seconds"},
+	{name: "hpexpire", arity: -6, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHExpire(false, true), reply: replyCodes,
+		doc: "hash 7.4.0; key:key milliseconds:integer " + expireCondition + " " + fieldsArg + "; Set fields' time to live in milliseconds"},
+	{name: "hexpireat", arity: -6, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHExpire(true, false), reply: replyCodes,
+		doc: "hash 7.4.0; key:key unix-time-seconds:unix-time " + expireCondition + " " + fieldsArg + "; Set fields' expiry as a Unix time in seconds"},
+	{name: "hpexpireat", arity: -6, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHExpire(false, false), reply: replyCodes,
+		doc: "hash 7.4.0; key:key unix-time-milliseconds:unix-time " + expireCondition + " " + fieldsArg + "; Set fields' expiry as a Unix time in milliseconds"},
+	{name: "httl", arity: -5, flags: "readonly fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpGet), reply: replyHTTL(true, false), ttl: true,
+		doc: "hash 7.4.0; key:key " + fieldsArg + "; Get fields' time to live in seconds"},
+	{name: "hpttl", arity: -5, flags: "readonly fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpGet), reply: replyHTTL(false, false), ttl: true,
+		doc: "hash 7.4.0; key:key " + fieldsArg + "; Get fields' time to live in milliseconds"},
+	{name: "hexpiretime", arity: -5, flags: "readonly fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpGet), reply: replyHTTL(true, true), ttl: true,
+		doc: "hash 7.4.0; key:key " + fieldsArg + "; Get fields' expiry as a Unix time in seconds"},
+	{name: "hpexpiretime", arity: -5, flags: "readonly fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpGet), reply: replyHTTL(false, true), ttl: true,
+		doc: "hash 7.4.0; key:key " + fieldsArg + "; Get fields' expiry as a Unix time in milliseconds"},
+	{name: "hpersist", arity: -5, flags: "write fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpPersist), reply: replyCodes, doc: "hash 7.4.0; key:key " + fieldsArg + "; Remove fields' expiry"},
+	{name: "hgetdel", arity: -5, flags: "write fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpGetDelete), reply: replyValues, doc: "hash 8.0.0; key:key " + fieldsArg + "; Get fields and delete them"},
+	{name: "hgetex", arity: -5, flags: "write fast", keys: oneKey, queued: true, parse: parseHGetEx, reply: replyValues,
+		doc: "hash 8.0.0; key:key expiration:oneof/optional{seconds:integer/tok=EX milliseconds:integer/tok=PX unix-time-seconds:unix-time/tok=EXAT unix-time-milliseconds:unix-time/tok=PXAT persist:pure-token/tok=PERSIST} " + fieldsArg + "; Get fields and set or remove their expiry"},
+	{name: "hsetex", arity: -6, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHSetEx, reply: replySet,
+		doc: "hash 8.0.0; key:key condition:oneof/optional{fnx:pure-token/tok=FNX fxx:pure-token/tok=FXX} expiration:oneof/optional{seconds:integer/tok=EX milliseconds:integer/tok=PX unix-time-seconds:unix-time/tok=EXAT unix-time-milliseconds:unix-time/tok=PXAT keepttl:pure-token/tok=KEEPTTL} fields:block/tok=FIELDS{numfields:integer data:block/multiple{field:string value:string}}; Set fields with an expiry, on conditions"},
+
+	{name: "del", arity: -2, flags: "write", keys: allKeys, queued: true, parse: parseDel, reply: replyDel, doc: "generic 1.0.0; key:key/multiple; Delete profiles"},
+	{name: "unlink", arity: -2, flags: "write fast", keys: allKeys, queued: true, parse: parseDel, reply: replyDel, doc: "generic 4.0.0; key:key/multiple; Delete profiles (as DEL)"},
+	{name: "exists", arity: -2, flags: "readonly fast", keys: allKeys, queued: true, parse: parseExists, reply: replyExists, doc: "generic 1.0.0; key:key/multiple; Count the keys given that are profiles"},
+	{name: "type", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyType, doc: "generic 1.0.0; key:key; The type of a key: hash for a profile"},
+	{name: "expire", arity: -3, flags: "write fast", keys: oneKey, queued: true, parse: parseExpire(true, true), reply: replyExpire,
+		doc: "generic 1.0.0; key:key seconds:integer " + expireCondition + "; Set a profile's time to live in seconds"},
+	{name: "pexpire", arity: -3, flags: "write fast", keys: oneKey, queued: true, parse: parseExpire(false, true), reply: replyExpire,
+		doc: "generic 2.6.0; key:key milliseconds:integer " + expireCondition + "; Set a profile's time to live in milliseconds"},
+	{name: "expireat", arity: -3, flags: "write fast", keys: oneKey, queued: true, parse: parseExpire(true, false), reply: replyExpire,
+		doc: "generic 1.2.0; key:key unix-time-seconds:unix-time " + expireCondition + "; Set a profile's expiry as a Unix time in seconds"},
+	{name: "pexpireat", arity: -3, flags: "write fast", keys: oneKey, queued: true, parse: parseExpire(false, false), reply: replyExpire,
+		doc: "generic 2.6.0; key:key unix-time-milliseconds:unix-time " + expireCondition + "; Set a profile's expiry as a Unix time in milliseconds"},
+	{name: "ttl", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyTTL(true, false), ttl: true, doc: "generic 1.0.0; key:key; Get a profile's time to live in seconds"},
+	{name: "pttl", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyTTL(false, false), ttl: true, doc: "generic 2.6.0; key:key; Get a profile's time to live in milliseconds"},
+	{name: "expiretime", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyTTL(true, true), ttl: true, doc: "generic 7.0.0; key:key; Get a profile's expiry as a Unix time in seconds"},
+	{name: "pexpiretime", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyTTL(false, true), ttl: true, doc: "generic 7.0.0; key:key; Get a profile's expiry as a Unix time in milliseconds"},
+	{name: "persist", arity: 2, flags: "write fast", keys: oneKey, queued: true, parse: parseFields(partmap.OpPersist), reply: replyPersist, doc: "generic 2.2.0; key:key; Remove a profile's expiry"},
+	{name: "scan", arity: -2, flags: "readonly", run: cmdScan,
+		doc: "generic 2.8.0; cursor:integer pattern:pattern/tok=MATCH/optional count:integer/tok=COUNT/optional type:string/tok=TYPE/optional; Page through the profiles"},
+
+	// Commands of other types answer as Redis does on a hash: a missing
+	// key is empty, a profile the wrong type.
+	{name: "get", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: wrongType((*writer).null), doc: "string 1.0.0; key:key; A string's value: a profile is the wrong type"},
+	{name: "strlen", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: wrongType(zero), doc: "string 2.2.0; key:key; A string's length: a profile is the wrong type"},
+	{name: "llen", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: wrongType(zero), doc: "list 1.0.0; key:key; A list's length: a profile is the wrong type"},
+	{name: "scard", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: wrongType(zero), doc: "set 1.0.0; key:key; A set's size: a profile is the wrong type"},
+	{name: "smembers", arity: 2, flags: "readonly", keys: oneKey, queued: true, parse: parseGet, reply: wrongType(empty), doc: "set 1.0.0; key:key; A set's members: a profile is the wrong type"},
+	{name: "zcard", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: wrongType(zero), doc: "sorted-set 1.2.0; key:key; A sorted set's size: a profile is the wrong type"},
+
+	{name: "multi", arity: 1, flags: "noscript loading stale fast allow_busy", run: cmdMulti, doc: "transactions 1.2.0; ; Start a transaction"},
+	{name: "exec", arity: 1, flags: "noscript loading stale skip_slowlog", run: cmdExec, doc: "transactions 1.2.0; ; Commit the commands queued since MULTI, atomically"},
+	{name: "discard", arity: 1, flags: "noscript loading stale fast allow_busy", run: cmdDiscard, doc: "transactions 2.0.0; ; Drop the commands queued since MULTI"},
+	{name: "watch", arity: -2, flags: "noscript loading stale fast allow_busy", keys: allKeys, run: cmdWatch, doc: "transactions 2.2.0; key:key/multiple; Make EXEC fail if these profiles change first"},
+	{name: "unwatch", arity: 1, flags: "noscript loading stale fast allow_busy", queued: true, run: cmdUnwatch, doc: "transactions 2.2.0; ; Forget the watched keys"},
+
+	{name: "partmap.search", arity: -4, flags: "readonly", run: cmdSearch,
+		doc: "partmap 1.0.0; cursor:integer condition:block/multiple{field:string value:string} count:integer/tok=COUNT/optional; Page through the profiles whose indexed fields hold the values"},
+}
+
+const (
+	expireCondition = "condition:oneof/optional{nx:pure-token/tok=NX xx:pure-token/tok=XX gt:pure-token/tok=GT lt:pure-token/tok=LT}"
+	fieldsArg       = "fields:block/tok=FIELDS{numfields:integer field:string/multiple}"
+)
+
+// oneKey and allKeys are COMMAND INFO's key positions: the first
+// argument, or every one.
+var oneKey, allKeys = [3]int{1, 1, 1}, [3]int{1, -1, 1}
+
+// commands is the table by name.
+var commands = map[string]*command{}
+
+func init() {
+	for i := range table {
+		c := &table[i]
+		c.write = slices.Contains(strings.Fields(c.flags), "write")
+		c.about = parseDoc(c.doc)
+		for _, s := range c.subs {
+			name, rest, _ := strings.Cut(s, " ")
+			if c.about.subcommands == nil {
+				c.about.subcommands = map[string]doc{}
+			}
+			c.about.subcommands[c.name+"|"+name] = parseDoc(c.about.group + " " + rest)
+		}
+		commands[c.name] = c
+	}
+}
 
 // arity is Redis's: n means exactly n arguments with the command's name,
 // -n at least n.
@@ -41,81 +192,12 @@ func (a arity) ok(n int) bool {
 	return n == int(a)
 }
 
-// spec describes a command, as COMMAND INFO does for Redis.
-type spec struct {
-	name       string // the map's key, lower case
-	arity      arity
-	write      bool // needs a write token
-	beforeAuth bool // allowed before AUTH
-	flags      []string
-	keys       [3]int // first key, last key, step (COMMAND INFO)
-	queued     bool   // MULTI may queue it (multi.go)
-	run        func(k *call)
-}
-
-var commands map[string]spec
-
-func init() {
-	hashKey := [3]int{1, 1, 1}
-	commands = map[string]spec{
-		"ping":    {arity: -1, beforeAuth: true, flags: []string{"fast"}, run: cmdPing},
-		"echo":    {arity: 2, flags: []string{"fast"}, run: func(k *call) { k.w.WriteBulk(k.args[1]) }},
-		"hello":   {arity: -1, beforeAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, run: cmdHello},
-		"auth":    {arity: -2, beforeAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, run: cmdAuth},
-		"quit":    {arity: -1, beforeAuth: true, flags: []string{"fast", "no_auth"}, run: cmdQuit},
-		"select":  {arity: 2, flags: []string{"loading", "stale", "fast"}, run: cmdSelect},
-		"client":  {arity: -2, flags: []string{"loading", "stale"}, run: cmdClient},
-		"command": {arity: -1, flags: []string{"loading", "stale"}, run: cmdCommand},
-		"info":    {arity: -1, flags: []string{"loading", "stale"}, run: cmdInfo},
-		"dbsize":  {arity: 1, flags: []string{"readonly", "fast"}, run: cmdDBSize},
-
-		"hset":         {arity: -4, write: true, flags: []string{"write", "denyoom", "fast"}, keys: hashKey, run: cmdHSet},
-		"hmset":        {arity: -4, write: true, flags: []string{"write", "denyoom", "fast"}, keys: hashKey, run: cmdHSet},
-		"hsetnx":       {arity: 4, write: true, flags: []string{"write", "denyoom", "fast"}, keys: hashKey, run: cmdHSetNX},
-		"hget":         {arity: 3, flags: []string{"readonly", "fast"}, keys: hashKey, run: cmdHGet},
-		"hmget":        {arity: -3, flags: []string{"readonly", "fast"}, keys: hashKey, run: cmdHMGet},
-		"hgetall":      {arity: 2, flags: []string{"readonly"}, keys: hashKey, run: cmdHGetAll},
-		"hkeys":        {arity: 2, flags: []string{"readonly"}, keys: hashKey, run: cmdHKeys},
-		"hvals":        {arity: 2, flags: []string{"readonly"}, keys: hashKey, run: cmdHVals},
-		"hlen":         {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: cmdHLen},
-		"hexists":      {arity: 3, flags: []string{"readonly", "fast"}, keys: hashKey, run: cmdHExists},
-		"hstrlen":      {arity: 3, flags: []string{"readonly", "fast"}, keys: hashKey, run: cmdHStrLen},
-		"hdel":         {arity: -3, write: true, flags: []string{"write", "fast"}, keys: hashKey, run: cmdHDel},
-		"hincrby":      {arity: 4, write: true, flags: []string{"write", "denyoom", "fast"}, keys: hashKey, run: cmdHIncrBy},
-		"hincrbyfloat": {arity: 4, write: true, flags: []string{"write", "denyoom", "fast"}, keys: hashKey, run: cmdHIncrByFloat},
-
-		"del":    {arity: -2, write: true, flags: []string{"write"}, keys: [3]int{1, -1, 1}, run: cmdDel},
-		"unlink": {arity: -2, write: true, flags: []string{"write", "fast"}, keys: [3]int{1, -1, 1}, run: cmdDel},
-		"exists": {arity: -2, flags: []string{"readonly", "fast"}, keys: [3]int{1, -1, 1}, run: cmdExists},
-		"type":   {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: cmdType},
-
-		// Commands of other types answer as Redis does on a hash: a
-		// missing key is empty, a profile the wrong type.
-		"get":      {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: wrongType(func(w *writer) { w.null() })},
-		"strlen":   {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteInt(0) })},
-		"llen":     {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteInt(0) })},
-		"scard":    {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteInt(0) })},
-		"zcard":    {arity: 2, flags: []string{"readonly", "fast"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteInt(0) })},
-		"smembers": {arity: 2, flags: []string{"readonly"}, keys: hashKey, run: wrongType(func(w *writer) { w.WriteArray(0) })},
-	}
-}
-
-// named gives each spec its name, once every file's init has added its
-// commands.
-var named = sync.OnceFunc(func() {
-	for name, sp := range commands {
-		sp.name = name
-		commands[name] = sp
-	}
-})
-
 // lookup finds the command named b in any case, without allocating for a
 // known one: every command's first step.
-func lookup(b []byte) (spec, bool) {
-	named()
+func lookup(b []byte) (*command, bool) {
 	var buf [24]byte
 	if len(b) > len(buf) {
-		return spec{}, false // longer than any command's name
+		return nil, false // longer than any command's name
 	}
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
@@ -123,36 +205,118 @@ func lookup(b []byte) (spec, bool) {
 		}
 		buf[i] = c
 	}
-	sp, ok := commands[string(buf[:len(b)])]
-	return sp, ok
+	c, ok := commands[string(buf[:len(b)])]
+	return c, ok
 }
 
-// key reads argument i as a customer email, canonicalised; a key that is
-// not one is an error naming it, and the command stops.
-func (k *call) key(i int) (string, bool) {
-	email, err := partmap.CanonicalEmail(string(k.args[i]))
-	if err != nil {
-		k.w.WriteError(fmt.Sprintf("ERR key '%s' is not a customer email: %s", clip(k.args[i]), oneLine(partmap.ErrorMessage(err))))
-		return "", false
-	}
-	return email, true
+// call is one command being run.
+type call struct {
+	s     *Server
+	c     *client
+	w     *writer
+	conn  redcon.Conn
+	ctx   context.Context
+	store partmap.Store
+	args  [][]byte
 }
 
-// find reads the profile of key i; ok is false once the reply is written.
-func (k *call) find(i int) (rec *partmap.Record, ok bool) {
-	email, ok := k.key(i)
-	if !ok {
-		return nil, false
+func (k *call) arg(i int) string { return string(k.args[i]) }
+
+// exchange is one run of a command of profiles: its arguments, the
+// operations parse made of them, and their results, one each, whose Err
+// is the operation's failure.
+type exchange struct {
+	args [][]byte
+	ops  []partmap.Operation
+	res  []partmap.OperationResult
+	ttl  partmap.TTLs   // a ttl command's: the deadlines read, and the store's clock
+	rec  partmap.Record // a lone read's, which res points to
+}
+
+// execute runs a command of profiles outside a transaction.
+func (k *call) execute(cmd *command) {
+	x := &k.c.x // the client's own, reused
+	x.args = k.args
+	var err error
+	if x.ops, err = cmd.parse(k.args, x.ops[:0]); err != nil {
+		k.w.fail(err)
+		return
 	}
-	r, err := k.store.FindProfile(k.ctx, email)
+	k.runAlone(cmd, x)
+	cmd.reply(k.w, x)
+}
+
+// runAlone runs x's operations, outside a transaction: reads as plain
+// reads (a ttl command's with Store.Deadlines, for the store's clock), one
+// write with Apply, more with one Transact.
+func (k *call) runAlone(cmd *command, x *exchange) {
+	x.res = x.res[:0]
+	op := x.ops[0]
 	switch {
-	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
-		return nil, true
-	case err != nil:
-		k.w.WriteError(storeError(err))
-		return nil, false
+	case cmd.ttl:
+		var err error
+		x.ttl, err = k.store.Deadlines(k.ctx, op.Email, op.Fields)
+		x.res = append(x.res, partmap.OperationResult{Op: op.Op, Email: op.Email, Err: err})
+	case op.Op == partmap.OpGet && len(x.ops) == 1:
+		var err error
+		x.rec, err = k.store.FindProfile(k.ctx, op.Email)
+		x.res = append(x.res, read(op, &x.rec, err))
+	case op.Op == partmap.OpGet:
+		emails := make([]string, len(x.ops))
+		for i, op := range x.ops {
+			emails[i] = op.Email
+		}
+		recs, err := k.store.FindProfiles(k.ctx, emails)
+		for i, op := range x.ops {
+			var rec *partmap.Record
+			if err == nil {
+				rec = recs[i]
+			}
+			x.res = append(x.res, read(op, rec, err))
+		}
+	case len(x.ops) == 1:
+		res, err := k.store.Apply(k.ctx, op)
+		res.Err = err
+		x.res = append(x.res, res)
+	default:
+		results, err := k.store.Transact(k.ctx, x.ops)
+		if err != nil {
+			results = make([]partmap.OperationResult, len(x.ops))
+			for i := range results {
+				results[i].Err = err
+			}
+		}
+		x.res = append(x.res, results...)
 	}
-	return &r, true
+}
+
+// read is what a get of op answers, from a plain read of its profile (nil:
+// none).
+func read(op partmap.Operation, rec *partmap.Record, err error) partmap.OperationResult {
+	if err != nil {
+		rec = nil
+	}
+	if partmap.ErrorCode(err) == partmap.ENOTFOUND {
+		err = nil
+	}
+	res := partmap.OperationResult{Op: op.Op, Email: op.Email, Record: rec, Err: err}
+	if len(op.Fields) > 0 {
+		res.Values = make([]*string, len(op.Fields))
+		for i, f := range op.Fields {
+			if v, ok := profileOf(res)[f]; ok {
+				res.Values[i] = &v
+			}
+		}
+	}
+	return res
+}
+
+// profileOf is the profile a result holds, nil for none.
+func profileOf(res partmap.OperationResult) partmap.Profile {
+	if res.Record == nil {
+		return nil
+	}
+	return res.Record.Profile
 }
 
 // cmdQuit drops what the client sent after it, answers OK and hangs up
@@ -174,6 +338,8 @@ func cmdPing(k *call) {
 		k.w.WriteError("ERR wrong number of arguments for 'ping' command")
 	}
 }
+
+func cmdEcho(k *call) { k.w.WriteBulk(k.args[1]) }
 
 // cmdHello switches the protocol, authenticates and names the client in
 // one step, and describes the server.
@@ -353,21 +519,22 @@ func cmdCommand(k *call) {
 		}
 		k.w.WriteArray(len(want))
 		for _, n := range want {
-			sp, ok := commands[n]
+			cmd, ok := commands[n]
 			if !ok {
 				k.w.null()
 				continue
 			}
+			flags := strings.Fields(cmd.flags)
 			k.w.WriteArray(10)
 			k.w.WriteBulkString(n)
-			k.w.WriteInt(int(sp.arity))
-			k.w.WriteArray(len(sp.flags))
-			for _, f := range sp.flags {
+			k.w.WriteInt(int(cmd.arity))
+			k.w.WriteArray(len(flags))
+			for _, f := range flags {
 				k.w.WriteString(f)
 			}
-			k.w.WriteInt(sp.keys[0])
-			k.w.WriteInt(sp.keys[1])
-			k.w.WriteInt(sp.keys[2])
+			k.w.WriteInt(cmd.keys[0])
+			k.w.WriteInt(cmd.keys[1])
+			k.w.WriteInt(cmd.keys[2])
 			k.w.WriteArray(0) // ACL categories
 			k.w.WriteArray(0) // tips
 			k.w.WriteArray(0) // key specifications
@@ -426,371 +593,4 @@ func cmdDBSize(k *call) {
 		return
 	}
 	k.w.WriteInt64(st.TotalProfiles)
-}
-
-// fieldPairs reads field value pairs from argument i on.
-func (k *call) fieldPairs(i int) (partmap.Patch, bool) {
-	if (len(k.args)-i)%2 != 0 {
-		k.w.WriteError("ERR wrong number of arguments for '" + lower(k.args[0]) + "' command")
-		return nil, false
-	}
-	set := partmap.Patch{}
-	for ; i < len(k.args); i += 2 {
-		v := string(k.args[i+1])
-		set[string(k.args[i])] = &v // a repeated field: the last value wins, as in Redis
-	}
-	return set, true
-}
-
-// cmdHSet (and HMSET) sets fields, creating a missing profile: HSET
-// answers how many fields are new, HMSET OK.
-func cmdHSet(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	set, ok := k.fieldPairs(2)
-	if !ok {
-		return
-	}
-	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetFields, Email: email, Set: set})
-	if err != nil {
-		k.w.WriteError(storeError(err))
-		return
-	}
-	if bytes.EqualFold(k.args[0], []byte("hmset")) {
-		k.w.ok()
-		return
-	}
-	k.w.WriteInt(res.FieldsAdded)
-}
-
-func cmdHSetNX(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: k.arg(2), Value: k.arg(3)})
-	if err != nil {
-		k.w.WriteError(storeError(err))
-		return
-	}
-	k.w.WriteInt(boolInt(res.Set))
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func cmdHGet(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	proj, err := k.store.ProjectProfile(k.ctx, email, []string{k.arg(2)})
-	switch {
-	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
-		k.w.null()
-	case err != nil:
-		k.w.WriteError(storeError(err))
-	default:
-		k.w.bulkOrNull(proj.Values[0])
-	}
-}
-
-func cmdHMGet(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	fields := make([]string, len(k.args)-2)
-	for i := range fields {
-		fields[i] = k.arg(i + 2)
-	}
-	// A projection names each field once; HMGET may repeat them.
-	distinct := slices.Compact(slices.Sorted(slices.Values(fields)))
-	proj, err := k.store.ProjectProfile(k.ctx, email, distinct)
-	if err != nil && partmap.ErrorCode(err) != partmap.ENOTFOUND {
-		k.w.WriteError(storeError(err))
-		return
-	}
-	k.w.WriteArray(len(fields))
-	for _, f := range fields {
-		var v *string
-		if err == nil {
-			i, _ := slices.BinarySearch(distinct, f)
-			v = proj.Values[i]
-		}
-		k.w.bulkOrNull(v)
-	}
-}
-
-// sortedFields are a profile's field names in byte order: the order
-// partmap keeps them in, where Redis keeps a small hash's in insertion
-// order.
-func sortedFields(p partmap.Profile) []string {
-	return slices.Sorted(maps.Keys(p))
-}
-
-func cmdHGetAll(k *call) {
-	rec, ok := k.find(1)
-	if !ok {
-		return
-	}
-	if rec == nil {
-		k.w.mapLen(0)
-		return
-	}
-	names := sortedFields(rec.Profile)
-	k.w.mapLen(len(names))
-	for _, f := range names {
-		k.w.WriteBulkString(f)
-		k.w.WriteBulkString(rec.Profile[f])
-	}
-}
-
-func cmdHKeys(k *call) {
-	if rec, ok := k.find(1); ok {
-		var names []string
-		if rec != nil {
-			names = sortedFields(rec.Profile)
-		}
-		k.w.strings(names)
-	}
-}
-
-func cmdHVals(k *call) {
-	if rec, ok := k.find(1); ok {
-		var vals []string
-		if rec != nil {
-			for _, f := range sortedFields(rec.Profile) {
-				vals = append(vals, rec.Profile[f])
-			}
-		}
-		k.w.strings(vals)
-	}
-}
-
-func cmdHLen(k *call) {
-	if rec, ok := k.find(1); ok {
-		n := 0
-		if rec != nil {
-			n = len(rec.Profile)
-		}
-		k.w.WriteInt(n)
-	}
-}
-
-func cmdHExists(k *call) {
-	if rec, ok := k.find(1); ok {
-		has := false
-		if rec != nil {
-			_, has = rec.Profile[k.arg(2)]
-		}
-		k.w.WriteInt(boolInt(has))
-	}
-}
-
-func cmdHStrLen(k *call) {
-	if rec, ok := k.find(1); ok {
-		n := 0
-		if rec != nil {
-			n = len(rec.Profile[k.arg(2)])
-		}
-		k.w.WriteInt(n)
-	}
-}
-
-// cmdHDel deletes fields and counts those that were there. The profile's
-// key field, emailAddress, is not deleted: the command fails and writes
-// nothing (DEL deletes the whole profile).
-func cmdHDel(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	patch := partmap.Patch{}
-	for _, f := range k.args[2:] {
-		if string(f) == partmap.FieldEmail {
-			k.w.WriteError("ERR emailAddress is the profile's key and cannot be deleted; DEL deletes the profile")
-			return
-		}
-		patch[string(f)] = nil
-	}
-	res, err := k.store.PatchProfile(k.ctx, email, patch, partmap.Condition{})
-	switch {
-	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
-		k.w.WriteInt(0)
-	case err != nil:
-		k.w.WriteError(storeError(err))
-	default:
-		k.w.WriteInt(res.FieldsDeleted)
-	}
-}
-
-// cmdHIncrBy adds to an integer field. A missing profile is created with
-// the field, as Redis creates a missing key: the increment of the
-// existing profile, and the creation of a missing one, are each atomic,
-// and a creation that loses a race to another goes back to incrementing.
-func cmdHIncrBy(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	by, err := strconv.ParseInt(k.arg(3), 10, 64)
-	if err != nil {
-		k.w.WriteError(errNotInteger)
-		return
-	}
-	field := k.arg(2)
-	for {
-		inc, err := k.store.IncrementField(k.ctx, email, field, by, partmap.Condition{})
-		if partmap.ErrorCode(err) == partmap.ENOTFOUND {
-			res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: field, Value: strconv.FormatInt(by, 10)})
-			if err != nil {
-				k.w.WriteError(storeError(err))
-				return
-			}
-			if res.Set {
-				k.w.WriteInt64(by)
-				return
-			}
-			continue // created meanwhile, with the field: add to it
-		}
-		if err != nil {
-			k.w.WriteError(storeError(err))
-			return
-		}
-		k.w.WriteInt64(inc.Value)
-		return
-	}
-}
-
-func cmdHIncrByFloat(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	by, field := k.arg(3), k.arg(2)
-	if err := partmap.ParseFloatIncrement(by); errors.Is(err, partmap.ErrInfiniteIncrement) {
-		k.w.WriteError("ERR value is NaN or Infinity")
-		return
-	} else if err != nil {
-		k.w.WriteError(errNotFloat)
-		return
-	}
-	for {
-		res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: field, ByFloat: by})
-		if partmap.ErrorCode(err) == partmap.ENOTFOUND {
-			v, err := partmap.AddFloat(field, "", false, by)
-			if err != nil {
-				k.w.WriteError(floatError(err))
-				return
-			}
-			set, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: email, Field: field, Value: v})
-			if err != nil {
-				k.w.WriteError(storeError(err))
-				return
-			}
-			if set.Set {
-				k.w.WriteBulkString(v)
-				return
-			}
-			continue
-		}
-		if err != nil {
-			k.w.WriteError(floatError(err))
-			return
-		}
-		k.w.WriteBulkString(res.FloatValue)
-		return
-	}
-}
-
-// floatError is HINCRBYFLOAT's wording of an overflow.
-func floatError(err error) string {
-	if partmap.ErrorCode(err) == partmap.EOVERFLOW {
-		return errIncrFltInf
-	}
-	return storeError(err)
-}
-
-// cmdDel deletes whole profiles, one after the other, and counts those
-// that existed.
-func cmdDel(k *call) {
-	n := 0
-	for i := 1; i < len(k.args); i++ {
-		email, ok := k.key(i)
-		if !ok {
-			return
-		}
-		err := k.store.DeleteProfile(k.ctx, email, partmap.Condition{})
-		switch {
-		case err == nil:
-			n++
-		case partmap.ErrorCode(err) != partmap.ENOTFOUND:
-			k.w.WriteError(storeError(err))
-			return
-		}
-	}
-	k.w.WriteInt(n)
-}
-
-// findAll reads the profiles of every key from argument 1 on, nil for a
-// missing one; ok is false once the reply is written.
-func (k *call) findAll() (emails []string, recs []*partmap.Record, ok bool) {
-	for i := 1; i < len(k.args); i++ {
-		email, ok := k.key(i)
-		if !ok {
-			return nil, nil, false
-		}
-		emails = append(emails, email)
-	}
-	recs, err := k.store.FindProfiles(k.ctx, emails)
-	if err != nil {
-		k.w.WriteError(storeError(err))
-		return nil, nil, false
-	}
-	return emails, recs, true
-}
-
-func cmdExists(k *call) {
-	_, recs, ok := k.findAll()
-	if !ok {
-		return
-	}
-	n := 0
-	for _, r := range recs {
-		if r != nil {
-			n++
-		}
-	}
-	k.w.WriteInt(n)
-}
-
-func cmdType(k *call) {
-	if rec, ok := k.find(1); ok {
-		if rec == nil {
-			k.w.WriteString("none")
-			return
-		}
-		k.w.WriteString("hash")
-	}
-}
-
-// wrongType is a read of another Redis type: WRONGTYPE on a profile, and
-// Redis's reply for a missing key otherwise.
-func wrongType(missing func(w *writer)) func(k *call) {
-	return func(k *call) {
-		if rec, ok := k.find(1); ok {
-			if rec != nil {
-				k.w.WriteError(errWrongType)
-				return
-			}
-			missing(k.w)
-		}
-	}
 }

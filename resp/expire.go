@@ -7,31 +7,17 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// The expiry of whole profiles, as Redis's keyspace commands: EXPIRE,
-// PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), TTL, PTTL,
-// EXPIRETIME, PEXPIRETIME and PERSIST.
+// The expiry commands, on partmap's expiry operations: of whole profiles,
+// as Redis's keyspace commands (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT with
+// NX, XX, GT and LT; TTL, PTTL, EXPIRETIME, PEXPIRETIME; PERSIST), and of
+// fields, as Redis 7.4's (HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT, HTTL,
+// HPTTL, HEXPIRETIME, HPEXPIRETIME, HPERSIST) and Redis 8.0's HGETDEL,
+// HGETEX and HSETEX.
 
-func init() {
-	key := [3]int{1, 1, 1}
-	for name, unit := range map[string]struct{ seconds, relative bool }{
-		"expire": {true, true}, "pexpire": {false, true}, "expireat": {true, false}, "pexpireat": {false, false},
-	} {
-		commands[name] = spec{arity: -3, write: true, flags: []string{"write", "fast"}, keys: key,
-			run: func(k *call) { cmdExpire(k, unit.seconds, unit.relative) }}
-	}
-	for name, unit := range map[string]struct{ seconds, absolute bool }{
-		"ttl": {true, false}, "pttl": {false, false}, "expiretime": {true, true}, "pexpiretime": {false, true},
-	} {
-		commands[name] = spec{arity: 2, flags: []string{"readonly", "fast"}, keys: key,
-			run: func(k *call) { cmdTTL(k, unit.seconds, unit.absolute) }}
-	}
-	commands["persist"] = spec{arity: 2, write: true, flags: []string{"write", "fast"}, keys: key, run: cmdPersist}
-}
-
-// expireOptions reads NX, XX, GT and LT as Redis 7.0 does, with its errors.
-func (k *call) expireOptions(from int) (partmap.ExpireCondition, bool) {
+// expireOptions reads EXPIRE's NX, XX, GT and LT as Redis 7.0 does.
+func (r *argReader) expireOptions(from int) partmap.ExpireCondition {
 	var nx, xx, gt, lt bool
-	for _, a := range k.args[from:] {
+	for _, a := range r.args[from:] {
 		switch lower(a) {
 		case "nx":
 			nx = true
@@ -42,148 +28,230 @@ func (k *call) expireOptions(from int) (partmap.ExpireCondition, bool) {
 		case "lt":
 			lt = true
 		default:
-			k.w.WriteError("ERR Unsupported option " + clip(a))
-			return "", false
+			r.refuse("ERR Unsupported option " + clip(a))
 		}
 	}
 	switch {
 	case nx && (xx || gt || lt):
-		k.w.WriteError("ERR NX and XX, GT or LT options at the same time are not compatible")
-		return "", false
+		r.refuse("ERR NX and XX, GT or LT options at the same time are not compatible")
 	case gt && lt:
-		k.w.WriteError("ERR GT and LT options at the same time are not compatible")
-		return "", false
+		r.refuse("ERR GT and LT options at the same time are not compatible")
 	case nx:
-		return partmap.ExpireIfNone, true
-	case xx && gt:
-		return partmap.ExpireIfLater, true // XX GT: GT already needs a deadline
+		return partmap.ExpireIfNone
 	case xx && lt:
-		return "XXLT", true
+		return partmap.ExpireIfSetSooner
+	case gt: // XX GT too: GT already needs a deadline
+		return partmap.ExpireIfLater
 	case xx:
-		return partmap.ExpireIfSet, true
-	case gt:
-		return partmap.ExpireIfLater, true
+		return partmap.ExpireIfSet
 	case lt:
-		return partmap.ExpireIfSooner, true
+		return partmap.ExpireIfSooner
 	}
-	return partmap.ExpireAlways, true
+	return partmap.ExpireAlways
 }
 
-func cmdExpire(k *call, seconds, relative bool) {
-	email, ok := k.key(1)
-	if !ok {
-		return
+// when is the time n, read as Redis's parseExpireTime does. A negative
+// one is refused, but where past says it is a time gone (EXPIRE's, which
+// then deletes the profile, as Redis deletes the key): partmap takes no
+// negative time, so it is the epoch.
+func (r *argReader) when(n int64, seconds, relative, past bool) partmap.When {
+	if r.err != nil {
+		return partmap.When{}
 	}
-	n, err := strconv.ParseInt(k.arg(2), 10, 64)
+	if n < 0 && past && !(seconds && n < math.MinInt64/1000) {
+		return partmap.When{}
+	}
+	w, err := partmap.WhenFromParam("time", n, seconds, relative)
 	if err != nil {
-		k.w.WriteError(errNotInteger)
-		return
+		r.refuse("ERR invalid expire time in '" + lower(r.args[0]) + "' command")
 	}
-	cond, ok := k.expireOptions(3)
-	if !ok {
-		return
+	return w
+}
+
+func parseExpire(seconds, relative bool) func([][]byte, []partmap.Operation) ([]partmap.Operation, error) {
+	return func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
+		r := argReader{args: args}
+		email, n, cond := r.key(1), r.int(2), r.expireOptions(3)
+		return r.done(ops, partmap.Operation{Op: partmap.OpExpire, Email: email, When: r.when(n, seconds, relative, true), ExpireCond: cond})
 	}
-	name := lower(k.args[0])
-	if seconds && (n > math.MaxInt64/1000 || n < math.MinInt64/1000) {
-		k.w.WriteError("ERR invalid expire time in '" + name + "' command")
-		return
+}
+
+// replyExpire answers 1 when the deadline was set (or the profile
+// deleted), 0 when not or the profile is missing.
+func replyExpire(w *writer, x *exchange) {
+	if !w.failed(x) {
+		code := x.res[0].Codes
+		w.WriteInt(boolInt(len(code) > 0 && (code[0] == partmap.ExpirySet || code[0] == partmap.ExpiryDeleted)))
 	}
-	// A time at or before now deletes the profile, as Redis deletes the
-	// key; partmap takes no negative time, so such a time is the epoch.
-	when, err := partmap.WhenFromParam("time", n, seconds, relative)
-	if n < 0 {
-		when, err = partmap.When{Millis: 0}, nil
+}
+
+func replyPersist(w *writer, x *exchange) {
+	if !w.failed(x) {
+		code := x.res[0].Codes
+		w.WriteInt(boolInt(len(code) > 0 && code[0] == partmap.ExpirySet))
 	}
-	if err != nil {
-		k.w.WriteError("ERR invalid expire time in '" + name + "' command")
-		return
-	}
-	op := partmap.Operation{Op: partmap.OpExpire, Email: email, When: when, ExpireCond: cond}
-	var res partmap.OperationResult
-	if cond == "XXLT" {
-		res, err = k.expireXXLT(op)
-	} else {
-		res, err = k.store.Apply(k.ctx, op)
-	}
-	switch {
-	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
-		k.w.WriteInt(0)
-	case err != nil:
-		k.w.WriteError(storeError(err))
-	default:
-		code := partmap.ExpiryNoField
-		if len(res.Codes) > 0 {
-			code = res.Codes[0]
+}
+
+// replyTTL answers -2 for a missing profile, -1 for one without a
+// deadline, and otherwise the time left (TTL, PTTL) or the deadline
+// (EXPIRETIME, PEXPIRETIME), in seconds rounded as Redis rounds them or
+// milliseconds.
+func replyTTL(seconds, absolute bool) func(*writer, *exchange) {
+	return func(w *writer, x *exchange) {
+		switch t := x.ttl; {
+		case partmap.ErrorCode(x.res[0].Err) == partmap.ENOTFOUND:
+			w.WriteInt(-2)
+		case w.failed(x):
+		case t.Profile == partmap.ExpiryNone:
+			w.WriteInt(-1)
+		default:
+			w.WriteInt64(ttlIn(t, t.Profile, seconds, absolute, 500))
 		}
-		k.w.WriteInt(boolInt(code == partmap.ExpirySet || code == partmap.ExpiryDeleted))
 	}
 }
 
-// cmdTTL answers -2 for a missing profile, -1 for one without a deadline,
-// and otherwise the time left (TTL, PTTL) or the deadline (EXPIRETIME,
-// PEXPIRETIME), in seconds rounded as Redis rounds them or milliseconds.
-func cmdTTL(k *call, seconds, absolute bool) {
-	email, ok := k.key(1)
-	if !ok {
-		return
-	}
-	ttl, err := k.store.Deadlines(k.ctx, email, nil)
-	switch {
-	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
-		k.w.WriteInt(-2)
-		return
-	case err != nil:
-		k.w.WriteError(storeError(err))
-		return
-	case ttl.Profile == partmap.ExpiryNone:
-		k.w.WriteInt(-1)
-		return
-	}
-	v := ttl.TTL(ttl.Profile)
-	if absolute {
-		v = ttl.Profile
+// ttlIn is deadline d, read with t, as a TTL command answers it: the time
+// left, or the deadline itself when absolute, in milliseconds or in
+// seconds rounded up from up ms (500 for TTL, 999 for HTTL, as Redis
+// rounds them).
+func ttlIn(t partmap.TTLs, d int64, seconds, absolute bool, up int64) int64 {
+	if !absolute {
+		d = t.TTL(d)
 	}
 	if seconds {
-		v = (v + 500) / 1000 // rounded, as Redis rounds TTL and EXPIRETIME alike
+		d = (d + up) / 1000
 	}
-	k.w.WriteInt64(v)
+	return d
 }
 
-func cmdPersist(k *call) {
-	email, ok := k.key(1)
-	if !ok {
-		return
+// parseFields reads KEY [FIELDS numfields field ...]: a get (HTTL and its
+// siblings), persist, or getDelete of the fields, or of the profile
+// without them (PERSIST).
+func parseFields(kind partmap.OpKind) func([][]byte, []partmap.Operation) ([]partmap.Operation, error) {
+	return func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
+		r := argReader{args: args}
+		op := partmap.Operation{Op: kind, Email: r.key(1)}
+		if len(args) > 2 {
+			op.Fields = r.fields(2, 1, errFieldsPositive)
+		}
+		return r.done(ops, op)
 	}
-	res, err := k.store.Apply(k.ctx, partmap.Operation{Op: partmap.OpPersist, Email: email})
+}
+
+// fields reads FIELDS numfields field... at argument at, with Redis's
+// refusals; per says how many arguments a field takes (2 for HSETEX's
+// pairs), and zero is the command's wording of a count below 1.
+func (r *argReader) fields(at, per int, zero string) []string {
 	switch {
-	case partmap.ErrorCode(err) == partmap.ENOTFOUND:
-		k.w.WriteInt(0)
-	case err != nil:
-		k.w.WriteError(storeError(err))
-	default:
-		k.w.WriteInt(boolInt(len(res.Codes) > 0 && res.Codes[0] == partmap.ExpirySet))
+	case r.err != nil:
+		return nil
+	case at+1 >= len(r.args) || lower(r.args[at]) != "fields":
+		r.refuse("ERR Mandatory argument FIELDS is missing or not at the right position")
+		return nil
+	}
+	n, err := strconv.ParseInt(string(r.args[at+1]), 10, 64)
+	if err != nil || n < 1 {
+		r.refuse("ERR " + zero)
+		return nil
+	}
+	if int64(len(r.args)-at-2) != n*int64(per) {
+		r.refuse("ERR The `numfields` parameter must match the number of arguments")
+		return nil
+	}
+	return r.strings(at + 2)
+}
+
+const (
+	errNumFieldsPositive = "Parameter `numFields` should be greater than 0"
+	errFieldsPositive    = "Number of fields must be a positive integer"
+)
+
+func parseHExpire(seconds, relative bool) func([][]byte, []partmap.Operation) ([]partmap.Operation, error) {
+	return func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
+		r := argReader{args: args}
+		op := partmap.Operation{Op: partmap.OpExpire, Email: r.key(1)}
+		op.When = r.when(r.int(2), seconds, relative, false)
+		at := 3
+		if c, err := partmap.ParseExpireCondition(string(args[3])); err == nil && c != "" && c != partmap.ExpireIfSetSooner {
+			at, op.ExpireCond = 4, c
+		}
+		op.Fields = r.fields(at, 1, errNumFieldsPositive)
+		return r.done(ops, op)
 	}
 }
 
-// expireXXLT is EXPIRE's XX LT: only a profile that has a deadline, and
-// only to a sooner one. partmap's conditions have no XX LT, so it reads
-// the deadline and sets the sooner one conditional on the version read,
-// again from the read if the profile changed in between.
-func (k *call) expireXXLT(op partmap.Operation) (partmap.OperationResult, error) {
-	op.ExpireCond = partmap.ExpireIfSooner
-	for range 100 {
-		ttl, err := k.store.Deadlines(k.ctx, op.Email, nil)
-		if err != nil {
-			return partmap.OperationResult{}, err
-		}
-		if ttl.Profile == partmap.ExpiryNone {
-			return partmap.OperationResult{Codes: []int{partmap.ExpiryNotMet}}, nil
-		}
-		op.Cond = partmap.Condition{IfMatch: []partmap.Version{ttl.Version}}
-		res, err := k.store.Apply(k.ctx, op)
-		if partmap.ErrorCode(err) != partmap.EPRECONDITION {
-			return res, err
-		}
+// replyCodes writes one code per field, -2 for each of a missing profile.
+func replyCodes(w *writer, x *exchange) {
+	eachField(w, x, x.res[0].Codes, partmap.ExpiryNoField, w.WriteInt)
+}
+
+// replyHTTL answers each field's time left or deadline, as replyTTL, or
+// its code: -2 for a field missing (every one of a missing profile), -1
+// for one without a deadline.
+func replyHTTL(seconds, absolute bool) func(*writer, *exchange) {
+	return func(w *writer, x *exchange) {
+		eachField(w, x, x.ttl.Deadlines, partmap.ExpiryNoField, func(d int64) {
+			if d >= 0 { // a deadline, not a code
+				d = ttlIn(x.ttl, d, seconds, absolute, 999)
+			}
+			w.WriteInt64(d)
+		})
 	}
-	return partmap.OperationResult{}, partmap.Errorf(partmap.ELOCKCONFLICT, "the profile kept changing under EXPIRE XX LT; retry")
+}
+
+// ttlOption reads HGETEX's and HSETEX's EX, PX, EXAT, PXAT (and PERSIST
+// or KEEPTTL, as the command takes) at argument i: how many arguments it
+// took, and the expiry.
+func (r *argReader) ttlOption(i int, extra string) (int, partmap.FieldExpiry) {
+	var x partmap.FieldExpiry
+	if r.err != nil || i >= len(r.args) {
+		return 0, x
+	}
+	opt := lower(r.args[i])
+	units := map[string]struct{ seconds, relative bool }{"ex": {true, true}, "px": {false, true}, "exat": {true, false}, "pxat": {false, false}}
+	if u, ok := units[opt]; ok {
+		if i+1 >= len(r.args) {
+			r.refuse(errSyntax)
+			return 0, x
+		}
+		when := r.when(r.int(i+1), u.seconds, u.relative, false)
+		x.When = &when
+		return 2, x
+	}
+	switch {
+	case opt == extra && extra == "persist":
+		x.Persist = true
+		return 1, x
+	case opt == extra && extra == "keepttl":
+		x.KeepTTL = true
+		return 1, x
+	}
+	return 0, x
+}
+
+func parseHGetEx(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
+	r := argReader{args: args}
+	op := partmap.Operation{Op: partmap.OpGetExpire, Email: r.key(1)}
+	n, x := r.ttlOption(2, "persist")
+	op.Fields, op.Expiry = r.fields(2+n, 1, errFieldsPositive), x
+	return r.done(ops, op)
+}
+
+func parseHSetEx(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
+	r := argReader{args: args}
+	op := partmap.Operation{Op: partmap.OpSetFields, Email: r.key(1), FieldSet: partmap.SetFieldsAlways}
+	at := 2
+	switch lower(args[2]) {
+	case "fnx":
+		at, op.FieldSet = 3, partmap.SetIfNoFieldExist
+	case "fxx":
+		at, op.FieldSet = 3, partmap.SetIfAllExist
+	}
+	n, x := r.ttlOption(at, "keepttl")
+	pairs := r.fields(at+n, 2, errFieldsPositive)
+	op.Set, op.Expiry = partmap.Patch{}, x
+	for i := 0; i+1 < len(pairs); i += 2 {
+		op.Set[pairs[i]] = &pairs[i+1]
+	}
+	return r.done(ops, op)
 }

@@ -2,14 +2,12 @@ package resp_test
 
 import (
 	"context"
-	"net"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/partmap/partmap/pebble"
-	"github.com/partmap/partmap/resp"
 )
 
 // The field-expiry commands, which Debian's Redis 7.0 lacks, against
@@ -19,22 +17,8 @@ func TestFieldExpiry(t *testing.T) {
 	base := time.UnixMilli(1_900_000_000_000) // a whole second
 	opts := pebble.Options{}
 	opts.Clock = func() time.Time { return base.Add(time.Duration(skew.Load())) }
-	store, err := pebble.Open(t.TempDir(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if _, err := store.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := resp.New(store, nil)
-	go s.Serve(ln)
-	defer s.Close()
-	c := client(t, ln.Addr().String(), 3)
+	_, addr, _ := serveServer(t, &opts, nil)
+	c := client(t, addr, 3)
 	now := base.UnixMilli()
 	for i, step := range []struct {
 		args []any

@@ -3,7 +3,10 @@ package resp
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -64,3 +67,23 @@ func FuzzCommands(f *testing.F) {
 		}
 	})
 }
+
+// bufConn is a redcon.Conn whose replies go to a buffer.
+type bufConn struct {
+	*redcon.Writer
+	out bytes.Buffer
+	ctx any
+}
+
+func (c *bufConn) RemoteAddr() string { return "fuzz" }
+func (c *bufConn) Close() error {
+	return errors.New("resp: the fuzzed command tried to close the connection")
+}
+func (c *bufConn) Context() any                        { return c.ctx }
+func (c *bufConn) SetContext(v any)                    { c.ctx = v }
+func (c *bufConn) SetReadBuffer(int)                   {}
+func (c *bufConn) Detach() redcon.DetachedConn         { return nil }
+func (c *bufConn) ReadPipeline() []redcon.Command      { return nil }
+func (c *bufConn) PeekPipeline() []redcon.Command      { return nil }
+func (c *bufConn) NetConn() net.Conn                   { return nil }
+func (c *bufConn) WriteBulkFrom(n int64, rb io.Reader) { c.Writer.WriteBulkFrom(n, rb) }

@@ -36,6 +36,9 @@ func (w *writer) null() {
 
 func (w *writer) ok() { w.WriteString("OK") }
 
+// fail writes err, a refusal in Redis's words.
+func (w *writer) fail(err error) { w.WriteError(err.Error()) }
+
 // nullArray is EXEC's reply when a watched key changed.
 func (w *writer) nullArray() {
 	if w.proto == 3 {

@@ -19,7 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/auth"
 	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/resp"
@@ -49,14 +49,15 @@ func TestMain(m *testing.M) {
 // returns its address and the store.
 func serve(t testing.TB, opts *resp.Options) (string, partmap.Store) {
 	t.Helper()
-	_, addr, store := serveServer(t, opts)
+	_, addr, store := serveServer(t, nil, opts)
 	return addr, store
 }
 
-// serveServer is serve that returns the server too.
-func serveServer(t testing.TB, opts *resp.Options) (*resp.Server, string, partmap.Store) {
+// serveServer is serve on a store opened with storeOpts, that returns the
+// server too.
+func serveServer(t testing.TB, storeOpts *pebble.Options, opts *resp.Options) (*resp.Server, string, partmap.Store) {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), nil)
+	store, err := pebble.Open(t.TempDir(), storeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,9 +307,9 @@ func TestPipeline(t *testing.T) {
 // With tokens, nothing but HELLO, AUTH, PING and QUIT works before AUTH, a
 // wrong token is WRONGPASS, and a read token's writes are NOPERM.
 func TestAuth(t *testing.T) {
-	readTok, readLine, _ := pmhttp.NewToken("reader", pmhttp.ScopeRead)
-	writeTok, writeLine, _ := pmhttp.NewToken("writer", pmhttp.ScopeWrite)
-	tokens, err := pmhttp.ParseTokens(strings.NewReader(readLine + "\n" + writeLine + "\n"))
+	readTok, readLine, _ := auth.NewToken("reader", auth.ScopeRead)
+	writeTok, writeLine, _ := auth.NewToken("writer", auth.ScopeWrite)
+	tokens, err := auth.ParseTokens(strings.NewReader(readLine + "\n" + writeLine + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,6 +475,7 @@ func TestKeyExpiryMatchesRedis(t *testing.T) {
 			{"ttl", "e@x.io"}, {"expire", "e@x.io", "50", "nx"}, {"expire", "e@x.io", "50", "gt"}, {"expire", "e@x.io", "200", "gt"},
 			{"ttl", "e@x.io"}, {"expire", "e@x.io", "300", "lt"}, {"expire", "e@x.io", "150", "lt"}, {"ttl", "e@x.io"},
 			{"expire", "e@x.io", "150", "xx", "lt"}, {"expire", "e@x.io", "120", "xx", "lt"}, {"ttl", "e@x.io"},
+			{"persist", "e@x.io"}, {"expire", "e@x.io", "120", "xx", "lt"}, {"ttl", "e@x.io"}, {"expire", "e@x.io", "150", "lt"},
 			{"expireat", "e@x.io", far}, {"expiretime", "e@x.io"}, {"pexpireat", "e@x.io", far + "000"}, {"pexpiretime", "e@x.io"},
 			{"pexpireat", "e@x.io", far + "600"}, {"expiretime", "e@x.io"}, {"pexpireat", "e@x.io", far + "400"}, {"expiretime", "e@x.io"},
 			{"pexpire", "e@x.io", "100000000"}, {"ttl", "e@x.io"},
@@ -582,7 +584,7 @@ func TestScanMatchesRedis(t *testing.T) {
 // connection continues any cursor, as a client's pool needs, also after
 // the connection it was handed to has closed.
 func TestScanCursorsPerConnection(t *testing.T) {
-	srv, addr, _ := serveServer(t, nil)
+	srv, addr, _ := serveServer(t, nil, nil)
 	ctx := context.Background()
 	conn := func() *goredis.Client {
 		c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, DisableIdentity: true})
@@ -747,6 +749,11 @@ func TestMultiMatchesRedis(t *testing.T) {
 			{"multi"}, {"watch", "m2@x.io"}, {"discard"},
 			{"watch", "m2@x.io", "m3@x.io"}, {"multi"}, {"hset", "m2@x.io", "w", "1"}, {"exec"}, {"unwatch"},
 			{"multi"}, {"unwatch"}, {"hget", "m2@x.io", "w"}, {"exec"},
+			// Nothing to read or write.
+			{"multi"}, {"exec"}, {"multi"}, {"echo", "hi"}, {"ping"}, {"exec"},
+			{"multi"}, {"expire", "m2@x.io", "100"}, {"ttl", "m2@x.io"}, {"expire", "m2@x.io", "50", "xx", "lt"}, {"ttl", "m2@x.io"},
+			{"persist", "m2@x.io"}, {"ttl", "m2@x.io"}, {"expire", "m2@x.io", "50", "xx", "lt"}, {"ttl", "m2@x.io"}, {"exec"},
+			{"multi"}, {"del", "m2@x.io", "m3@x.io"}, {"hincrby", "m3@x.io", "n", "5"}, {"exists", "m2@x.io", "m3@x.io"}, {"exec"},
 		}
 		for i, args := range steps {
 			norm := execUnordered
@@ -1006,4 +1013,201 @@ func structure(v any) any {
 		out = append(out, kept)
 	}
 	return out
+}
+
+// spy is a store that counts the writes resp sends it.
+type spy struct {
+	partmap.Store
+	mu        sync.Mutex
+	transacts [][]partmap.Operation
+}
+
+func (s *spy) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	s.mu.Lock()
+	s.transacts = append(s.transacts, ops)
+	s.mu.Unlock()
+	return s.Store.Transact(ctx, ops)
+}
+
+// taken returns the transactions run since the last call, and forgets
+// them.
+func (s *spy) taken() [][]partmap.Operation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.transacts
+	s.transacts = nil
+	return t
+}
+
+// serveSpy starts a RESP server on a spy of a started Pebble store.
+func serveSpy(t *testing.T) (string, *spy) {
+	t.Helper()
+	_, store := serve(t, nil)
+	sp := &spy{Store: store}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resp.New(sp, nil)
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	return ln.Addr().String(), sp
+}
+
+// DEL and UNLINK of several keys are one transaction of deletes, which
+// counts those that existed; past a transaction's size they are refused
+// whole.
+func TestDelIsOneTransaction(t *testing.T) {
+	addr, sp := serveSpy(t)
+	c := client(t, addr, 2)
+	ctx := context.Background()
+	for _, k := range []string{"a@x.io", "b@x.io"} {
+		if err := c.HSet(ctx, k, "f", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp.taken()
+	if n, err := c.Del(ctx, "a@x.io", "nobody@x.io", "B@x.io", "a@x.io").Result(); err != nil || n != 2 {
+		t.Fatalf("DEL: %d %v, want 2", n, err)
+	}
+	txs := sp.taken()
+	if len(txs) != 1 || len(txs[0]) != 4 {
+		t.Fatalf("DEL of four keys ran the transactions %+v, want one of four deletes", txs)
+	}
+	for _, op := range txs[0] {
+		if op.Op != partmap.OpDelete || !op.AllowMissing {
+			t.Fatalf("DEL's operation %+v", op)
+		}
+	}
+	if n, _ := c.Exists(ctx, "a@x.io", "b@x.io").Result(); n != 0 {
+		t.Fatalf("after DEL, %d keys exist", n)
+	}
+	// A key that is no email, or too many keys: nothing is deleted.
+	c.HSet(ctx, "a@x.io", "f", "1")
+	if err := c.Unlink(ctx, "a@x.io", "café@x.io").Err(); err == nil || !strings.Contains(err.Error(), "not a customer email") {
+		t.Fatalf("UNLINK of a non-email: %v", err)
+	}
+	keys := []string{"a@x.io"}
+	for i := range partmap.MaxTransactionOps {
+		keys = append(keys, fmt.Sprintf("k%d@x.io", i))
+	}
+	if err := c.Del(ctx, keys...).Err(); err == nil || err.Error() != "ERR del deletes at most 100 keys at once, in one partmap transaction" {
+		t.Fatalf("DEL of %d keys: %v", len(keys), err)
+	}
+	if n, _ := c.Exists(ctx, "a@x.io").Result(); n != 1 {
+		t.Fatal("a refused DEL deleted a key")
+	}
+	if n, err := c.Del(ctx, keys[:partmap.MaxTransactionOps]...).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of %d keys: %d %v", partmap.MaxTransactionOps, n, err)
+	}
+}
+
+// EXEC runs its transaction only when there is something to read or
+// write; a command that fails inside it, even where partmap refuses what
+// Redis takes, fails alone; and a transaction's size is bounded.
+func TestExec(t *testing.T) {
+	addr, sp := serveSpy(t)
+	c := client(t, addr, 3)
+	c.Options().PoolSize = 1
+	answer := func(args ...any) string {
+		if r := do(c, args...); r.err != "" {
+			return r.err
+		} else {
+			return fmt.Sprint(r.val)
+		}
+	}
+	for _, step := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"multi"}, "OK"}, {[]any{"exec"}, "[]"},
+		{[]any{"multi"}, "OK"}, {[]any{"echo", "hi"}, "QUEUED"}, {[]any{"ping"}, "QUEUED"}, {[]any{"unwatch"}, "QUEUED"},
+		{[]any{"hincrby", "e@x.io", "n", "x"}, "QUEUED"}, {[]any{"exec"}, "[hi PONG OK ERR value is not an integer or out of range]"},
+	} {
+		if got := answer(step.args...); got != step.want {
+			t.Fatalf("%q: %s, want %s", step.args, got, step.want)
+		}
+	}
+	if txs := sp.taken(); len(txs) != 0 {
+		t.Fatalf("EXEC without operations ran %d transactions", len(txs))
+	}
+	do(c, "multi")
+	for _, args := range [][]any{
+		{"hset", "e@x.io", "bad", "\xff"}, {"hset", "e@x.io", "n", "1"}, {"hincrby", "e@x.io", "n", "2"},
+		{"hexpire", "e@x.io", "100", "fields", "1", "n"}, {"httl", "e@x.io", "fields", "2", "n", "zz"}, {"expire", "e@x.io", "200"},
+		{"ttl", "e@x.io"}, {"pttl", "nobody@x.io"}, {"hgetdel", "e@x.io", "fields", "1", "emailAddress"},
+	} {
+		do(c, args...)
+	}
+	got := do(c, "exec")
+	vals, _ := got.val.([]any)
+	if len(vals) != 9 || fmt.Sprint(vals[1:8]) != "[1 3 [1] [100 -2] 1 200 -2]" ||
+		!strings.Contains(fmt.Sprint(vals[0]), "UTF-8") || !strings.Contains(fmt.Sprint(vals[8]), "emailAddress is the profile's key") {
+		t.Fatalf("EXEC: %#v", got)
+	}
+	if txs := sp.taken(); len(txs) != 1 || len(txs[0]) != 9 {
+		t.Fatalf("EXEC ran the transactions %+v, want one of 9 operations", txs)
+	}
+	// A transaction is bounded by the profiles it names, not by its
+	// commands: many on one profile run, as they did on a copy of it.
+	do(c, "watch", "e@x.io")
+	do(c, "multi")
+	for range 2 * partmap.MaxTransactionOps {
+		do(c, "hget", "e@x.io", "n")
+	}
+	if got := do(c, "exec"); got.err != "" || len(got.val.([]any)) != 2*partmap.MaxTransactionOps {
+		t.Fatalf("EXEC of %d reads of one profile: %#v", 2*partmap.MaxTransactionOps, got)
+	}
+	do(c, "multi")
+	for i := range partmap.MaxTransactionOps + 1 {
+		do(c, "hget", fmt.Sprintf("p%d@x.io", i), "n")
+	}
+	if got := do(c, "exec"); !strings.HasPrefix(got.err, "ERR a transaction names at most 100 profiles; this one names 101") {
+		t.Fatalf("EXEC naming %d profiles: %#v", partmap.MaxTransactionOps+1, got)
+	}
+}
+
+// The change feed shows the kinds the client sent, inside MULTI as
+// outside.
+func TestFeedKindsUnderMulti(t *testing.T) {
+	addr, store := serve(t, nil)
+	c := client(t, addr, 2)
+	c.Options().PoolSize = 1
+	ctx := context.Background()
+	feed := store.(partmap.Feeder)
+	begin, err := feed.Changes(ctx, partmap.ChangeQuery{After: partmap.FeedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.HSet(ctx, "gone@x.io", "f", "1")
+	if _, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.HIncrBy(ctx, "n@x.io", "n", 1)
+		p.HSet(ctx, "s@x.io", "f", "v")
+		p.HDel(ctx, "s@x.io", "g")
+		p.Del(ctx, "gone@x.io")
+		p.HIncrByFloat(ctx, "n@x.io", "f", 1.5)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := feed.Changes(ctx, partmap.ChangeQuery{After: begin.Next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ch := range page.Changes {
+		got = append(got, ch.Email+" "+string(ch.Op))
+	}
+	// A transaction's event of a profile names its last operation on it.
+	want := []string{"gone@x.io setFields", "gone@x.io delete", "n@x.io incrementFloat", "s@x.io setFields"}
+	if slices.Sort(got[1:]); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the feed: %q, want %q", got, want)
+	}
+	c.Do(ctx, "multi")
+	c.Do(ctx, "hincrby", "n@x.io", "n", "1")
+	c.Do(ctx, "exec")
+	page, err = feed.Changes(ctx, partmap.ChangeQuery{After: page.Next})
+	if err != nil || len(page.Changes) != 1 || page.Changes[0].Op != partmap.OpIncrement {
+		t.Fatalf("the feed after HINCRBY in MULTI: %+v %v", page.Changes, err)
+	}
 }

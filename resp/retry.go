@@ -38,19 +38,6 @@ func (r retrying) Apply(ctx context.Context, op partmap.Operation) (partmap.Oper
 	return retry(ctx, func() (partmap.OperationResult, error) { return r.Store.Apply(ctx, op) })
 }
 
-func (r retrying) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
-	return retry(ctx, func() (partmap.PatchResult, error) { return r.Store.PatchProfile(ctx, email, patch, cond) })
-}
-
-func (r retrying) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
-	return retry(ctx, func() (partmap.Increment, error) { return r.Store.IncrementField(ctx, email, field, by, cond) })
-}
-
-func (r retrying) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
-	_, err := retry(ctx, func() (struct{}, error) { return struct{}{}, r.Store.DeleteProfile(ctx, email, cond) })
-	return err
-}
-
 func (r retrying) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
 	return retry(ctx, func() ([]partmap.OperationResult, error) { return r.Store.Transact(ctx, ops) })
 }

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -10,14 +9,7 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// SCAN, HSCAN and HRANDFIELD.
-
-func init() {
-	key := [3]int{1, 1, 1}
-	commands["scan"] = spec{arity: -2, flags: []string{"readonly"}, run: cmdScan}
-	commands["hscan"] = spec{arity: -3, flags: []string{"readonly"}, keys: key, run: cmdHScan}
-	commands["hrandfield"] = spec{arity: -2, flags: []string{"readonly"}, keys: key, run: cmdHRandField}
-}
+// SCAN and PARTMAP.SEARCH, which page through the profiles.
 
 // scanCursors maps the numbers SCAN hands out, as Redis clients expect a
 // cursor to be, to the directory's own cursors, which hold a partition and
@@ -80,35 +72,33 @@ func (sc *scanCursors) release(c *client) {
 	}
 }
 
-// scanOptions reads MATCH, COUNT and, where typed, TYPE.
-func (k *call) scanOptions(from int, typed bool) (match string, count int, kind string, ok bool) {
+// scanOptions reads MATCH, COUNT and, where typed, TYPE from argument
+// from on.
+func scanOptions(args [][]byte, from int, typed bool) (match string, count int, kind string, err error) {
 	count = 10
-	for i := from; i < len(k.args); i += 2 {
-		opt := lower(k.args[i])
-		if i+1 >= len(k.args) || !(opt == "match" || opt == "count" || (typed && opt == "type")) {
-			k.w.WriteError(errSyntax)
-			return "", 0, "", false
+	for i := from; i < len(args); i += 2 {
+		opt := lower(args[i])
+		if i+1 >= len(args) || !(opt == "match" || opt == "count" || (typed && opt == "type")) {
+			return "", 0, "", refusal(errSyntax)
 		}
-		v := k.arg(i + 1)
+		v := string(args[i+1])
 		switch opt {
 		case "match":
 			match = v
 		case "count":
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				k.w.WriteError(errNotInteger)
-				return "", 0, "", false
+				return "", 0, "", refusal(errNotInteger)
 			}
 			if n < 1 {
-				k.w.WriteError(errSyntax)
-				return "", 0, "", false
+				return "", 0, "", refusal(errSyntax)
 			}
 			count = n
 		case "type":
-			kind = lower(k.args[i+1])
+			kind = lower(args[i+1])
 		}
 	}
-	return match, count, kind, true
+	return match, count, kind, nil
 }
 
 // cmdScan pages through every profile's key: a profile that exists for
@@ -121,12 +111,14 @@ func cmdScan(k *call) {
 		k.w.WriteError("ERR invalid cursor")
 		return
 	}
-	match, count, kind, ok := k.scanOptions(2, true)
-	if !ok {
+	match, count, kind, err := scanOptions(k.args, 2, true)
+	if err != nil {
+		k.w.fail(err)
 		return
 	}
 	opts := partmap.ListOptions{Limit: min(count, partmap.MaxPageLimit)}
 	if id != 0 {
+		var ok bool
 		if opts.Cursor, ok = k.s.cursors.get(id); !ok {
 			k.w.WriteError("ERR invalid cursor: it is not one this server handed out, or too old; start again from 0")
 			return
@@ -152,112 +144,6 @@ func cmdScan(k *call) {
 	k.w.WriteArray(2)
 	k.w.WriteBulkString(next)
 	k.w.strings(keys)
-}
-
-// cmdHScan returns a profile's fields in one go, cursor 0, as Redis does
-// for a small hash: a profile holds at most a few hundred fields.
-func cmdHScan(k *call) {
-	if _, err := strconv.ParseUint(k.arg(2), 10, 64); err != nil {
-		k.w.WriteError("ERR invalid cursor")
-		return
-	}
-	match, _, _, ok := k.scanOptions(3, false)
-	if !ok {
-		return
-	}
-	rec, ok := k.find(1)
-	if !ok {
-		return
-	}
-	var out []string
-	if rec != nil {
-		for _, f := range sortedFields(rec.Profile) {
-			if match == "" || globMatch(match, f) {
-				out = append(out, f, rec.Profile[f])
-			}
-		}
-	}
-	k.w.WriteArray(2)
-	k.w.WriteBulkString("0")
-	k.w.strings(out)
-}
-
-// cmdHRandField answers one random field, or count distinct ones (a
-// negative count: that many, repeats allowed), with their values after
-// WITHVALUES, as Redis does.
-func cmdHRandField(k *call) {
-	if len(k.args) > 4 || (len(k.args) == 4 && lower(k.args[3]) != "withvalues") {
-		k.w.WriteError(errSyntax)
-		return
-	}
-	var count int64
-	if len(k.args) >= 3 {
-		n, err := strconv.ParseInt(k.arg(2), 10, 64)
-		if err != nil {
-			k.w.WriteError(errNotInteger)
-			return
-		}
-		if n < -(1<<62) || n > 1<<62 {
-			k.w.WriteError("ERR value is out of range")
-			return
-		}
-		count = n
-	}
-	withValues := len(k.args) == 4
-	rec, ok := k.find(1)
-	if !ok {
-		return
-	}
-	var names []string
-	if rec != nil {
-		names = sortedFields(rec.Profile)
-	}
-	if len(k.args) == 2 {
-		if len(names) == 0 {
-			k.w.null()
-			return
-		}
-		k.w.WriteBulkString(names[rand.IntN(len(names))])
-		return
-	}
-	var picked []string
-	switch {
-	case count >= 0:
-		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-		picked = names[:min(int(count), len(names))]
-	case len(names) > 0:
-		// A negative count repeats fields: the reply is bounded in bytes,
-		// not only in elements, as a small command could ask for gigabytes.
-		longest := 0
-		for _, f := range names {
-			longest = max(longest, len(f)+len(rec.Profile[f])+32)
-		}
-		if -count > int64(MaxPending/longest) {
-			k.w.WriteError(fmt.Sprintf("ERR value is out of range: at most %d fields of this profile in one reply", MaxPending/longest))
-			return
-		}
-		for range -count {
-			picked = append(picked, names[rand.IntN(len(names))])
-		}
-	}
-	if !withValues {
-		k.w.strings(picked)
-		return
-	}
-	if k.w.proto == 3 {
-		k.w.WriteArray(len(picked))
-		for _, f := range picked {
-			k.w.WriteArray(2)
-			k.w.WriteBulkString(f)
-			k.w.WriteBulkString(rec.Profile[f])
-		}
-		return
-	}
-	k.w.WriteArray(2 * len(picked))
-	for _, f := range picked {
-		k.w.WriteBulkString(f)
-		k.w.WriteBulkString(rec.Profile[f])
-	}
 }
 
 // globMatch is Redis's glob (stringmatchlen): * any run, ? any byte,
@@ -333,10 +219,6 @@ func matchOne(pattern string, c byte) (int, bool) {
 		return p, matched != not
 	}
 	return 1, pattern[0] == c
-}
-
-func init() {
-	commands["partmap.search"] = spec{arity: -4, flags: []string{"readonly"}, run: cmdSearch}
 }
 
 // cmdSearch is partmap's own command, the HTTP API's search:

@@ -7,7 +7,10 @@
 // the command; README.md, "Use it from Redis clients", lists them.
 //
 // The wire protocol is github.com/tidwall/redcon's; this package is the
-// command layer.
+// command layer. A command of profiles takes three steps: a pure parse of
+// its arguments into partmap.Operations, their run on the store (alone,
+// or in EXEC's one transaction), and a reply written from the results
+// (commands.go).
 package resp
 
 import (
@@ -23,7 +26,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/partmap/partmap"
-	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/auth"
 )
 
 // Options configure New. A nil *Options means defaults.
@@ -31,7 +34,7 @@ type Options struct {
 	// Tokens, when set, make every command but HELLO, AUTH, PING and QUIT
 	// wait for an AUTH with a partmap token; a read token's writes are
 	// refused with NOPERM. Nil: every client may do everything.
-	Tokens *pmhttp.Tokens
+	Tokens *auth.Tokens
 	// Log receives connection errors; nil means slog.Default().
 	Log *slog.Logger
 	// WriteTimeout is how long a reply may wait for a client that does not
@@ -47,7 +50,7 @@ type Options struct {
 // Server answers Redis clients from a partmap.Store.
 type Server struct {
 	store        partmap.Store
-	tokens       *pmhttp.Tokens
+	tokens       *auth.Tokens
 	log          *slog.Logger
 	writeTimeout time.Duration
 	cmdTimeout   time.Duration
@@ -140,7 +143,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	// pipeline.
 	c.ctx, c.wait = partmap.DeferDurability(s.base)
 	if s.tokens == nil {
-		c.authed, c.scope = true, pmhttp.ScopeAdmin
+		c.authed, c.scope = true, auth.ScopeAdmin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,7 +176,7 @@ type client struct {
 	name   string
 	authed bool
 	user   string // the token's name
-	scope  pmhttp.Scope
+	scope  auth.Scope
 
 	// ctx defers the durability of the current pipeline's writes to wait.
 	ctx  context.Context
@@ -182,12 +185,19 @@ type client struct {
 	tx      transaction // MULTI and WATCH (multi.go)
 	quit    bool        // QUIT: hang up after the pipeline's replies
 	cursors []uint64    // the SCAN cursors it was handed, oldest first (scan.go)
+
+	// The command running, and its writer: the client's own, reused, so
+	// that a command allocates little.
+	x    exchange
+	call call
+	w    writer
 }
 
 // handle runs one command and writes its reply.
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	c, _ := conn.Context().(*client)
-	if c == nil || len(cmd.Args) == 0 {
+	args := rc.Args
+	if c == nil || len(args) == 0 {
 		return
 	}
 	// Close waits for the commands in flight, so that none reaches the
@@ -206,9 +216,9 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	// all ends before redcon writes the replies out. A failed wait hangs
 	// up, and no reply of the pipeline is sent.
 	defer s.endOfCommand(conn, c)
-	w := &writer{Conn: conn, proto: c.proto}
-	spec, ok := lookup(cmd.Args[0])
-	name := spec.name
+	k, w := &c.call, &c.w
+	*w = writer{Conn: conn, proto: c.proto}
+	cmd, ok := lookup(args[0])
 	inMulti := c.tx.queue != nil
 	refuse := func(msg string) {
 		c.tx.failed = c.tx.failed || inMulti
@@ -216,28 +226,27 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	}
 	switch {
 	case !ok:
-		refuse(unknownCommand(cmd.Args))
+		refuse(unknownCommand(args))
 		return
-	case !c.authed && !spec.beforeAuth:
+	case !c.authed && !cmd.open:
 		refuse("NOAUTH Authentication required.")
 		return
-	case !spec.arity.ok(len(cmd.Args)):
-		refuse("ERR wrong number of arguments for '" + name + "' command")
+	case !cmd.arity.ok(len(args)):
+		refuse("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
-	case spec.write && c.scope < pmhttp.ScopeWrite:
-		refuse("NOPERM this user has no permissions to run the '" + name + "' command")
+	case cmd.write && c.scope < auth.ScopeWrite:
+		refuse("NOPERM this user has no permissions to run the '" + cmd.name + "' command")
 		return
 	}
-	k := &call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store, args: cmd.Args}
-	switch name {
-	case "exec", "discard", "multi", "watch", "quit":
+	*k = call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store, args: args}
+	switch {
+	case inMulti && !slices.Contains([]string{"exec", "discard", "multi", "watch", "quit"}, cmd.name):
+		k.enqueue(cmd)
+	case cmd.run != nil:
+		cmd.run(k)
 	default:
-		if inMulti {
-			k.enqueue(spec)
-			return
-		}
+		k.execute(cmd)
 	}
-	spec.run(k)
 }
 
 // endOfCommand waits for the durability of the pipeline's writes after its

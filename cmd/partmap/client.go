@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/partmap/partmap"
@@ -20,6 +21,9 @@ type clientFlags struct {
 	server string
 	token  string
 	caCert string
+	// ifMatch is --if-match, on a write; parse reads it into cond.
+	ifMatch *string
+	cond    partmap.Condition
 }
 
 // newClientCommand starts the flag set of a client subcommand.
@@ -35,6 +39,14 @@ func newClientCommand(e *env, name, args string) *clientFlags {
 	return cf
 }
 
+// newWriteCommand starts the flag set of a client subcommand that writes,
+// with --if-match.
+func newWriteCommand(e *env, name, args string) *clientFlags {
+	cf := newClientCommand(e, name, args)
+	cf.ifMatch = cf.fs.String("if-match", "", "write only if the profile's ETag is this (or * : only if it exists)")
+	return cf
+}
+
 // parse parses args, checks the number of positional arguments, and returns
 // them with a client for the server.
 func (cf *clientFlags) parse(args []string, minArgs, maxArgs int) ([]string, *pmhttp.Client, error) {
@@ -45,6 +57,11 @@ func (cf *clientFlags) parse(args []string, minArgs, maxArgs int) ([]string, *pm
 	if len(rest) < minArgs || len(rest) > maxArgs {
 		cf.fs.Usage()
 		return nil, nil, errUsageReported
+	}
+	if cf.ifMatch != nil {
+		if cf.cond, err = ifMatchCondition(*cf.ifMatch); err != nil {
+			return nil, nil, err
+		}
 	}
 	opts := &pmhttp.ClientOptions{Token: cf.token, OnWait: func(err *partmap.Error, wait time.Duration) {
 		fmt.Fprintf(cf.stderr, "partmap: waiting %v: %s\n", wait.Round(time.Second), err.Message)
@@ -74,4 +91,23 @@ func printJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// ifMatchCondition reads --if-match: an ETag, its quotes optional, or *.
+func ifMatchCondition(tag string) (partmap.Condition, error) {
+	switch tag {
+	case "":
+		return partmap.Condition{}, nil
+	case "*":
+		return partmap.Condition{IfExists: true}, nil
+	}
+	given := tag
+	if !strings.HasPrefix(tag, `"`) {
+		tag = `"` + tag + `"` // a shell eats the quotes of "0123456789abcdef"
+	}
+	v, err := partmap.ParseETag(tag)
+	if err != nil {
+		return partmap.Condition{}, usagef("--if-match %q is not an ETag partmap issued (16 hex digits, quotes optional) or *", given)
+	}
+	return partmap.IfMatch(v), nil
 }

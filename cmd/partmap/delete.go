@@ -6,18 +6,12 @@ import (
 )
 
 func runDelete(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "delete", "EMAIL")
-	var cond conditionFlags
-	cond.register(cf.fs)
+	cf := newWriteCommand(e, "delete", "EMAIL")
 	rest, cl, err := cf.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	c, err := cond.condition()
-	if err != nil {
-		return err
-	}
-	if err := cl.DeleteProfile(ctx, rest[0], c); err != nil {
+	if err := cl.DeleteProfile(ctx, rest[0], cf.cond); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "deleted %s\n", rest[0])

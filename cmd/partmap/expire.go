@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -23,40 +24,36 @@ func (f *deadlineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.at, "at", "", "a `TIME`: RFC 3339 (2027-01-31T12:00:00Z) or Unix seconds; a past time expires at once")
 }
 
-// when reads the deadline; nil when neither flag was given.
-func (f *deadlineFlags) when() (*partmap.When, error) {
-	switch {
+// members sets the deadline's member of m: --in as milliseconds from now,
+// --at as Unix milliseconds. A kind that requires a time must be given
+// one.
+func (f *deadlineFlags) members(m *partmap.OperationJSON) error {
+	switch _, required := m.Op.Takes("time"); {
 	case f.in != "" && f.at != "":
-		return nil, usagef("give --in or --at, not both")
+		return usagef("give --in or --at, not both")
 	case f.in != "":
 		d, err := time.ParseDuration(f.in)
 		if err != nil || d < 0 || d%time.Millisecond != 0 {
-			return nil, usagef("--in takes a duration of whole milliseconds, not negative (90s, 1500ms), not %q", f.in)
+			return usagef("--in takes a duration of whole milliseconds, not negative (90s, 1500ms), not %q", f.in)
 		}
-		w, err := partmap.WhenFromParam("--in", d.Milliseconds(), false, true)
-		if err != nil {
-			return nil, usagef("%s", partmap.ErrorMessage(err))
-		}
-		return &w, nil
+		return m.SetText("milliseconds", strconv.FormatInt(d.Milliseconds(), 10))
 	case f.at != "":
 		var ms int64
 		if secs, err := strconv.ParseInt(f.at, 10, 64); err == nil {
 			if secs < 0 || secs > partmap.MaxDeadline/1000 {
-				return nil, usagef("--at %d is outside 0 to %d Unix seconds", secs, int64(partmap.MaxDeadline/1000))
+				return usagef("--at %d is outside 0 to %d Unix seconds", secs, int64(partmap.MaxDeadline/1000))
 			}
 			ms = secs * 1000
 		} else if t, err := time.Parse(time.RFC3339Nano, f.at); err == nil {
 			ms = t.UnixMilli()
 		} else {
-			return nil, usagef("--at takes RFC 3339 (2027-01-31T12:00:00Z) or Unix seconds, not %q", f.at)
+			return usagef("--at takes RFC 3339 (2027-01-31T12:00:00Z) or Unix seconds, not %q", f.at)
 		}
-		w, err := partmap.WhenFromParam("--at", ms, false, false)
-		if err != nil {
-			return nil, usagef("%s", partmap.ErrorMessage(err))
-		}
-		return &w, nil
+		return m.SetText("atMilliseconds", strconv.FormatInt(ms, 10))
+	case required:
+		return usagef("give the deadline with --in or --at")
 	}
-	return nil, nil
+	return nil
 }
 
 // expiryCodes names Redis's per-field codes for people.
@@ -78,58 +75,150 @@ func expiryCode(op partmap.OpKind, code int) string {
 	return "?"
 }
 
+// operationCommand is a subcommand that runs one operation. Its
+// arguments and flags spell the operation's members, which
+// partmap.OperationJSON reads as it reads a transaction's: a flag for each
+// member the kind takes, and print shows the result.
+type operationCommand struct {
+	op               partmap.OpKind
+	args             string // the positional arguments, for the usage line
+	minArgs, maxArgs int
+	condition        string // the help of --condition, for a kind that takes one
+	// members sets the members that the arguments after EMAIL spell.
+	members func(m *partmap.OperationJSON, args []string) error
+	print   func(e *env, op partmap.Operation, res partmap.OperationResult) error
+}
+
+var operationCommands = map[string]operationCommand{
+	"expire": {partmap.OpExpire, "EMAIL [FIELD...]", 1, math.MaxInt,
+		"set a deadline only where `NX` (there is none), XX (there is one), GT (it is later) or LT (it is sooner)", fieldArgs, printCodes},
+	"persist": {partmap.OpPersist, "EMAIL [FIELD...]", 1, math.MaxInt, "", fieldArgs, printCodes},
+	"setnx":   {partmap.OpSetIfAbsent, "EMAIL FIELD VALUE", 3, 3, "", setArgs, printSet},
+	"getdel":  {partmap.OpGetDelete, "EMAIL FIELD...", 2, math.MaxInt, "", fieldArgs, printValues},
+	"getex":   {partmap.OpGetExpire, "EMAIL FIELD...", 2, math.MaxInt, "", fieldArgs, printValues},
+	"setex": {partmap.OpSetFields, "EMAIL FIELD=VALUE...", 2, math.MaxInt,
+		"set the fields only if `FNX` (none of them exists) or FXX (all of them exist)", setArgs, printSet},
+}
+
+// flagError words an error in a member that a flag spelled as a mistake
+// in the command line, naming the flag.
+func flagError(err error) error {
+	flagOf := map[string]string{"milliseconds": "--in", "atMilliseconds": "--at", "condition": "--condition", "persist": "--persist", "keepTTL": "--keep-ttl"}
+	var perr *partmap.Error
+	if errors.As(err, &perr) && flagOf[perr.Field] != "" {
+		return usagef("%s: %s", flagOf[perr.Field], partmap.ErrorMessage(err))
+	}
+	return err
+}
+
+// runOperation runs the subcommand name of operationCommands.
+func runOperation(name string) func(ctx context.Context, e *env, args []string) error {
+	c := operationCommands[name]
+	return func(ctx context.Context, e *env, args []string) error {
+		cf := newClientCommand(e, name, c.args)
+		m := partmap.OperationJSON{Op: c.op}
+		var dl deadlineFlags
+		if takes, _ := c.op.Takes("time"); takes {
+			dl.register(cf.fs)
+		}
+		setter := func(member string) func(string) error {
+			return func(s string) error { return m.SetText(member, s) }
+		}
+		if c.condition != "" {
+			cf.fs.Func("condition", c.condition, setter("condition"))
+		}
+		if takes, _ := c.op.Takes("persist"); takes {
+			cf.fs.BoolFunc("persist", "remove the fields' deadlines", setter("persist"))
+		}
+		if takes, _ := c.op.Takes("keepTTL"); takes {
+			cf.fs.BoolFunc("keep-ttl", "keep the deadlines the fields have (without it, writing a field drops its deadline)", setter("keepTTL"))
+		}
+		rest, cl, err := cf.parse(args, c.minArgs, c.maxArgs)
+		if err != nil {
+			return err
+		}
+		// Refused as the server would: an operation's members take an
+		// empty email for a missing one.
+		if _, err := partmap.CanonicalEmail(rest[0]); err != nil {
+			return err
+		}
+		m.Email = rest[0]
+		if err := dl.members(&m); err != nil {
+			return err
+		}
+		if err := c.members(&m, rest[1:]); err != nil {
+			return err
+		}
+		op, err := m.Operation()
+		if err != nil {
+			return flagError(err)
+		}
+		res, err := cl.Apply(ctx, op)
+		if err != nil {
+			return err
+		}
+		return c.print(e, op, res)
+	}
+}
+
+// fieldArgs are the fields an operation acts on.
+func fieldArgs(m *partmap.OperationJSON, args []string) error {
+	if len(args) > 0 {
+		m.Fields = &args
+	}
+	return nil
+}
+
+// setArgs are the fields to set: FIELD VALUE for setIfAbsent, FIELD=VALUE
+// pairs for setFields.
+func setArgs(m *partmap.OperationJSON, args []string) (err error) {
+	set := partmap.Patch{}
+	if m.Op == partmap.OpSetIfAbsent {
+		set[args[0]] = &args[1]
+	} else {
+		for _, arg := range args {
+			name, value, ok := strings.Cut(arg, "=")
+			if !ok || name == "" {
+				return usagef("%q is not FIELD=VALUE", arg)
+			}
+			set[name] = &value
+		}
+	}
+	m.Set, err = set.MarshalJSON()
+	return err
+}
+
 // printCodes prints one line per field (or one for the profile): the
 // field, Redis's code, and what it means.
-func printCodes(e *env, op partmap.OpKind, fields []string, codes []int) {
-	for i, code := range codes {
+func printCodes(e *env, op partmap.Operation, res partmap.OperationResult) error {
+	for i, code := range res.Codes {
 		name := "(profile)"
-		if len(fields) > 0 {
-			name = fields[i]
+		if len(op.Fields) > 0 {
+			name = op.Fields[i]
 		}
-		fmt.Fprintf(e.stdout, "%s\t%d\t%s\n", name, code, expiryCode(op, code))
+		fmt.Fprintf(e.stdout, "%s\t%d\t%s\n", name, code, expiryCode(op.Op, code))
 	}
-}
-
-func runExpire(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "expire", "EMAIL [FIELD...]")
-	var dl deadlineFlags
-	dl.register(cf.fs)
-	condition := cf.fs.String("condition", "", "set a deadline only where `NX` (there is none), XX (there is one), GT (it is later) or LT (it is sooner)")
-	rest, cl, err := cf.parse(args, 1, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	when, err := dl.when()
-	if err != nil {
-		return err
-	}
-	if when == nil {
-		return usagef("give the deadline with --in or --at")
-	}
-	cond, err := partmap.ParseExpireCondition(*condition)
-	if err != nil {
-		return usagef("--condition: %s", partmap.ErrorMessage(err))
-	}
-	res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: rest[0], Fields: rest[1:], When: *when, ExpireCond: cond})
-	if err != nil {
-		return err
-	}
-	printCodes(e, partmap.OpExpire, rest[1:], res.Codes)
 	return nil
 }
 
-func runPersist(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "persist", "EMAIL [FIELD...]")
-	rest, cl, err := cf.parse(args, 1, math.MaxInt)
-	if err != nil {
-		return err
+// printSet prints 1 when setIfAbsent or setFields set their fields, and 0
+// when not, saying why.
+func printSet(e *env, op partmap.Operation, res partmap.OperationResult) error {
+	fmt.Fprintln(e.stdout, boolInt(res.Set))
+	switch {
+	case res.Set:
+	case op.Op == partmap.OpSetIfAbsent:
+		fmt.Fprintf(e.stderr, "%s already has %s: left as it was\n", res.Email, op.Field)
+	default:
+		fmt.Fprintf(e.stderr, "condition %s not met: nothing set\n", op.FieldSet)
 	}
-	res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpPersist, Email: rest[0], Fields: rest[1:]})
-	if err != nil {
-		return err
-	}
-	printCodes(e, partmap.OpPersist, rest[1:], res.Codes)
 	return nil
+}
+
+// printValues prints the fields read as one JSON object, in the order
+// asked, null for a missing one, as get --fields does.
+func printValues(e *env, op partmap.Operation, res partmap.OperationResult) error {
+	return printJSON(e.stdout, partmap.Projection{Fields: op.Fields, Values: res.Values})
 }
 
 func runTTL(ctx context.Context, e *env, args []string) error {
@@ -161,110 +250,9 @@ func runTTL(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func runSetNX(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "setnx", "EMAIL FIELD VALUE")
-	rest, cl, err := cf.parse(args, 3, 3)
-	if err != nil {
-		return err
-	}
-	res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: rest[0], Field: rest[1], Value: rest[2]})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, boolInt(res.Set))
-	if !res.Set {
-		fmt.Fprintf(e.stderr, "%s already has %s: left as it was\n", res.Email, rest[1])
-	}
-	return nil
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-// printValues prints the fields read as one JSON object, in the order
-// asked, null for a missing one, as get --fields does.
-func printValues(e *env, res partmap.OperationResult, fields []string) error {
-	return printJSON(e.stdout, partmap.Projection{Fields: fields, Values: res.Values})
-}
-
-func runGetDel(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "getdel", "EMAIL FIELD...")
-	rest, cl, err := cf.parse(args, 2, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpGetDelete, Email: rest[0], Fields: rest[1:]})
-	if err != nil {
-		return err
-	}
-	return printValues(e, res, rest[1:])
-}
-
-func runGetEx(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "getex", "EMAIL FIELD...")
-	var dl deadlineFlags
-	dl.register(cf.fs)
-	persist := cf.fs.Bool("persist", false, "remove the fields' deadlines")
-	rest, cl, err := cf.parse(args, 2, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	when, err := dl.when()
-	if err != nil {
-		return err
-	}
-	if when != nil && *persist {
-		return usagef("give a deadline or --persist, not both")
-	}
-	res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpGetExpire, Email: rest[0], Fields: rest[1:],
-		Expiry: partmap.FieldExpiry{When: when, Persist: *persist}})
-	if err != nil {
-		return err
-	}
-	return printValues(e, res, rest[1:])
-}
-
-func runSetEx(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "setex", "EMAIL FIELD=VALUE...")
-	var dl deadlineFlags
-	dl.register(cf.fs)
-	keep := cf.fs.Bool("keep-ttl", false, "keep the deadlines the fields have (without it, writing a field drops its deadline)")
-	condition := cf.fs.String("condition", "", "set the fields only if `FNX` (none of them exists) or FXX (all of them exist)")
-	rest, cl, err := cf.parse(args, 2, math.MaxInt)
-	if err != nil {
-		return err
-	}
-	when, err := dl.when()
-	if err != nil {
-		return err
-	}
-	if when != nil && *keep {
-		return usagef("give a deadline or --keep-ttl, not both")
-	}
-	fieldSet := partmap.FieldSetCondition(strings.ToUpper(*condition))
-	if fieldSet != partmap.SetFieldsAlways && fieldSet != partmap.SetIfNoFieldExist && fieldSet != partmap.SetIfAllExist {
-		return usagef("--condition is FNX or FXX, not %q", *condition)
-	}
-	set := partmap.Patch{}
-	for _, arg := range rest[1:] {
-		name, value, ok := strings.Cut(arg, "=")
-		if !ok || name == "" {
-			return usagef("%q is not FIELD=VALUE", arg)
-		}
-		set[name] = &value
-	}
-	res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpSetFields, Email: rest[0], Set: set, FieldSet: fieldSet,
-		Expiry: partmap.FieldExpiry{When: when, KeepTTL: *keep}})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, boolInt(res.Set))
-	if !res.Set {
-		fmt.Fprintf(e.stderr, "condition %s not met: nothing set\n", fieldSet)
-	}
-	return nil
 }

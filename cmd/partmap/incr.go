@@ -9,21 +9,15 @@ import (
 )
 
 func runIncr(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "incr", "EMAIL FIELD")
+	cf := newWriteCommand(e, "incr", "EMAIL FIELD")
 	by := cf.fs.String("by", "1", "add this `amount`: a signed 64-bit integer, or with --float a decimal")
 	float := cf.fs.Bool("float", false, "add a decimal, as Redis's HINCRBYFLOAT (the field must hold a number)")
-	var cond conditionFlags
-	cond.register(cf.fs)
 	rest, cl, err := cf.parse(args, 2, 2)
 	if err != nil {
 		return err
 	}
-	c, err := cond.condition()
-	if err != nil {
-		return err
-	}
 	if *float {
-		res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: rest[0], Field: rest[1], ByFloat: *by, Cond: c})
+		res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: rest[0], Field: rest[1], ByFloat: *by, Cond: cf.cond})
 		if err != nil {
 			return err
 		}
@@ -34,7 +28,7 @@ func runIncr(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--by must be a signed 64-bit integer, not %q (add --float for a decimal)", *by)
 	}
-	inc, err := cl.IncrementField(ctx, rest[0], rest[1], n, c)
+	inc, err := cl.IncrementField(ctx, rest[0], rest[1], n, cf.cond)
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,11 @@ func (d *deleteFlag) String() string     { return "" }
 func (d *deleteFlag) Set(s string) error { *d = append(*d, s); return nil }
 
 func runPatch(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "patch", "EMAIL [--set NAME=VALUE]... [--delete NAME]...   (or a merge patch on stdin)")
+	cf := newWriteCommand(e, "patch", "EMAIL [--set NAME=VALUE]... [--delete NAME]...   (or a merge patch on stdin)")
 	sets := fieldFlag{}
 	var deletes deleteFlag
 	cf.fs.Var(sets, "set", "set a field, as `NAME=VALUE`; repeat for more")
 	cf.fs.Var(&deletes, "delete", "delete a field `NAME`; repeat for more")
-	var cond conditionFlags
-	cond.register(cf.fs)
 	rest, cl, err := cf.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -45,11 +43,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		}
 		patch[name] = nil
 	}
-	c, err := cond.condition()
-	if err != nil {
-		return err
-	}
-	res, err := cl.PatchProfile(ctx, rest[0], patch, c)
+	res, err := cl.PatchProfile(ctx, rest[0], patch, cf.cond)
 	if err != nil {
 		return err
 	}

@@ -26,35 +26,8 @@ func (f fieldFlag) Set(s string) error {
 	return nil
 }
 
-// conditionFlags are the --if-match flag of every write, and --create.
-type conditionFlags struct {
-	ifMatch string
-}
-
-func (c *conditionFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.ifMatch, "if-match", "", "write only if the profile's ETag is this (or * : only if it exists)")
-}
-
-func (c *conditionFlags) condition() (partmap.Condition, error) {
-	switch c.ifMatch {
-	case "":
-		return partmap.Condition{}, nil
-	case "*":
-		return partmap.Condition{IfExists: true}, nil
-	}
-	tag := c.ifMatch
-	if !strings.HasPrefix(tag, `"`) {
-		tag = `"` + tag + `"` // a shell eats the quotes of "0123456789abcdef"
-	}
-	v, err := partmap.ParseETag(tag)
-	if err != nil {
-		return partmap.Condition{}, usagef("--if-match %q is not an ETag partmap issued (16 hex digits, quotes optional) or *", c.ifMatch)
-	}
-	return partmap.IfMatch(v), nil
-}
-
 func runPut(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "put", "EMAIL [flags]   (or a JSON profile on stdin, with no EMAIL)")
+	cf := newWriteCommand(e, "put", "EMAIL [flags]   (or a JSON profile on stdin, with no EMAIL)")
 	fields := fieldFlag{}
 	documented := map[string]*string{
 		partmap.FieldFullName:     cf.fs.String("name", "", "full name (the fullName field)"),
@@ -63,8 +36,6 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	}
 	flagOf := map[string]string{"name": partmap.FieldFullName, "company": partmap.FieldCompanyName, "tier": partmap.FieldCustomerTier}
 	cf.fs.Var(fields, "field", "another field as `NAME=VALUE`; repeat for more")
-	var cond conditionFlags
-	cond.register(cf.fs)
 	create := cf.fs.Bool("create", false, "only create: fail if the profile exists (If-None-Match: *)")
 	rest, cl, err := cf.parse(args, 0, 1)
 	if err != nil {
@@ -72,7 +43,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	}
 	fieldFlags := len(fields) > 0
 	cf.fs.Visit(func(f *flag.Flag) { _, ok := flagOf[f.Name]; fieldFlags = fieldFlags || ok })
-	if *create && cond.ifMatch != "" {
+	if *create && *cf.ifMatch != "" {
 		return usagef("--create and --if-match contradict each other")
 	}
 	var profile partmap.Profile
@@ -104,12 +75,8 @@ func runPut(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	c, err := cond.condition()
-	if err != nil {
-		return err
-	}
-	c.IfNoneMatch = *create
-	rec, created, err := cl.UpsertProfile(ctx, profile, c)
+	cf.cond.IfNoneMatch = *create
+	rec, created, err := cl.UpsertProfile(ctx, profile, cf.cond)
 	if err != nil {
 		return err
 	}

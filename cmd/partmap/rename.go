@@ -6,18 +6,12 @@ import (
 )
 
 func runRename(ctx context.Context, e *env, args []string) error {
-	cf := newClientCommand(e, "rename", "OLD-EMAIL NEW-EMAIL")
-	var cond conditionFlags
-	cond.register(cf.fs)
+	cf := newWriteCommand(e, "rename", "OLD-EMAIL NEW-EMAIL")
 	rest, cl, err := cf.parse(args, 2, 2)
 	if err != nil {
 		return err
 	}
-	c, err := cond.condition()
-	if err != nil {
-		return err
-	}
-	rec, err := cl.RenameProfile(ctx, rest[0], rest[1], c)
+	rec, err := cl.RenameProfile(ctx, rest[0], rest[1], cf.cond)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/testcert"
 )
@@ -196,7 +197,7 @@ func TestRESPCrash(t *testing.T) {
 // file, AUTH takes a token.
 func TestServeRESPOverTLSWithTokens(t *testing.T) {
 	cert, key, pool := testcert.Write(t)
-	tok, line, err := pmhttp.NewToken("ops", pmhttp.ScopeWrite)
+	tok, line, err := auth.NewToken("ops", auth.ScopeWrite)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/resp"
@@ -184,9 +185,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	} else {
 		tuneGC(max(c.recordCacheBytes(), 0))
 	}
-	var tokens *pmhttp.Tokens
+	var tokens *auth.Tokens
 	if c.authFile != "" {
-		if tokens, err = pmhttp.LoadTokens(c.authFile); err != nil {
+		if tokens, err = auth.LoadTokens(c.authFile); err != nil {
 			return err
 		}
 	}

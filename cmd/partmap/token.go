@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/auth"
 )
 
 func runToken(_ context.Context, e *env, args []string) error {
@@ -19,18 +19,18 @@ func runToken(_ context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("token takes no arguments")
 	}
-	scope, err := pmhttp.ParseScope(*scopeName)
+	scope, err := auth.ParseScope(*scopeName)
 	if err != nil {
 		return usageError(err.Error())
 	}
-	token, line, err := pmhttp.NewToken(*name, scope)
+	token, line, err := auth.NewToken(*name, scope)
 	if err != nil {
 		return usageError(err.Error())
 	}
 	if *authFile == "" {
 		fmt.Fprintf(e.stderr, "add this line to the server's --auth-file:\n%s\n", line)
 	} else {
-		if err := pmhttp.AppendToken(*authFile, line); err != nil {
+		if err := auth.AppendToken(*authFile, line); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "added %q (%s) to %s; restart the server to use it\n", *name, scope, *authFile)

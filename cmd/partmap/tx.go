@@ -67,7 +67,7 @@ func readOperations(in io.Reader, name string) (ops []partmap.Operation, lines [
 		if len(line) == 0 {
 			continue
 		}
-		op, err := pmhttp.ParseTransactionOp(line)
+		op, err := partmap.ParseOperationJSON(line)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s line %d: %s; nothing was sent", name, n, partmap.ErrorMessage(err))
 		}

@@ -405,7 +405,7 @@ function showProfile(profile, etag) {
 
 // The deadlines shown count down against the server's clock: skew is the
 // server's now minus this browser's, from the reply that gave them.
-const deadlines = { skew: 0, timer: 0, email: '', refetched: false };
+const deadlines = { skew: 0, timer: 0, email: '', refetched: false, goneAt: 0 };
 
 // loadDeadlines asks when the profile and its fields expire, and puts a
 // countdown beside each that does.
@@ -425,12 +425,20 @@ async function loadDeadlines(email, names) {
   p.replaceChildren();
   p.hidden = r.data.profile.deadline === undefined;
   if (!p.hidden) p.append('Profile expires ', countdown(r.data.profile.deadline));
+  let gone = false;
   for (const f of r.data.fields) {
-    if (f.deadline === undefined) continue;
     const dd = $('view-fields').querySelector(`dd[data-field="${CSS.escape(f.field)}"]`);
-    if (dd) dd.append(' ', countdown(f.deadline));
+    // -2: the field shown has expired between the profile's read and
+    // this one, and no countdown would ever run out to remove it.
+    gone = gone || (dd !== null && f.code === -2);
+    if (dd && f.deadline !== undefined) dd.append(' ', countdown(f.deadline));
   }
   tick();
+  // Once a second at most, should the two reads keep disagreeing.
+  if (gone && Date.now() - deadlines.goneAt > 1000) {
+    deadlines.goneAt = Date.now();
+    findProfile(email);
+  }
   clearInterval(deadlines.timer);
   deadlines.timer = setInterval(tick, 1000);
 }

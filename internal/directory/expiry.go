@@ -76,18 +76,25 @@ func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.Op
 	if err != nil {
 		return partmap.OperationResult{}, err
 	}
+	return d.applyPlanned(ctx, op)
+}
+
+// applyPlanned runs one planned operation under the lock of its profile
+// alone (a rename's two): over a backend that checks writes, a lock in
+// process and none in the store.
+func (d *Directory) applyPlanned(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.OperationResult{}, err
 	}
 	if op.Op == partmap.OpRename {
-		results, _, err := d.transact(ctx, []partmap.Operation{op})
+		results, _, err := d.transact(ctx, []partmap.Operation{op}, nil)
 		if err != nil {
 			return partmap.OperationResult{}, err
 		}
 		return results[0], nil
 	}
 	var res partmap.OperationResult
-	err = d.guarded(ctx, op.Email, op.Cond, func(st staged, cur *partmap.Record, now int64) error {
+	err := d.guarded(ctx, op.Email, op.Cond, func(st staged, cur *partmap.Record, now int64) error {
 		return d.applyTo(st, cur, op, &res, now)
 	})
 	return res, err

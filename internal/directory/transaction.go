@@ -15,7 +15,7 @@ func (d *Directory) RenameProfile(ctx context.Context, from, to string, cond par
 	if err != nil {
 		return partmap.Record{}, err
 	}
-	results, _, err := d.transact(ctx, []partmap.Operation{op})
+	results, _, err := d.transact(ctx, []partmap.Operation{op}, nil)
 	if err != nil {
 		return partmap.Record{}, err
 	}
@@ -23,11 +23,23 @@ func (d *Directory) RenameProfile(ctx context.Context, from, to string, cond par
 }
 
 func (d *Directory) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
-	plan, err := d.plan(ops)
+	plan, unplanned, err := d.plan(ops)
 	if err != nil {
 		return nil, err
 	}
-	results, failed, err := d.transact(ctx, plan)
+	if len(plan) == 1 && unplanned == nil && !plan[0].FailAlone {
+		// A transaction of one operation is Apply, and as cheap (the
+		// HTTP client sends every operation as one).
+		res, err := d.applyPlanned(ctx, plan[0])
+		switch partmap.ErrorCode(err) {
+		case "":
+			return []partmap.OperationResult{res}, nil
+		case partmap.ELOCKCONFLICT, partmap.EUNAVAILABLE, partmap.ENOTSTARTED:
+			return nil, err // the store's, not the operation's
+		}
+		return nil, inOperation(err, 0, plan[0])
+	}
+	results, failed, err := d.transact(ctx, plan, unplanned)
 	if err != nil {
 		if failed >= 0 {
 			return nil, inOperation(err, failed, plan[failed])
@@ -38,20 +50,52 @@ func (d *Directory) Transact(ctx context.Context, ops []partmap.Operation) ([]pa
 }
 
 // plan checks every operation before anything is locked, and returns
-// copies with canonical emails (and a put's profile prepared).
-func (d *Directory) plan(ops []partmap.Operation) ([]partmap.Operation, error) {
-	if len(ops) == 0 || len(ops) > partmap.MaxTransactionOps {
-		return nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionOps, len(ops))
+// copies with canonical emails (and a put's profile prepared). An
+// operation that fails alone (FailAlone) keeps its failure in unplanned,
+// by position; nil when none does.
+func (d *Directory) plan(ops []partmap.Operation) (plan []partmap.Operation, unplanned []error, err error) {
+	if len(ops) == 0 || len(ops) > partmap.MaxTransactionSteps {
+		return nil, nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionSteps, len(ops))
 	}
-	plan := make([]partmap.Operation, len(ops))
+	plan = make([]partmap.Operation, len(ops))
+	profiles := map[string]bool{}
 	for i, op := range ops {
 		p, err := d.planOne(op)
-		if err != nil {
-			return nil, inOperation(err, i, op)
+		switch {
+		case err == nil:
+			plan[i] = p
+			profiles[p.Email] = true
+			if p.Op == partmap.OpRename {
+				profiles[p.To] = true
+			}
+		case failsAlone(op, err):
+			if unplanned == nil {
+				unplanned = make([]error, len(ops))
+			}
+			plan[i], unplanned[i] = op, err
+		default:
+			return nil, nil, inOperation(err, i, op)
 		}
-		plan[i] = p
 	}
-	return plan, nil
+	if len(profiles) > partmap.MaxTransactionOps {
+		return nil, nil, partmap.Errorf(partmap.EINVALID, "a transaction names at most %d profiles; this one names %d", partmap.MaxTransactionOps, len(profiles))
+	}
+	return plan, unplanned, nil
+}
+
+// failsAlone says whether err, op's failure, is op's alone (FailAlone):
+// any failure but its Cond's and the store's own.
+func failsAlone(op partmap.Operation, err error) bool {
+	switch partmap.ErrorCode(err) {
+	case partmap.EPRECONDITION, partmap.EINTERNAL, partmap.EUNAVAILABLE, partmap.ELOCKCONFLICT:
+		return false
+	}
+	return op.FailAlone
+}
+
+// alone is the result of op, which failed alone with err.
+func alone(op partmap.Operation, err error) partmap.OperationResult {
+	return partmap.OperationResult{Op: op.Op, Email: op.Email, Err: err}
 }
 
 func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
@@ -104,17 +148,27 @@ func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
 // transact runs a planned transaction in one invocation that locks the
 // partitions of every email it names (and, during a resize, their mirrors
 // in the next generation), so that its writes commit in one atomic step.
-// On an operation's failure it returns that operation's position.
-func (d *Directory) transact(ctx context.Context, plan []partmap.Operation) (results []partmap.OperationResult, failed int, err error) {
+// The operations that failed planning alone (unplanned, nil when none
+// did) only answer their failure. On an operation's failure it returns
+// that operation's position.
+func (d *Directory) transact(ctx context.Context, plan []partmap.Operation, unplanned []error) (results []partmap.OperationResult, failed int, err error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return nil, -1, err
 	}
+	results = make([]partmap.OperationResult, len(plan))
 	var emails []string
-	for _, op := range plan {
+	for i, op := range plan {
+		if unplanned != nil && unplanned[i] != nil {
+			results[i] = alone(op, unplanned[i])
+			continue
+		}
 		emails = append(emails, op.Email)
 		if op.Op == partmap.OpRename {
 			emails = append(emails, op.To)
 		}
+	}
+	if len(emails) == 0 {
+		return results, -1, nil // every operation failed alone
 	}
 	slices.Sort(emails)
 	emails = slices.Compact(emails)
@@ -134,13 +188,22 @@ func (d *Directory) transact(ctx context.Context, plan []partmap.Operation) (res
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}
-			// Answers are this run's alone: the handler may run again.
-			results, failed = make([]partmap.OperationResult, len(plan)), -1
+			// The handler may run again: each run sets every planned
+			// operation's result anew.
+			failed = -1
 			now := d.now()
 			for i, op := range plan {
+				if unplanned != nil && unplanned[i] != nil {
+					continue
+				}
 				if err := d.apply(tx, byEmail, op, &results[i], now); err != nil {
-					failed = i
-					return err
+					if !failsAlone(op, err) {
+						failed = i
+						return err
+					}
+					// Nothing of op was staged: an operation fails on
+					// its own before it writes.
+					results[i] = alone(op, err)
 				}
 			}
 			return nil

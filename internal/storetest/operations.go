@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -113,6 +114,59 @@ func runDoorOperations(t *testing.T, started func(*testing.T) partmap.Store) {
 		res, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpDelete, Email: "del@example.com", AllowMissing: true})
 		if err != nil || res.Deleted {
 			t.Fatalf("delete of a deleted profile: %+v %v", res, err)
+		}
+	})
+
+	// FailAlone is EXEC's: a command that fails inside it fails alone.
+	t.Run("FailAloneFailsAlone", func(t *testing.T) {
+		s := started(t)
+		x, y := apart("fx", "fy")
+		bad := "\xff"
+		ops := []partmap.Operation{
+			{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: x, "n": "1", "s": "abc"}},
+			{Op: partmap.OpIncrement, Email: x, Field: "s", By: 1, FailAlone: true},           // fails as it runs
+			{Op: partmap.OpPatch, Email: y, Patch: partmap.Patch{"a": &bad}, FailAlone: true}, // fails its planning
+			{Op: partmap.OpIncrement, Email: x, Field: "n", By: 2, FailAlone: true},
+			{Op: partmap.OpDelete, Email: y, FailAlone: true},
+			{Op: partmap.OpIncrement, Email: y, Field: "n", By: 5, Create: true},
+		}
+		results, err := s.Transact(ctx, ops)
+		var e *partmap.Error
+		if errors.As(err, &e) && e.Code == partmap.EINVALID && e.Field == "FailAlone" {
+			// The HTTP client's transaction route does not carry it.
+			mustBeGone(t, s, x)
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, code := range []partmap.Code{"", partmap.ENOTINTEGER, partmap.EINVALIDUTF8, "", partmap.ENOTFOUND, ""} {
+			if got := partmap.ErrorCode(results[i].Err); got != code || results[i].Op != ops[i].Op {
+				t.Errorf("result %d: %+v, want %s's error %q", i+1, results[i], ops[i].Op, code)
+			}
+		}
+		if results[3].Value != 3 || results[5].Value != 5 || !results[5].Created || results[1].Record != nil {
+			t.Fatalf("results: %+v", results)
+		}
+		assertProfile(t, mustFind(t, s, x).Profile, partmap.Profile{partmap.FieldEmail: x, "n": "3", "s": "abc"})
+		assertProfile(t, mustFind(t, s, y).Profile, partmap.Profile{partmap.FieldEmail: y, "n": "5"})
+
+		// Alone, a failure is still the transaction's result, not its error.
+		results, err = s.Transact(ctx, ops[2:3])
+		if err != nil || partmap.ErrorCode(results[0].Err) != partmap.EINVALIDUTF8 {
+			t.Fatalf("one operation that fails alone: %+v %v", results, err)
+		}
+		// A condition's failure still fails the transaction, and without
+		// FailAlone a failure is the transaction's.
+		for i, fail := range []partmap.Operation{
+			{Op: partmap.OpGet, Email: x, Cond: partmap.Condition{IfNoneMatch: true}, FailAlone: true},
+			{Op: partmap.OpIncrement, Email: x, Field: "s", By: 1},
+		} {
+			_, err = s.Transact(ctx, []partmap.Operation{{Op: partmap.OpIncrement, Email: x, Field: "n", By: 1}, fail})
+			wantCode(t, err, []partmap.Code{partmap.EPRECONDITION, partmap.ENOTINTEGER}[i], 2)
+		}
+		if got := mustFind(t, s, x).Profile["n"]; got != "3" {
+			t.Fatalf("a failed transaction wrote n = %s", got)
 		}
 	})
 }

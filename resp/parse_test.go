@@ -1,0 +1,116 @@
+package resp
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/partmap/partmap"
+)
+
+// Each command of profiles parses its arguments into operations, with
+// Redis's refusals, without a store.
+func TestParse(t *testing.T) {
+	str := func(s string) *string { return &s }
+	when := func(w partmap.When) *partmap.When { return &w }
+	const a = "a@x.io"
+	many := "del"
+	for i := range partmap.MaxTransactionOps + 1 {
+		many += fmt.Sprintf(" k%d@x.io", i)
+	}
+	for _, tc := range []struct {
+		line string // the command, its arguments separated by spaces
+		want []partmap.Operation
+		err  string
+	}{
+		{line: "hset A@x.io f 1 g 2 f 3", want: []partmap.Operation{{Op: partmap.OpSetFields, Email: a, Set: partmap.Patch{"f": str("3"), "g": str("2")}}}},
+		{line: "hmset a@x.io f 1", want: []partmap.Operation{{Op: partmap.OpSetFields, Email: a, Set: partmap.Patch{"f": str("1")}}}},
+		{line: "hsetnx a@x.io f 1", want: []partmap.Operation{{Op: partmap.OpSetIfAbsent, Email: a, Field: "f", Value: "1"}}},
+		{line: "hget a@x.io f", want: []partmap.Operation{{Op: partmap.OpGet, Email: a, Fields: []string{"f"}}}},
+		{line: "hmget a@x.io f g f", want: []partmap.Operation{{Op: partmap.OpGet, Email: a, Fields: []string{"f", "g", "f"}}}},
+		{line: "hgetall a@x.io", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
+		{line: "ttl a@x.io", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
+		{line: "hdel a@x.io f g", want: []partmap.Operation{{Op: partmap.OpPatch, Email: a, Patch: partmap.Patch{"f": nil, "g": nil}}}},
+		{line: "hincrby a@x.io n -5", want: []partmap.Operation{{Op: partmap.OpIncrement, Email: a, Field: "n", By: -5, Create: true}}},
+		{line: "hincrbyfloat a@x.io n 1.5e3", want: []partmap.Operation{{Op: partmap.OpIncrementFloat, Email: a, Field: "n", ByFloat: "1.5e3", Create: true}}},
+		{line: "del a@x.io b@x.io a@x.io", want: []partmap.Operation{
+			{Op: partmap.OpDelete, Email: a, AllowMissing: true}, {Op: partmap.OpDelete, Email: "b@x.io", AllowMissing: true}, {Op: partmap.OpDelete, Email: a, AllowMissing: true}}},
+		{line: "unlink a@x.io", want: []partmap.Operation{{Op: partmap.OpDelete, Email: a, AllowMissing: true}}},
+		{line: "exists a@x.io b@x.io", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}, {Op: partmap.OpGet, Email: "b@x.io"}}},
+		{line: "expire a@x.io 10 nx", want: []partmap.Operation{{Op: partmap.OpExpire, Email: a, When: partmap.When{Millis: 10_000, Relative: true}, ExpireCond: partmap.ExpireIfNone}}},
+		{line: "pexpireat a@x.io 5 xx lt", want: []partmap.Operation{{Op: partmap.OpExpire, Email: a, When: partmap.When{Millis: 5}, ExpireCond: partmap.ExpireIfSetSooner}}},
+		{line: "expire a@x.io 5 xx gt", want: []partmap.Operation{{Op: partmap.OpExpire, Email: a, When: partmap.When{Millis: 5000, Relative: true}, ExpireCond: partmap.ExpireIfLater}}},
+		{line: "expire a@x.io -5", want: []partmap.Operation{{Op: partmap.OpExpire, Email: a}}}, // the past: the epoch
+		{line: "persist a@x.io", want: []partmap.Operation{{Op: partmap.OpPersist, Email: a}}},
+		{line: "hexpire a@x.io 10 gt fields 2 f g", want: []partmap.Operation{
+			{Op: partmap.OpExpire, Email: a, Fields: []string{"f", "g"}, When: partmap.When{Millis: 10_000, Relative: true}, ExpireCond: partmap.ExpireIfLater}}},
+		{line: "hpexpireat a@x.io 7 fields 1 f", want: []partmap.Operation{{Op: partmap.OpExpire, Email: a, Fields: []string{"f"}, When: partmap.When{Millis: 7}}}},
+		{line: "hpttl a@x.io fields 1 f", want: []partmap.Operation{{Op: partmap.OpGet, Email: a, Fields: []string{"f"}}}},
+		{line: "hpersist a@x.io fields 1 f", want: []partmap.Operation{{Op: partmap.OpPersist, Email: a, Fields: []string{"f"}}}},
+		{line: "hgetdel a@x.io fields 2 f g", want: []partmap.Operation{{Op: partmap.OpGetDelete, Email: a, Fields: []string{"f", "g"}}}},
+		{line: "hgetex a@x.io px 20 fields 1 f", want: []partmap.Operation{
+			{Op: partmap.OpGetExpire, Email: a, Fields: []string{"f"}, Expiry: partmap.FieldExpiry{When: when(partmap.When{Millis: 20, Relative: true})}}}},
+		{line: "hgetex a@x.io persist fields 1 f", want: []partmap.Operation{{Op: partmap.OpGetExpire, Email: a, Fields: []string{"f"}, Expiry: partmap.FieldExpiry{Persist: true}}}},
+		{line: "hsetex a@x.io fnx keepttl fields 2 f 1 g 2", want: []partmap.Operation{
+			{Op: partmap.OpSetFields, Email: a, Set: partmap.Patch{"f": str("1"), "g": str("2")}, FieldSet: partmap.SetIfNoFieldExist, Expiry: partmap.FieldExpiry{KeepTTL: true}}}},
+		{line: "hsetex a@x.io exat 9 fields 1 f 1", want: []partmap.Operation{
+			{Op: partmap.OpSetFields, Email: a, Set: partmap.Patch{"f": str("1")}, Expiry: partmap.FieldExpiry{When: when(partmap.When{Millis: 9000})}}}},
+		{line: "hscan a@x.io 0 match f* count 5", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
+		{line: "hrandfield a@x.io -3 withvalues", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
+
+		{line: "hget café@x.io f", err: "ERR key 'café@x.io' is not a customer email: "},
+		{line: "hset a@x.io f 1 g", err: "ERR wrong number of arguments for 'hset' command"},
+		{line: "hdel a@x.io f emailAddress", err: "ERR emailAddress is the profile's key and cannot be deleted; DEL deletes the profile"},
+		{line: "hincrby a@x.io n 1.5", err: "ERR value is not an integer or out of range"},
+		{line: "hincrbyfloat a@x.io n abc", err: "ERR value is not a valid float"},
+		{line: "hincrbyfloat a@x.io n inf", err: "ERR value is NaN or Infinity"},
+		{line: "del a@x.io café@x.io b@x.io", err: "ERR key 'café@x.io' is not a customer email"},
+		{line: many, err: "ERR del deletes at most 100 keys at once, in one partmap transaction"},
+		{line: "expire a@x.io ten", err: "ERR value is not an integer or out of range"},
+		{line: "expire a@x.io 10 nx gt", err: "ERR NX and XX, GT or LT options at the same time are not compatible"},
+		{line: "expire a@x.io 10 gt lt", err: "ERR GT and LT options at the same time are not compatible"},
+		{line: "expire a@x.io 10 bogus nx xx", err: "ERR Unsupported option bogus"},
+		{line: "expire a@x.io -9223372036854776 xx", err: "ERR invalid expire time in 'expire' command"},
+		{line: "pexpire a@x.io 9223372036854775807", err: "ERR invalid expire time in 'pexpire' command"},
+		{line: "hexpire a@x.io -1 fields 1 f", err: "ERR invalid expire time in 'hexpire' command"},
+		{line: "hexpire a@x.io 10 xx fieldz 1 f", err: "ERR Mandatory argument FIELDS is missing or not at the right position"},
+		{line: "hexpire a@x.io 10 fields 0 f", err: "ERR Parameter `numFields` should be greater than 0"},
+		{line: "httl a@x.io fields x f", err: "ERR Number of fields must be a positive integer"},
+		{line: "hpersist a@x.io fields 2 f", err: "ERR The `numfields` parameter must match the number of arguments"},
+		{line: "hgetex a@x.io ex 5 fieldz 1 f", err: "ERR Mandatory argument FIELDS is missing or not at the right position"},
+		{line: "hgetex a@x.io ex fields 1 f", err: "ERR value is not an integer or out of range"},
+		{line: "hsetex a@x.io fields 2 f 1", err: "ERR The `numfields` parameter must match the number of arguments"},
+		{line: "hscan a@x.io x", err: "ERR invalid cursor"},
+		{line: "hscan a@x.io 0 count 0", err: "ERR syntax error"},
+		{line: "hrandfield a@x.io 1 withvalue", err: "ERR syntax error"},
+		{line: "hrandfield a@x.io 4611686018427387905", err: "ERR value is out of range"},
+	} {
+		name := "OK"
+		if tc.err != "" {
+			name = "Err"
+		}
+		t.Run(name+"/"+tc.line[:min(len(tc.line), 40)], func(t *testing.T) {
+			var args [][]byte
+			for _, a := range strings.Fields(tc.line) {
+				args = append(args, []byte(a))
+			}
+			cmd, ok := lookup(args[0])
+			if !ok || cmd.parse == nil || !cmd.arity.ok(len(args)) {
+				t.Fatalf("%s is no command of profiles, or not with %d arguments", args[0], len(args))
+			}
+			before := []partmap.Operation{{Op: partmap.OpGet, Email: "before@x.io"}}
+			got, err := cmd.parse(args, before[:1:1])
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("got %v, want the refusal %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !reflect.DeepEqual(got[:1], before) || !reflect.DeepEqual(got[1:], tc.want):
+				t.Fatalf("got %+v\nwant %+v after the operations before", got, tc.want)
+			}
+		})
+	}
+}
