@@ -52,25 +52,6 @@ type Store interface {
 	// and valid UTF-8 (EINVALIDUTF8); an error names the bad one by index.
 	ProjectProfiles(ctx context.Context, emails []string, fields []string) ([]*Projection, error)
 
-	// UpsertProfile replaces the whole profile whose key is p's emailAddress,
-	// or creates it, and reports which. The stored emailAddress is canonical.
-	UpsertProfile(ctx context.Context, p Profile, cond Condition) (rec Record, created bool, err error)
-
-	// PatchProfile applies a merge patch to an existing profile: only the
-	// named fields change. It counts the fields that did not exist before
-	// (like HSET) and those that existed and were removed (like HDEL);
-	// replacing a value adds 0 and is not an error. A patch that changes
-	// nothing writes nothing and keeps the version. A missing profile is
-	// ENOTFOUND; deleting or changing emailAddress is EKEYFIELD.
-	PatchProfile(ctx context.Context, email string, patch Patch, cond Condition) (PatchResult, error)
-
-	// IncrementField adds by to an integer field atomically, like HINCRBY: a
-	// missing field starts from 0. A stored value that is not a canonical
-	// int64 decimal is ENOTINTEGER and a result outside int64 is EOVERFLOW;
-	// either leaves the value unchanged. A missing profile is ENOTFOUND;
-	// emailAddress is EKEYFIELD.
-	IncrementField(ctx context.Context, email, field string, by int64, cond Condition) (Increment, error)
-
 	// Deadlines reads when email's profile and the named fields expire, as
 	// TTL, HTTL and their siblings do (expiry.go). A missing profile is
 	// ENOTFOUND; fields may be empty, and must not repeat (EINVALID).
@@ -80,22 +61,10 @@ type Store interface {
 
 	// Apply runs one operation of any kind on its profile, with the
 	// semantics Transact gives it, locking only that profile's partition
-	// (a rename's two). It is the Go call of the operations that have no
-	// method of their own: expire, persist, incrementFloat, setIfAbsent,
-	// getDelete, getExpire and setFields. Its errors name no operation.
+	// (a rename's two). Its errors name no operation. UpsertProfile,
+	// PatchProfile, IncrementField, DeleteProfile and RenameProfile call it
+	// for the commonest kinds.
 	Apply(ctx context.Context, op Operation) (OperationResult, error)
-
-	// DeleteProfile removes email's profile. A missing one is ENOTFOUND. A
-	// partition whose last profile is deleted stops existing.
-	DeleteProfile(ctx context.Context, email string, cond Condition) error
-
-	// RenameProfile moves the profile of from to the email to, in one
-	// atomic step that locks both partitions: no reader sees both emails,
-	// or neither (a batch lookup on Redis can: see FindProfiles). The moved profile gets to as its emailAddress and a new
-	// version; counts, index entries and partitions follow. A missing from
-	// is ENOTFOUND, an existing to is EEXISTS, and two emails with one
-	// canonical form are EINVALID. cond applies to from's profile.
-	RenameProfile(ctx context.Context, from, to string, cond Condition) (Record, error)
 
 	// Transact applies up to MaxTransactionSteps operations to at most
 	// MaxTransactionOps profiles, in any partitions, all or none (but an

@@ -78,7 +78,7 @@ func TestAuth(t *testing.T) {
 	if _, err := c.FindProfile(ctx, "a@example.com"); err != nil {
 		t.Fatalf("client with a read token: %v", err)
 	}
-	if err := c.DeleteProfile(ctx, "a@example.com", partmap.Condition{}); !errors.Is(err, &partmap.Error{Code: partmap.EFORBIDDEN}) {
+	if err := partmap.DeleteProfile(ctx, c, "a@example.com", partmap.Condition{}); !errors.Is(err, &partmap.Error{Code: partmap.EFORBIDDEN}) {
 		t.Fatalf("client with a read token deleting: %v", err)
 	}
 	for _, tok := range tokens {

@@ -33,7 +33,7 @@ func TestBackup(t *testing.T) {
 			if i%5 == 0 {
 				p["companyName"] = "Acme & Co"
 			}
-			rec, _, err := cl.UpsertProfile(ctx, p, partmap.Condition{})
+			rec, _, err := partmap.UpsertProfile(ctx, cl, p, partmap.Condition{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestBackup(t *testing.T) {
 			t.Errorf("manifest %+v: want files, bytes and an instant", info)
 		}
 		// A write after the backup is not in it.
-		if _, _, err := cl.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "late@example.com"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, cl, partmap.Profile{partmap.FieldEmail: "late@example.com"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 

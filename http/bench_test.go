@@ -58,7 +58,7 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("upsert/clients=%d", clients), func(b *testing.B) {
 			parallel(b, func(i int64) error {
-				_, _, err := cl.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email(i), "fullName": "User", "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{})
+				_, _, err := partmap.UpsertProfile(ctx, cl, partmap.Profile{partmap.FieldEmail: email(i), "fullName": "User", "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{})
 				return err
 			})
 		})

@@ -142,13 +142,13 @@ func TestClientDeadlines(t *testing.T) {
 	patient := newClient(t, srv.URL, &pmhttp.ClientOptions{RetryBase: time.Hour, RetryMax: time.Hour, RetryFor: 2 * time.Hour})
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
-	if _, _, err := patient.UpsertProfile(ctx2, profile, partmap.Condition{}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := partmap.UpsertProfile(ctx2, patient, profile, partmap.Condition{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a long backoff: got %v, want the context's deadline", err)
 	}
 	brief := newClient(t, srv.URL, &pmhttp.ClientOptions{RetryFor: 100 * time.Millisecond})
 	ctx3, cancel3 := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel3()
-	if _, _, err := brief.UpsertProfile(ctx3, profile, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+	if _, _, err := partmap.UpsertProfile(ctx3, brief, profile, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("RetryFor 100ms: got %v, want a lock conflict once RetryFor has passed", err)
 	}
 }

@@ -215,13 +215,28 @@ func (c *Client) Deadlines(ctx context.Context, email string, fields []string) (
 	return ttls, err
 }
 
-// Apply runs op as a transaction of one operation, whose result carries
-// all that the store's Apply answers.
+// Apply sends a put, patch, increment, delete or rename on its own route,
+// so that the Go client speaks every route, and any other operation, or
+// one with the Redis flags (Create, AllowMissing) that the routes lack, as
+// a transaction of one operation. An increment's route answers no
+// profile: its Record carries the version only.
 func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	// Refused here as the server would: a member the JSON form cannot
 	// carry must not be dropped on the way.
 	if err := op.CheckMembers(); err != nil {
 		return partmap.OperationResult{}, err
+	}
+	switch {
+	case op.Op == partmap.OpPut:
+		return c.put(ctx, op)
+	case op.Op == partmap.OpPatch:
+		return c.patch(ctx, op)
+	case op.Op == partmap.OpIncrement && !op.Create:
+		return c.increment(ctx, op)
+	case op.Op == partmap.OpDelete && !op.AllowMissing:
+		return c.delete(ctx, op)
+	case op.Op == partmap.OpRename:
+		return c.rename(ctx, op)
 	}
 	results, err := c.Transact(ctx, []partmap.Operation{op})
 	if err != nil {

@@ -42,7 +42,7 @@ func TestExportStream(t *testing.T) {
 	srv, store := newServer(t, nil)
 	start(t, srv.URL)
 	for i := range 3 {
-		store.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("e%d@example.com", i)}, partmap.Condition{})
+		partmap.UpsertProfile(ctx, store, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("e%d@example.com", i)}, partmap.Condition{})
 	}
 	r := send(t, "GET", srv.URL+base+"/customer-profiles/export", nil)
 	if r.status != 200 || r.header.Get("Content-Type") != "application/jsonl" || strings.Count(string(r.body), "\n") != 3 {
@@ -157,7 +157,7 @@ func TestExportImportKeepDeadlines(t *testing.T) {
 	start(t, srcURL.URL)
 	start(t, dstURL.URL)
 	for _, e := range []string{"a@example.com", "b@example.com", "c@example.com"} {
-		if _, _, err := src.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "soon": "1", "later": "2"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, src, partmap.Profile{partmap.FieldEmail: e, "soon": "1", "later": "2"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -329,20 +329,20 @@ func TestLockConflict(t *testing.T) {
 	ctx := context.Background()
 	profile := partmap.Profile{partmap.FieldEmail: email}
 	noRetry := newClient(t, srv.URL, &pmhttp.ClientOptions{RetryFor: -1})
-	if _, _, err := noRetry.UpsertProfile(ctx, profile, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+	if _, _, err := partmap.UpsertProfile(ctx, noRetry, profile, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("client without retries: got %v", err)
 	}
 	// The client gives up when its context ends, not later.
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	_, _, err := newClient(t, srv.URL, nil).UpsertProfile(cctx, profile, partmap.Condition{})
+	_, _, err := partmap.UpsertProfile(cctx, newClient(t, srv.URL, nil), profile, partmap.Condition{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("client with an expiring context: got %v", err)
 	}
 	// The client retries until the lock is free.
 	done := make(chan error)
 	go func() {
-		_, _, err := newClient(t, srv.URL, nil).UpsertProfile(ctx, profile, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, newClient(t, srv.URL, nil), profile, partmap.Condition{})
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // let it meet a few conflicts; correct either way
@@ -440,7 +440,7 @@ func TestClientRefusesInvalidUTF8(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	start(t, srv.URL)
 	c := newClient(t, srv.URL, nil)
-	_, _, err := c.UpsertProfile(context.Background(), partmap.Profile{partmap.FieldEmail: "a@b", "n": "\xff"}, partmap.Condition{})
+	_, _, err := partmap.UpsertProfile(context.Background(), c, partmap.Profile{partmap.FieldEmail: "a@b", "n": "\xff"}, partmap.Condition{})
 	if partmap.ErrorCode(err) != partmap.EINVALIDUTF8 {
 		t.Fatalf("got %v, want invalid-utf8 (never a silent U+FFFD)", err)
 	}

@@ -82,7 +82,7 @@ func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request, q url.
 			return err
 		}
 	}
-	rec, created, err := s.store.UpsertProfile(r.Context(), profile, cond)
+	rec, created, err := partmap.UpsertProfile(r.Context(), s.store, profile, cond)
 	if err != nil {
 		return err
 	}
@@ -112,18 +112,24 @@ func sameEmail(q url.Values, profile partmap.Profile) error {
 	return nil
 }
 
-func (c *Client) UpsertProfile(ctx context.Context, p partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
-	body, err := json.Marshal(p)
+// put sends a put on PUT customer-profile, naming the email in the URL
+// too when op does, so that the server checks that the two agree.
+func (c *Client) put(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	body, err := json.Marshal(op.Profile)
 	if err != nil {
-		return partmap.Record{}, false, err
+		return partmap.OperationResult{}, err
 	}
-	var rec partmap.Record
-	resp, err := c.do(ctx, request{method: "PUT", path: "/customer-profile", body: body, cond: cond}, &rec.Profile)
+	var q url.Values
+	if op.Email != "" {
+		q = emailValues(op.Email)
+	}
+	rec := partmap.Record{}
+	resp, err := c.do(ctx, request{method: "PUT", path: "/customer-profile", query: q, body: body, cond: op.Cond}, &rec.Profile)
 	if err != nil {
-		return partmap.Record{}, false, err
+		return partmap.OperationResult{}, err
 	}
 	rec.Version, err = etagOf(resp)
-	return rec, resp.StatusCode == http.StatusCreated, err
+	return partmap.OperationResult{Op: op.Op, Email: rec.Profile.Email(), Record: &rec, Created: resp.StatusCode == http.StatusCreated}, err
 }
 
 // patchReply is the body of a PATCH reply.
@@ -146,7 +152,7 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q ur
 	if err != nil {
 		return err
 	}
-	res, err := s.store.PatchProfile(r.Context(), email, patch, cond)
+	res, err := partmap.PatchProfile(r.Context(), s.store, email, patch, cond)
 	if err != nil {
 		return err
 	}
@@ -154,19 +160,19 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q ur
 	return writeJSON(w, http.StatusOK, patchReply{res.Record.Profile, res.FieldsAdded, res.FieldsDeleted})
 }
 
-func (c *Client) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
-	body, err := json.Marshal(patch)
+func (c *Client) patch(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	body, err := json.Marshal(op.Patch)
 	if err != nil {
-		return partmap.PatchResult{}, err
+		return partmap.OperationResult{}, err
 	}
 	var out patchReply
-	resp, err := c.do(ctx, request{method: "PATCH", path: "/customer-profile", query: emailValues(email),
-		body: body, contentType: "application/merge-patch+json", cond: cond}, &out)
+	resp, err := c.do(ctx, request{method: "PATCH", path: "/customer-profile", query: emailValues(op.Email),
+		body: body, contentType: "application/merge-patch+json", cond: op.Cond}, &out)
 	if err != nil {
-		return partmap.PatchResult{}, err
+		return partmap.OperationResult{}, err
 	}
 	v, err := etagOf(resp)
-	return partmap.PatchResult{Record: partmap.Record{Profile: out.Profile, Version: v},
+	return partmap.OperationResult{Op: op.Op, Email: out.Profile.Email(), Record: &partmap.Record{Profile: out.Profile, Version: v},
 		FieldsAdded: out.FieldsAdded, FieldsDeleted: out.FieldsDeleted}, err
 }
 
@@ -175,16 +181,19 @@ func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request, q u
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteProfile(r.Context(), email, cond); err != nil {
+	if err := partmap.DeleteProfile(r.Context(), s.store, email, cond); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (c *Client) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
-	_, err := c.do(ctx, request{method: "DELETE", path: "/customer-profile", query: emailValues(email), cond: cond}, nil)
-	return err
+func (c *Client) delete(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	if _, err := c.do(ctx, request{method: "DELETE", path: "/customer-profile", query: emailValues(op.Email), cond: op.Cond}, nil); err != nil {
+		return partmap.OperationResult{}, err
+	}
+	email, _ := partmap.CanonicalEmail(op.Email) // the server took it
+	return partmap.OperationResult{Op: op.Op, Email: email, Deleted: true}, nil
 }
 
 // incrementReply is the body of an increment reply. The value is a decimal
@@ -256,21 +265,23 @@ func boolParam(q url.Values, name string) (bool, error) {
 	return b, nil
 }
 
-func (c *Client) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
-	q := emailValues(email)
-	q.Set("field", field)
-	q.Set("by", strconv.FormatInt(by, 10))
+// increment sends an increment on its route, which answers the value and
+// the version, not the profile.
+func (c *Client) increment(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	q := emailValues(op.Email)
+	q.Set("field", op.Field)
+	q.Set("by", strconv.FormatInt(op.By, 10))
 	var out incrementReply
-	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/increment", query: q, cond: cond}, &out)
+	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/increment", query: q, cond: op.Cond}, &out)
 	if err != nil {
-		return partmap.Increment{}, err
+		return partmap.OperationResult{}, err
 	}
-	inc := partmap.Increment{Email: out.Email, Field: out.Field}
-	if inc.Value, err = strconv.ParseInt(out.Value, 10, 64); err != nil {
-		return partmap.Increment{}, fmt.Errorf("server sent a bad counter value %q", out.Value)
+	res := partmap.OperationResult{Op: op.Op, Email: out.Email, Record: &partmap.Record{}}
+	if res.Value, err = strconv.ParseInt(out.Value, 10, 64); err != nil {
+		return partmap.OperationResult{}, fmt.Errorf("server sent a bad counter value %q", out.Value)
 	}
-	inc.Version, err = etagOf(resp)
-	return inc, err
+	res.Record.Version, err = etagOf(resp)
+	return res, err
 }
 
 func emailValues(email string) url.Values { return url.Values{"emailAddress": {email}} }

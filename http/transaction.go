@@ -26,7 +26,7 @@ func (s *Server) handleRename(w http.ResponseWriter, r *http.Request, q url.Valu
 	if err != nil {
 		return err
 	}
-	rec, err := s.store.RenameProfile(r.Context(), from, to, cond)
+	rec, err := partmap.RenameProfile(r.Context(), s.store, from, to, cond)
 	if err != nil {
 		return err
 	}
@@ -35,16 +35,16 @@ func (s *Server) handleRename(w http.ResponseWriter, r *http.Request, q url.Valu
 	return writeJSON(w, http.StatusCreated, rec.Profile)
 }
 
-func (c *Client) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
-	q := emailValues(from)
-	q.Set("to", to)
-	var rec partmap.Record
-	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/rename", query: q, cond: cond}, &rec.Profile)
+func (c *Client) rename(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	q := emailValues(op.Email)
+	q.Set("to", op.To)
+	rec := partmap.Record{}
+	resp, err := c.do(ctx, request{method: "POST", path: "/customer-profile/rename", query: q, cond: op.Cond}, &rec.Profile)
 	if err != nil {
-		return partmap.Record{}, err
+		return partmap.OperationResult{}, err
 	}
 	rec.Version, err = etagOf(resp)
-	return rec, err
+	return partmap.OperationResult{Op: op.Op, Email: rec.Profile.Email(), Record: &rec}, err
 }
 
 // parseTxOps reads a transaction's operations, strictly: an unknown

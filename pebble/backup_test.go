@@ -38,7 +38,7 @@ func TestBackupUnderWriters(t *testing.T) {
 	email := func(w int) string { return fmt.Sprintf("writer%d@example.com", w) }
 	for w := range writers {
 		p := partmap.Profile{"emailAddress": email(w), "n": "0", "balance": strconv.Itoa(total), "customerTier": "gold"}
-		if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +57,7 @@ func TestBackupUnderWriters(t *testing.T) {
 				default:
 				}
 				sent[w].Add(1)
-				if _, err := s.IncrementField(ctx, email(w), "n", 1, partmap.Condition{}); err != nil {
+				if _, err := partmap.IncrementField(ctx, s, email(w), "n", 1, partmap.Condition{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -141,7 +141,7 @@ func TestBackupRefusesDamage(t *testing.T) {
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{"emailAddress": "a@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": "a@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	var archive bytes.Buffer

@@ -86,7 +86,7 @@ func BenchmarkStore(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				email := fmt.Sprintf("u%d@example.com", n.Add(1)%10000)
-				if _, _, err := s.UpsertProfile(ctx, Profile(email), partmap.Condition{}); err != nil && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
+				if _, _, err := partmap.UpsertProfile(ctx, s, Profile(email), partmap.Condition{}); err != nil && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
 					b.Fatal(err)
 				}
 			}

@@ -34,7 +34,7 @@ func TestCommitDelaySparesALoneWriter(t *testing.T) {
 	const writes = 30
 	for i := range writes {
 		p := partmap.Profile{"emailAddress": fmt.Sprintf("lone%d@example.com", i)}
-		if _, _, err := s.UpsertProfile(context.Background(), p, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(context.Background(), s, p, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +59,7 @@ func TestCommitDelayGroupsManyWriters(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				p := partmap.Profile{"emailAddress": fmt.Sprintf("w%d-%d@example.com", w, i)}
-				if _, _, err := s.UpsertProfile(context.Background(), p, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(context.Background(), s, p, partmap.Condition{}); err != nil {
 					t.Error(err)
 					return
 				}

@@ -97,16 +97,16 @@ func TestWriteCostIndependentOfPartitionSize(t *testing.T) {
 		s, emails := openFilled(t, size)
 		e := emails[0]
 		put = walBytes(s, func() error {
-			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "fullName": "Replaced"}, partmap.Condition{})
+			_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "fullName": "Replaced"}, partmap.Condition{})
 			return err
 		})
 		patch = walBytes(s, func() error {
-			_, err := s.PatchProfile(ctx, e, partmap.Patch{"visits": ptr("1")}, partmap.Condition{})
+			_, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"visits": ptr("1")}, partmap.Condition{})
 			return err
 		})
 		newEmail := collidingEmails(size+1, 278)[size]
 		create = walBytes(s, func() error {
-			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: newEmail}, partmap.Condition{})
+			_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: newEmail}, partmap.Condition{})
 			return err
 		})
 		return put, patch, create
@@ -150,14 +150,14 @@ func BenchmarkPartitionSize(b *testing.B) {
 		b.Run(fmt.Sprintf("profiles=%d/put", size), func(b *testing.B) {
 			for i := range b.N {
 				p := partmap.Profile{partmap.FieldEmail: pick(i), "fullName": "Put", "companyName": "Acme", "customerTier": "gold"}
-				if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(fmt.Sprintf("profiles=%d/patch", size), func(b *testing.B) {
 			for i := range b.N {
-				if _, err := s.PatchProfile(ctx, pick(i), partmap.Patch{"visits": ptr(strconv.Itoa(i))}, partmap.Condition{}); err != nil {
+				if _, err := partmap.PatchProfile(ctx, s, pick(i), partmap.Patch{"visits": ptr(strconv.Itoa(i))}, partmap.Condition{}); err != nil {
 					b.Fatal(err)
 				}
 			}

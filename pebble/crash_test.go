@@ -70,7 +70,7 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 						}
 						email := fmt.Sprintf("w%d-%d@example.com", w, i%25)
 						name := fmt.Sprint(i)
-						if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{}); err != nil {
+						if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{}); err != nil {
 							continue // a lock conflict: not acknowledged
 						}
 						mu.Lock()

@@ -63,9 +63,9 @@ func TestBackupFeedCursor(t *testing.T) {
 				email := fmt.Sprintf("b%d-%d@example.com", w, i%20)
 				var err error
 				if i%7 == 6 {
-					err = s.DeleteProfile(ctx, email, partmap.Condition{})
+					err = partmap.DeleteProfile(ctx, s, email, partmap.Condition{})
 				} else {
-					_, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "n": strconv.Itoa(i)}, partmap.Condition{})
+					_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "n": strconv.Itoa(i)}, partmap.Condition{})
 				}
 				if err != nil && !errors.Is(err, partmap.ErrNotFound) && !errors.Is(err, partmap.ErrLockConflict) {
 					t.Error(err)

@@ -25,7 +25,7 @@ func TestFeedEndWaitsForTheHorizon(t *testing.T) {
 	}
 	f := s.backend.feed
 	stuck, _, _ := f.take([]engine.Write{{Change: partmap.OpPut}}) // numbered first, its fsync not finished
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "acked@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "acked@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	page, err := s.Changes(ctx, partmap.ChangeQuery{})

@@ -24,7 +24,7 @@ func TestCheckReportsDrift(t *testing.T) {
 	s.Start(ctx)
 	const email = "drift@example.com"
 	p := partmap.PartitionOf(email, partmap.DefaultPartitions)
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.CheckPartition(ctx, p); err != nil || !c.OK() || c.IndexEntries != 2 {
@@ -65,7 +65,7 @@ func TestIndexesArePersisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Start(ctx)
-	s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "a@b.c", "city": "Oslo"}, partmap.Condition{})
+	partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "a@b.c", "city": "Oslo"}, partmap.Condition{})
 	s.Close()
 
 	for _, tc := range []struct {

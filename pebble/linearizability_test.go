@@ -130,14 +130,25 @@ func TestTxLinearizabilityCheckerCatchesSplitTransactions(t *testing.T) {
 // transactions are split as splitTransactions', renames included.
 type copyThenDelete struct{ partmap.Store }
 
-func (s copyThenDelete) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
+func (s copyThenDelete) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	if op.Op != partmap.OpRename {
+		return s.Store.Apply(ctx, op)
+	}
+	rec, err := s.rename(ctx, op.Email, op.To)
+	if err != nil {
+		return partmap.OperationResult{}, err
+	}
+	return partmap.OperationResult{Op: op.Op, Email: rec.Profile.Email(), Record: &rec}, nil
+}
+
+func (s copyThenDelete) rename(ctx context.Context, from, to string) (partmap.Record, error) {
 	rec, err := s.FindProfile(ctx, from)
 	if err != nil {
 		return partmap.Record{}, err
 	}
 	moved := rec.Profile.Clone()
 	moved[partmap.FieldEmail] = to
-	put, _, err := s.UpsertProfile(ctx, moved, partmap.Condition{IfNoneMatch: true})
+	put, _, err := partmap.UpsertProfile(ctx, s, moved, partmap.Condition{IfNoneMatch: true})
 	if err != nil {
 		if partmap.ErrorCode(err) == partmap.EPRECONDITION {
 			err = &partmap.Error{Code: partmap.EEXISTS}
@@ -145,7 +156,7 @@ func (s copyThenDelete) RenameProfile(ctx context.Context, from, to string, cond
 		return partmap.Record{}, err
 	}
 	time.Sleep(200 * time.Microsecond)
-	if err := s.DeleteProfile(ctx, from, partmap.Condition{}); err != nil {
+	if err := partmap.DeleteProfile(ctx, s, from, partmap.Condition{}); err != nil {
 		return partmap.Record{}, err
 	}
 	return put, nil
@@ -162,7 +173,7 @@ func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) (
 			results = append(results, r...)
 			continue
 		}
-		rec, err := s.RenameProfile(ctx, op.Email, op.To, op.Cond)
+		rec, err := partmap.RenameProfile(ctx, s, op.Email, op.To, op.Cond)
 		if err != nil {
 			var e *partmap.Error
 			if errors.As(err, &e) {
@@ -191,7 +202,7 @@ func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
 		}
 		// Each attempt starts from the race's setup: no profiles.
 		for _, e := range storetest.Spread(4, "race") {
-			s.DeleteProfile(context.Background(), e, partmap.Condition{})
+			partmap.DeleteProfile(context.Background(), s, e, partmap.Condition{})
 		}
 		history := storetest.RecordRenameRace(t, func(int) partmap.Store { return copyThenDelete{s} }, 40)
 		res := storetest.CheckTxHistory(t, history)

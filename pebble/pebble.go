@@ -8,7 +8,7 @@
 //	...
 //	defer s.Close()
 //	s.Start(ctx)
-//	s.UpsertProfile(ctx, partmap.Profile{"emailAddress": "alice@example.com"}, partmap.Condition{})
+//	partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": "alice@example.com"}, partmap.Condition{})
 package pebble
 
 import (

@@ -88,13 +88,13 @@ func TestWholeMapLockSurvivesRestart(t *testing.T) {
 	s.Close()
 	s = MustReopen(t, dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	alice := partmap.Profile{partmap.FieldEmail: "alice@example.com"}
-	if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+	if _, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a write after the restart: %v, want a conflict", err)
 	}
 	if err := s.UnlockWholeMap(ctx, lock.Lease); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{}); err != nil {
 		t.Fatalf("a write after the release: %v", err)
 	}
 }
@@ -148,7 +148,7 @@ func TestSweeperRunsByItself(t *testing.T) {
 	}
 	const e, f = "sweep-profile@example.com", "sweep-field@example.com"
 	for _, email := range []string{e, f} {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, partmap.FieldCustomerTier: "gold"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, partmap.FieldCustomerTier: "gold"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}

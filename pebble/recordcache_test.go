@@ -241,7 +241,7 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	// with one iterator, past the cache.
 	emails := collidingEmails(3, 278)
 	for _, e := range emails {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{"emailAddress": e, "n": "0"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": e, "n": "0"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -272,14 +272,14 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 				if n%50 == 49 && w == 0 {
 					// Replace the whole record with a count above any so far.
 					next := (done[i].Load()/floor + 1) * floor
-					if _, _, err := s.UpsertProfile(ctx, partmap.Profile{"emailAddress": emails[i], "n": strconv.FormatInt(next, 10)}, partmap.Condition{}); err != nil {
+					if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": emails[i], "n": strconv.FormatInt(next, 10)}, partmap.Condition{}); err != nil {
 						fail("upsert: %v", err)
 						return
 					}
 					storeMax(&done[i], next)
 					continue
 				}
-				inc, err := s.IncrementField(ctx, emails[i], "n", 1, partmap.Condition{})
+				inc, err := partmap.IncrementField(ctx, s, emails[i], "n", 1, partmap.Condition{})
 				if err != nil {
 					fail("increment: %v", err)
 					return
@@ -411,7 +411,7 @@ func TestRecordCacheSkipsBulkWrites(t *testing.T) {
 	key := func(email string) string {
 		return string(recordKey(genPrefix(0), partmap.PartitionOf(email, partmap.DefaultPartitions), email))
 	}
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "one@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "one@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := cached(t, c, key("one@example.com")); !ok {

@@ -31,8 +31,8 @@ func TestSearchAnswersOnlyMatches(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; !stop.Load(); i = (i + 8) % n {
-				s.PatchProfile(ctx, fmt.Sprintf("p%d@example.com", i), partmap.Patch{"companyName": ptr("Globex")}, partmap.Condition{})
-				s.PatchProfile(ctx, fmt.Sprintf("p%d@example.com", i), partmap.Patch{"companyName": ptr("Acme")}, partmap.Condition{})
+				partmap.PatchProfile(ctx, s, fmt.Sprintf("p%d@example.com", i), partmap.Patch{"companyName": ptr("Globex")}, partmap.Condition{})
+				partmap.PatchProfile(ctx, s, fmt.Sprintf("p%d@example.com", i), partmap.Patch{"companyName": ptr("Acme")}, partmap.Condition{})
 			}
 		})
 	}

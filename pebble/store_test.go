@@ -26,7 +26,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rec, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "alice@example.com", "fullName": "Alice"}, partmap.Condition{})
+	rec, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "alice@example.com", "fullName": "Alice"}, partmap.Condition{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestDefaultLockWait(t *testing.T) {
 		}()
 		<-locked
 		go func() { time.Sleep(10 * time.Millisecond); close(unlock) }()
-		_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
 		<-done
 		if got := errors.Is(err, partmap.ErrLockConflict); got != tc.conflict {
 			t.Fatalf("options %+v: got %v, want a conflict: %v", tc.opts, err, tc.conflict)

@@ -251,20 +251,20 @@ func workload(t testing.TB, s partmap.Store, rng *rand.Rand, emails, n int) {
 			if rng.IntN(2) == 0 {
 				p[partmap.FieldFullName] = "User " + strconv.Itoa(rng.IntN(1000))
 			}
-			_, _, err = s.UpsertProfile(ctx, p, partmap.Condition{})
+			_, _, err = partmap.UpsertProfile(ctx, s, p, partmap.Condition{})
 		case k < 60:
 			tier := tiers[rng.IntN(len(tiers))]
 			patch := partmap.Patch{partmap.FieldCustomerTier: &tier}
 			if rng.IntN(3) == 0 {
 				patch[partmap.FieldCompanyName] = nil
 			}
-			_, err = s.PatchProfile(ctx, a, patch, partmap.Condition{})
+			_, err = partmap.PatchProfile(ctx, s, a, patch, partmap.Condition{})
 		case k < 75:
-			_, err = s.IncrementField(ctx, a, "visits", int64(rng.IntN(5)+1), partmap.Condition{})
+			_, err = partmap.IncrementField(ctx, s, a, "visits", int64(rng.IntN(5)+1), partmap.Condition{})
 		case k < 87:
-			err = s.DeleteProfile(ctx, a, partmap.Condition{})
+			err = partmap.DeleteProfile(ctx, s, a, partmap.Condition{})
 		default:
-			_, err = s.RenameProfile(ctx, a, b, partmap.Condition{})
+			_, err = partmap.RenameProfile(ctx, s, a, b, partmap.Condition{})
 		}
 		switch partmap.ErrorCode(err) {
 		case "", partmap.ENOTFOUND, partmap.EEXISTS, partmap.EINVALID, partmap.ELOCKCONFLICT:

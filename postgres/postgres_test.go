@@ -77,11 +77,11 @@ func TestTableNames(t *testing.T) {
 func TestNULByte(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.store.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "nul@example.com", "note": "a\x00b", "k\x00": "v"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, e.store, partmap.Profile{partmap.FieldEmail: "nul@example.com", "note": "a\x00b", "k\x00": "v"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.project(t, postgres.Options{})
-	if _, _, err := e.store.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "nul2@example.com", "note": "\x00"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, e.store, partmap.Profile{partmap.FieldEmail: "nul2@example.com", "note": "\x00"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	e.caughtUp(t, postgres.DefaultTable, r)

@@ -38,7 +38,7 @@ func TestConcurrentCommandsShareRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	s, stats, _ := startedOwnServer(t)
 	// The script loaded first, so that every commit is one EVALSHA.
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	before := commandStats(t, stats)
@@ -53,7 +53,7 @@ func TestConcurrentCommandsShareRoundTrips(t *testing.T) {
 			email := fmt.Sprintf("client%d@example.com", c)
 			for r := range rounds {
 				want := fmt.Sprint(r)
-				if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "round": want}, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "round": want}, partmap.Condition{}); err != nil {
 					errs <- err
 					return
 				}
@@ -101,7 +101,7 @@ func TestCommitAfterScriptFlush(t *testing.T) {
 	ctx := context.Background()
 	s, admin, _ := startedOwnServer(t)
 	const email = "counter@example.com"
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	for round := range 3 {
@@ -112,7 +112,7 @@ func TestCommitAfterScriptFlush(t *testing.T) {
 		errs := make(chan error, 16)
 		for range 16 {
 			wg.Go(func() {
-				if _, err := s.IncrementField(ctx, email, "visits", 1, partmap.Condition{}); err != nil {
+				if _, err := partmap.IncrementField(ctx, s, email, "visits", 1, partmap.Condition{}); err != nil {
 					errs <- err
 				}
 			})

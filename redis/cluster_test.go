@@ -64,12 +64,12 @@ func TestReplicaAcknowledgements(t *testing.T) {
 	p := partmap.Profile{partmap.FieldEmail: "acked@example.com", "fullName": "A"}
 	s := openCluster(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, MinReplicasAck: 1})
 	s.Start(ctx)
-	if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 		t.Fatalf("cluster with one replica per master: %v", err)
 	}
 	alone := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, MinReplicasAck: 1, ReplicaAckTimeout: 50 * time.Millisecond})
 	alone.Start(ctx)
-	if _, _, err := alone.UpsertProfile(ctx, p, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EUNAVAILABLE {
+	if _, _, err := partmap.UpsertProfile(ctx, alone, p, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EUNAVAILABLE {
 		t.Fatalf("server without replicas: got %v, want unavailable", err)
 	}
 }

@@ -20,7 +20,7 @@ func TestExportOutlivesLockTTL(t *testing.T) {
 	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
 	a.Start(ctx)
 	for i := range 20 {
-		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -29,7 +29,7 @@ func TestExportOutlivesLockTTL(t *testing.T) {
 	err := a.ExportProfiles(ctx, func(partmap.Record) error {
 		n++
 		time.Sleep(25 * time.Millisecond) // 20 profiles: over three TTLs in all
-		_, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "writer@example.com"}, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: "writer@example.com"}, partmap.Condition{})
 		if errors.Is(err, partmap.ErrLockConflict) {
 			conflicts++
 		} else {
@@ -40,7 +40,7 @@ func TestExportOutlivesLockTTL(t *testing.T) {
 	if err != nil || n != 20 || conflicts != 20 {
 		t.Fatalf("export: %v after %d profiles, %d conflicts", err, n, conflicts)
 	}
-	if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "writer@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: "writer@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatalf("a write after the export: %v", err)
 	}
 }
@@ -52,7 +52,7 @@ func TestExportFailsWhenItLosesTheLock(t *testing.T) {
 	a := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
 	a.Start(ctx)
 	for i := range 10 {
-		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -158,16 +158,16 @@ func TestFeedEveryWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e[0], "n": "1"}, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e[0], "n": "1"}, partmap.Condition{})
 		must(err)
 		wants = append(wants, expect(t, s, partmap.OpPut, e[0]))
-		_, err = s.PatchProfile(ctx, e[0], partmap.Patch{"city": ptr("Lyon")}, partmap.Condition{})
+		_, err = partmap.PatchProfile(ctx, s, e[0], partmap.Patch{"city": ptr("Lyon")}, partmap.Condition{})
 		must(err)
 		wants = append(wants, expect(t, s, partmap.OpPatch, e[0]))
-		_, err = s.IncrementField(ctx, e[0], "n", 2, partmap.Condition{})
+		_, err = partmap.IncrementField(ctx, s, e[0], "n", 2, partmap.Condition{})
 		must(err)
 		wants = append(wants, expect(t, s, partmap.OpIncrement, e[0]))
-		_, err = s.RenameProfile(ctx, e[0], e[1], partmap.Condition{})
+		_, err = partmap.RenameProfile(ctx, s, e[0], e[1], partmap.Condition{})
 		must(err)
 		wants = append(wants, expect(t, s, partmap.OpRename, e[0]), expect(t, s, partmap.OpRename, e[1]))
 		_, err = s.Transact(ctx, []partmap.Operation{
@@ -177,7 +177,7 @@ func TestFeedEveryWrite(t *testing.T) {
 		})
 		must(err)
 		wants = append(wants, expect(t, s, partmap.OpPatch, e[2]), expect(t, s, partmap.OpPut, e[3]))
-		must(s.DeleteProfile(ctx, e[3], partmap.Condition{}))
+		must(partmap.DeleteProfile(ctx, s, e[3], partmap.Condition{}))
 		wants = append(wants, expect(t, s, partmap.OpDelete, e[3]))
 		_, err = s.UpsertProfiles(ctx, []partmap.Profile{{partmap.FieldEmail: e[4]}, {partmap.FieldEmail: e[5], "x": "y"}})
 		must(err)
@@ -224,7 +224,7 @@ func TestFeedEveryWrite(t *testing.T) {
 		if len(page.Changes) != 0 || page.Next == partmap.FeedNow {
 			t.Fatalf("now: %+v", page)
 		}
-		_, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e[6]}, partmap.Condition{})
+		_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e[6]}, partmap.Condition{})
 		must(err)
 		later, _ := readFeed(t, s, page.Next, 10)
 		checkPerProfile(t, later, []want{expect(t, s, partmap.OpPut, e[6])})
@@ -254,7 +254,7 @@ func TestFeedBadCursors(t *testing.T) {
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "a@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "a@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"x", "1-2", "01-2-3", "1-2-3-4", "-1-2-3", "1--3", "+1", "1733040000000-4294967295-0", "0", "1 ", "1-2-99999999999999999999", "9007199254740992", fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())} {
@@ -283,7 +283,7 @@ func TestFeedConcurrentWriters(t *testing.T) {
 		}
 		emails := storetest.Spread(12, "conc")
 		for _, e := range emails {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": "0"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -307,7 +307,7 @@ func TestFeedConcurrentWriters(t *testing.T) {
 						}
 					} else {
 						var inc partmap.Increment
-						inc, err = s.IncrementField(ctx, e, "n", 1, partmap.Condition{})
+						inc, err = partmap.IncrementField(ctx, s, e, "n", 1, partmap.Condition{})
 						v = inc.Version
 					}
 					if errors.Is(err, partmap.ErrLockConflict) {
@@ -375,7 +375,7 @@ func TestFeedAcrossResize(t *testing.T) {
 		resize(8)
 		emails := storetest.Spread(20, "resize")
 		for _, e := range emails {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "g": "8"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "g": "8"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -389,13 +389,13 @@ func TestFeedAcrossResize(t *testing.T) {
 			t.Fatalf("the resize recorded %d changes", len(moved))
 		}
 		for _, e := range emails {
-			if _, err := s.PatchProfile(ctx, e, partmap.Patch{"g": ptr("13")}, partmap.Condition{}); err != nil {
+			if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"g": ptr("13")}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		resize(5)
 		for _, e := range emails[:5] {
-			if _, err := s.PatchProfile(ctx, e, partmap.Patch{"g": ptr("5")}, partmap.Condition{}); err != nil {
+			if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"g": ptr("5")}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -439,7 +439,7 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 		}
 		emails := storetest.Spread(4, "trim")
 		for _, e := range emails {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -463,7 +463,7 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 		if rest, _ := readFeed(t, s, next, 10); len(rest) != 0 {
 			t.Fatalf("after the newest cursor: %d changes", len(rest))
 		}
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: emails[0], "x": "1"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: emails[0], "x": "1"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if rest, _ := readFeed(t, s, "", 10); len(rest) != 1 || rest[0].Email != emails[0] {
@@ -490,7 +490,7 @@ func TestFeedSwitchRaisesStreams(t *testing.T) {
 			break
 		}
 	}
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
@@ -506,7 +506,7 @@ func TestFeedSwitchRaisesStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.WaitResized(t, s)
-	if _, err := s.PatchProfile(ctx, email, partmap.Patch{"a": ptr("1")}, partmap.Condition{}); err != nil {
+	if _, err := partmap.PatchProfile(ctx, s, email, partmap.Patch{"a": ptr("1")}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	last, err := c.XRevRangeN(ctx, feedKey(partmap.PartitionOf(email, 7)), "+", "-", 1).Result()
@@ -531,7 +531,7 @@ func TestFeedTrimKeep(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 3 {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "keep@example.com", "i": strconv.Itoa(i)}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "keep@example.com", "i": strconv.Itoa(i)}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -707,7 +707,7 @@ func TestFeedIdleLongPollReadsOnce(t *testing.T) {
 				done <- page
 			}()
 			time.Sleep(300 * time.Millisecond)
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "woken@example.com"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "woken@example.com"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 			if page := <-done; len(page.Changes) != 1 || page.Changes[0].Email != "woken@example.com" {

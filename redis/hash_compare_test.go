@@ -29,7 +29,7 @@ func TestHashCommandsMatchRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	const email, key = "ada@example.com", "h"
-	if _, _, err := store.UpsertProfile(ctx, partmap.Profile{"emailAddress": email}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, store, partmap.Profile{"emailAddress": email}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	rdb.HSet(ctx, key, "emailAddress", email)
@@ -53,12 +53,12 @@ func TestHashCommandsMatchRedis(t *testing.T) {
 		case 0:
 			v := values[rng.IntN(len(values))]
 			what = fmt.Sprintf("HSET %s %q", f, v)
-			res, err := store.PatchProfile(ctx, email, partmap.Patch{f: &v}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, store, email, partmap.Patch{f: &v}, partmap.Condition{})
 			n, rerr := rdb.HSet(ctx, key, f, v).Result()
 			got, want = fmt.Sprint(res.FieldsAdded, outcome(err)), fmt.Sprint(n, outcome(rerr))
 		case 1:
 			what = "HDEL " + f
-			res, err := store.PatchProfile(ctx, email, partmap.Patch{f: nil}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, store, email, partmap.Patch{f: nil}, partmap.Condition{})
 			n, rerr := rdb.HDel(ctx, key, f).Result()
 			got, want = fmt.Sprint(res.FieldsDeleted, outcome(err)), fmt.Sprint(n, outcome(rerr))
 		case 2:
@@ -67,7 +67,7 @@ func TestHashCommandsMatchRedis(t *testing.T) {
 				by = -by
 			}
 			what = fmt.Sprintf("HINCRBY %s %d", f, by)
-			inc, err := store.IncrementField(ctx, email, f, by, partmap.Condition{})
+			inc, err := partmap.IncrementField(ctx, store, email, f, by, partmap.Condition{})
 			n, rerr := rdb.HIncrBy(ctx, key, f, by).Result()
 			got, want = outcome(err), outcome(rerr)
 			if err == nil && rerr == nil {

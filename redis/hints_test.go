@@ -83,7 +83,7 @@ func TestSweepsUnderLoad(t *testing.T) {
 					}
 					s := stores[rng.IntN(len(stores))]
 					e := fmt.Sprintf("load%d@example.com", rng.IntN(2000))
-					_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{})
+					_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{})
 					if err != nil && !errors.Is(err, partmap.ErrLockConflict) {
 						t.Error(err)
 						return
@@ -104,7 +104,7 @@ func TestSweepsUnderLoad(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(si), 33))
 				for i := range 40 {
 					e := fmt.Sprintf("doomed%d-%d@example.com", si, i)
-					if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
+					if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -226,7 +226,7 @@ func loseHints(t *testing.T, s *redis.Store, n int) int64 {
 	ctx := context.Background()
 	deadline := time.Now().Add(1500 * time.Millisecond).UnixMilli()
 	for _, e := range spread("lost-hint", n) {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: deadline}}); err != nil {
@@ -324,7 +324,7 @@ func TestTxCrashUntouched(t *testing.T) {
 					}
 					s.Start(ctx)
 					for _, x := range crashAccounts[:3] {
-						if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: x, "balance": "100", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+						if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: x, "balance": "100", "customerTier": "gold"}, partmap.Condition{}); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -403,7 +403,7 @@ func TestHintRaces(t *testing.T) {
 				key := fmt.Sprintf("{%s}:%s:r:%s", partOf(e).Partition, ns, e)
 				for episode := range 25 {
 					s := stores[rng.IntN(len(stores))]
-					if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(episode)}, partmap.Condition{}); err != nil {
+					if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(episode)}, partmap.Condition{}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -453,7 +453,7 @@ func TestBackstopTrimsIdleFeed(t *testing.T) {
 		opts.FeedTrimInterval, opts.BackstopRate = 100*time.Millisecond, 1000
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
 		for _, e := range spread("aged", 20) {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -488,7 +488,7 @@ func TestTrimmerTrimsWrittenFeeds(t *testing.T) {
 		emails := spread("counted", 5)
 		for i := range 5 {
 			for _, e := range emails {
-				if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -23,7 +23,7 @@ func TestCheckReportsDrift(t *testing.T) {
 	defer c.Close()
 	const email = "drift@example.com"
 	p := partmap.PartitionOf(email, partmap.DefaultPartitions)
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme", "customerTier": "gold"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	member := func(value, email string) string {

@@ -148,7 +148,7 @@ func TestLostLockCannotCommit(t *testing.T) {
 		if n, err := raw.Del(ctx, "{"+p.String()+"}::lock").Result(); err != nil || n != 1 {
 			t.Fatalf("deleting the held lock: %v %v", n, err)
 		}
-		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); err != nil {
 			t.Errorf("the other server could not write after the lock was lost: %v", err)
 		}
 		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1}, partmap.OpPut)
@@ -173,7 +173,7 @@ func TestLockRenewedWhileHeld(t *testing.T) {
 	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
 	err := a.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
 		time.Sleep(time.Second) // five TTLs
-		if _, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+		if _, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 			t.Errorf("another server wrote a partition whose lock is held past its TTL: %v", err)
 		}
 		return tx.Put(part, email, partmap.Record{Profile: partmap.Profile{partmap.FieldEmail: email, "fullName": "a"}, Version: 1}, partmap.OpPut)
@@ -319,10 +319,10 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	}
 	storetest.WaitResized(t, a)
 	// Fail-fast locks: the resize may still be releasing its own.
-	_, _, err = stale.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
+	_, _, err = partmap.UpsertProfile(ctx, stale, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
 	for try := 0; errors.Is(err, partmap.ErrLockConflict) && try < 100; try++ {
 		time.Sleep(20 * time.Millisecond)
-		_, _, err = stale.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
+		_, _, err = partmap.UpsertProfile(ctx, stale, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +388,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 	a.Close() // the server that took it goes away without releasing it
 
 	var e *partmap.Error
-	if _, _, err := b.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.As(err, &e) || e.Code != partmap.ELOCKCONFLICT ||
+	if _, _, err := partmap.UpsertProfile(ctx, b, alice, partmap.Condition{}); !errors.As(err, &e) || e.Code != partmap.ELOCKCONFLICT ||
 		!strings.Contains(e.Message, "whole map is locked") || e.RetryAfter < 50*time.Second {
 		t.Fatalf("a write through another server: %v; want a conflict that names the whole-map lock and its end", err)
 	}
@@ -401,7 +401,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, _, err := c.UpsertProfile(ctx, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+	if _, _, err := partmap.UpsertProfile(ctx, c, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a write through a server opened under the lock: %v, want a conflict", err)
 	}
 	if err := b.UnlockWholeMap(ctx, "not-the-lease"); !errors.Is(err, partmap.ErrNotFound) {
@@ -411,7 +411,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 		t.Fatalf("a release through another server: %v", err)
 	}
 	for _, s := range []*redis.Store{b, c} {
-		if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{}); err != nil {
 			t.Fatalf("a write after the release: %v", err)
 		}
 	}
@@ -496,7 +496,7 @@ func TestTwoSweepers(t *testing.T) {
 	const n = 60
 	emails := storetest.Spread(n, "two")
 	for i, e := range emails {
-		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		op := partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: start + 1000}}

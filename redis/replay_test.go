@@ -144,11 +144,11 @@ func TestLostReplyIsNotReplayed(t *testing.T) {
 
 	t.Run("Increment", func(t *testing.T) {
 		const email = "counter@example.com"
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		proxy.arm("$6\r\ncommit\r\n") // the commit script's mode
-		inc, err := s.IncrementField(ctx, email, "visits", 1, partmap.Condition{})
+		inc, err := partmap.IncrementField(ctx, s, email, "visits", 1, partmap.Condition{})
 		if err == nil {
 			t.Fatalf("the increment answered %d, as if its reply had come", inc.Value)
 		}
@@ -172,7 +172,7 @@ func TestLostReplyIsNotReplayed(t *testing.T) {
 			t.Fatal("the two profiles share a partition")
 		}
 		for _, e := range []string{a, b} {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "balance": "10"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "balance": "10"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -42,7 +42,7 @@ func TestWriteRunAgainAnswersOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const email = "again@example.com"
-	if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "old": "1", "visits": "1"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: email, "old": "1", "visits": "1"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
@@ -54,11 +54,11 @@ func TestWriteRunAgainAnswersOnce(t *testing.T) {
 	}{
 		{"Patch", func() (string, error) {
 			v := "x"
-			res, err := b.PatchProfile(ctx, email, partmap.Patch{"old": nil, "new": &v}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, b, email, partmap.Patch{"old": nil, "new": &v}, partmap.Condition{})
 			return "+" + strconv.Itoa(res.FieldsAdded) + " -" + strconv.Itoa(res.FieldsDeleted), err
 		}, "+1 -1"},
 		{"Increment", func() (string, error) {
-			inc, err := b.IncrementField(ctx, email, "visits", 1, partmap.Condition{})
+			inc, err := partmap.IncrementField(ctx, b, email, "visits", 1, partmap.Condition{})
 			return strconv.FormatInt(inc.Value, 10), err
 		}, "2"},
 	} {

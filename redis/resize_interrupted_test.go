@@ -54,7 +54,7 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 200 * time.Millisecond}})
 	a.Start(ctx)
 	const victim = "victim@example.com"
-	if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: victim, "n": "0"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: victim, "n": "0"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Resize(ctx, 250); err != nil {
@@ -62,7 +62,7 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 	}
 	// B learns of the resize (its first write meets a "resizing" mark).
 	if err := retryConflict(func() error {
-		_, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "other@example.com"}, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: "other@example.com"}, partmap.Condition{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 	b.UnlockWholeMap(ctx, lease.Lease)
 	// B writes the victim (to both generations, as during a resize).
 	if err := retryConflict(func() error {
-		_, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: victim, "n": "0"}, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: victim, "n": "0"}, partmap.Condition{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -92,13 +92,13 @@ func TestInterruptedSwitchIsFinishedAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	if _, err := a2.IncrementField(ctx, victim, "n", 1, partmap.Condition{}); err != nil {
+	if _, err := partmap.IncrementField(ctx, a2, victim, "n", 1, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := b.FindProfile(ctx, victim); err != nil || rec.Profile["n"] != "1" {
 		t.Fatalf("B reads %v (%v) after A's acknowledged increment to 1", rec.Profile, err)
 	}
-	if _, err := b.IncrementField(ctx, victim, "n", 1, partmap.Condition{}); err != nil {
+	if _, err := partmap.IncrementField(ctx, b, victim, "n", 1, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	rec, _ := a2.FindProfile(ctx, victim)
@@ -136,7 +136,7 @@ func TestInterruptedStartLosesNoWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	if _, _, err := a2.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "x@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, a2, partmap.Profile{partmap.FieldEmail: "x@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatalf("a write on the restarted A during the resize: %v", err)
 	}
 	for {
@@ -145,7 +145,9 @@ func TestInterruptedStartLosesNoWrites(t *testing.T) {
 			break
 		}
 	}
-	if _, err := retryConflict2(func() (partmap.Increment, error) { return b.IncrementField(ctx, victim, "n", 1, partmap.Condition{}) }); err != nil {
+	if _, err := retryConflict2(func() (partmap.Increment, error) {
+		return partmap.IncrementField(ctx, b, victim, "n", 1, partmap.Condition{})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	storetest.WaitResized(t, a2)

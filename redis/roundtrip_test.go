@@ -183,7 +183,7 @@ func TestRoundTrips(t *testing.T) {
 	s, stats, srv := startedOwnServer(t)
 	// Once first, so that the commit script is loaded (EVALSHA's NOSCRIPT
 	// and the EVAL after it happen once per server).
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	mon := newMonitor(t, srv.Socket, stats)
@@ -196,26 +196,26 @@ func TestRoundTrips(t *testing.T) {
 		op     func(i int) error
 	}{
 		{"create", true, func(i int) error {
-			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email(i), "customerTier": "gold"}, partmap.Condition{})
+			_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email(i), "customerTier": "gold"}, partmap.Condition{})
 			return err
 		}},
 		{"replace", true, func(i int) error {
-			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email(i), "customerTier": "silver"}, partmap.Condition{})
+			_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email(i), "customerTier": "silver"}, partmap.Condition{})
 			return err
 		}},
 		{"patch", true, func(i int) error {
-			_, err := s.PatchProfile(ctx, email(i), partmap.Patch{"visits": &one}, partmap.Condition{})
+			_, err := partmap.PatchProfile(ctx, s, email(i), partmap.Patch{"visits": &one}, partmap.Condition{})
 			return err
 		}},
 		{"increment", true, func(i int) error {
-			_, err := s.IncrementField(ctx, email(i), "visits", 1, partmap.Condition{})
+			_, err := partmap.IncrementField(ctx, s, email(i), "visits", 1, partmap.Condition{})
 			return err
 		}},
 		{"get", false, func(i int) error {
 			_, err := s.FindProfile(ctx, email(i))
 			return err
 		}},
-		{"delete", true, func(i int) error { return s.DeleteProfile(ctx, email(i), partmap.Condition{}) }},
+		{"delete", true, func(i int) error { return partmap.DeleteProfile(ctx, s, email(i), partmap.Condition{}) }},
 	}
 	for _, o := range ops {
 		before := commandStats(t, stats)
@@ -259,7 +259,7 @@ func TestHotPartitionTwoServers(t *testing.T) {
 	}
 	emails, _ := storetest.Colliding(12, partmap.DefaultPartitions, "hot")
 	for _, e := range emails {
-		if _, _, err := a.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "visits": "0"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: e, "visits": "0"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -280,9 +280,9 @@ func TestHotPartitionTwoServers(t *testing.T) {
 				var err error
 				if rng.IntN(4) == 0 {
 					tier := tiers[rng.IntN(len(tiers))]
-					_, err = s.PatchProfile(ctx, e, partmap.Patch{"customerTier": &tier}, partmap.Condition{})
+					_, err = partmap.PatchProfile(ctx, s, e, partmap.Patch{"customerTier": &tier}, partmap.Condition{})
 				} else {
-					_, err = s.IncrementField(ctx, e, "visits", 1, partmap.Condition{})
+					_, err = partmap.IncrementField(ctx, s, e, "visits", 1, partmap.Condition{})
 					if err == nil {
 						mu.Lock()
 						acked[e]++
@@ -354,12 +354,12 @@ func TestCheckedWriteRespectsHeldLock(t *testing.T) {
 		})
 	}()
 	<-locked
-	if _, _, err := fast.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "fast"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
+	if _, _, err := partmap.UpsertProfile(ctx, fast, partmap.Profile{partmap.FieldEmail: email, "fullName": "fast"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a fail-fast write to a partition another server holds: %v, want a conflict", err)
 	}
 	waited := make(chan error, 1)
 	go func() {
-		_, _, err := b.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{})
 		waited <- err
 	}()
 	select {

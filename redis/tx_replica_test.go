@@ -200,7 +200,7 @@ func openAccounts(t *testing.T, s *redis.Store, accounts []string) {
 		t.Fatal(err)
 	}
 	for _, a := range accounts {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -106,7 +106,7 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string, a
 	const pairs, start = 4, 100
 	accounts := spread("acct", 2*pairs)
 	for _, a := range accounts {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": strconv.Itoa(start), "customerTier": "gold"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, "balance": strconv.Itoa(start), "customerTier": "gold"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,7 +167,7 @@ func runBank(t *testing.T, s *redis.Store, keys func(pattern string) []string, a
 			rng := rand.New(rand.NewPCG(uint64(w), 16))
 			for range 25 {
 				a := accounts[rng.IntN(len(accounts))]
-				_, err := s.IncrementField(ctx, a, "visits", 1, partmap.Condition{})
+				_, err := partmap.IncrementField(ctx, s, a, "visits", 1, partmap.Condition{})
 				switch {
 				case errors.Is(err, partmap.ErrLockConflict):
 				case err != nil:
@@ -435,7 +435,7 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 			}
 			s.Start(ctx)
 			for _, x := range []string{a, b, c} {
-				if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: x, "balance": "100", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: x, "balance": "100", "customerTier": "gold"}, partmap.Condition{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -556,7 +556,7 @@ func runCrashes(t *testing.T, newEnv func(t *testing.T) string, keys func(t *tes
 				t.Fatalf("a transaction after the crash: %v", err)
 			}
 			for _, x := range crashAccounts {
-				if _, _, err := fresh.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: x, "balance": "0"}, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, fresh, partmap.Profile{partmap.FieldEmail: x, "balance": "0"}, partmap.Condition{}); err != nil {
 					t.Fatalf("a write after the crash: %v", err)
 				}
 				check, err := fresh.CheckPartition(ctx, partOf(x).Partition)
@@ -609,7 +609,7 @@ func TestTxLostLockIsAborted(t *testing.T) {
 	s.Start(ctx)
 	accounts := spread("lost", 2)
 	for _, a := range accounts {
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -660,7 +660,7 @@ func TestTxReplicaAcknowledgements(t *testing.T) {
 	for _, s := range []*redis.Store{acked, alone} {
 		s.Start(ctx)
 		for _, a := range accounts {
-			s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}) // applied, acknowledged or not
+			partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, "balance": "100"}, partmap.Condition{}) // applied, acknowledged or not
 		}
 	}
 	if err := transfer(ctx, acked.Engine(), accounts[0], accounts[1], 10); err != nil {

@@ -16,7 +16,7 @@ import (
 // server's alone, see internal/bench/respbench.
 func BenchmarkHGet(b *testing.B) {
 	addr, store := serve(b, nil)
-	if _, _, err := store.UpsertProfile(context.Background(), partmap.Profile{"emailAddress": "b@x.io", "fullName": "B"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(context.Background(), store, partmap.Profile{"emailAddress": "b@x.io", "fullName": "B"}, partmap.Condition{}); err != nil {
 		b.Fatal(err)
 	}
 	conn, err := net.Dial("tcp", addr)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/partmap/partmap"
 )
 
 func runDelete(ctx context.Context, e *env, args []string) error {
@@ -11,7 +13,7 @@ func runDelete(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cl.DeleteProfile(ctx, rest[0], cf.cond); err != nil {
+	if err := partmap.DeleteProfile(ctx, cl, rest[0], cf.cond); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "deleted %s\n", rest[0])

@@ -44,7 +44,7 @@ func TestSixtyFourClientsOnePartition(t *testing.T) {
 			for i := range perClient {
 				email := emails[c*perClient+i]
 				prof := partmap.Profile{partmap.FieldEmail: email, "fullName": "owner " + email, "client": fmt.Sprint(c)}
-				if _, _, err := cl.UpsertProfile(ctx, prof, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, cl, prof, partmap.Condition{}); err != nil {
 					errs <- fmt.Errorf("client %d, %s: %w", c, email, err)
 					return
 				}
@@ -126,7 +126,7 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 				for i := 0; ; i++ {
 					email := fmt.Sprintf("w%d-%d@example.com", w, i%40) // overwrites too
 					name := fmt.Sprintf("round %d write %d", round, i)
-					_, _, err := cl.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{})
+					_, _, err := partmap.UpsertProfile(ctx, cl, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{})
 					switch {
 					case err == nil:
 						acked.Store(email, name)

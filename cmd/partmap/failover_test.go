@@ -60,7 +60,7 @@ func TestClusterFailover(t *testing.T) {
 				if w == 0 {
 					_, err = cl.CheckPartition(rctx, partmap.Partition(i%partmap.DefaultPartitions))
 				} else {
-					_, _, err = cl.UpsertProfile(rctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+					_, _, err = partmap.UpsertProfile(rctx, cl, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
 				}
 				cancel()
 				mu.Lock()
@@ -114,7 +114,7 @@ func TestClusterFailover(t *testing.T) {
 		for _, email := range slices.Collect(maps.Keys(pending)) {
 			round.Go(func() {
 				rctx, cancel := context.WithTimeout(ctx, time.Second)
-				_, _, err := probe.UpsertProfile(rctx, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
+				_, _, err := partmap.UpsertProfile(rctx, probe, partmap.Profile{partmap.FieldEmail: email}, partmap.Condition{})
 				cancel()
 				if err == nil {
 					pmu.Lock()

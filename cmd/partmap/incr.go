@@ -28,7 +28,7 @@ func runIncr(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--by must be a signed 64-bit integer, not %q (add --float for a decimal)", *by)
 	}
-	inc, err := cl.IncrementField(ctx, rest[0], rest[1], n, cf.cond)
+	inc, err := partmap.IncrementField(ctx, cl, rest[0], rest[1], n, cf.cond)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		}
 		patch[name] = nil
 	}
-	res, err := cl.PatchProfile(ctx, rest[0], patch, cf.cond)
+	res, err := partmap.PatchProfile(ctx, cl, rest[0], patch, cf.cond)
 	if err != nil {
 		return err
 	}

@@ -289,14 +289,15 @@ func projectWorkload(t *testing.T, s partmap.Store, rng *rand.Rand, n int) {
 		var err error
 		switch k := rng.IntN(10); {
 		case k < 5:
-			_, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, partmap.FieldCompanyName: "Co " + strconv.Itoa(rng.IntN(5)),
+			_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, partmap.FieldCompanyName: "Co " + strconv.Itoa(rng.IntN(5)),
 				partmap.FieldCustomerTier: tiers[rng.IntN(3)]}, partmap.Condition{})
+
 		case k < 7:
-			_, err = s.IncrementField(ctx, a, "visits", 1, partmap.Condition{})
+			_, err = partmap.IncrementField(ctx, s, a, "visits", 1, partmap.Condition{})
 		case k < 9:
-			err = s.DeleteProfile(ctx, a, partmap.Condition{})
+			err = partmap.DeleteProfile(ctx, s, a, partmap.Condition{})
 		default:
-			_, err = s.RenameProfile(ctx, a, b, partmap.Condition{})
+			_, err = partmap.RenameProfile(ctx, s, a, b, partmap.Condition{})
 		}
 		switch partmap.ErrorCode(err) {
 		case "", partmap.ENOTFOUND, partmap.EEXISTS, partmap.EINVALID, partmap.ELOCKCONFLICT:

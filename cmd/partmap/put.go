@@ -76,7 +76,7 @@ func runPut(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	cf.cond.IfNoneMatch = *create
-	rec, created, err := cl.UpsertProfile(ctx, profile, cf.cond)
+	rec, created, err := partmap.UpsertProfile(ctx, cl, profile, cf.cond)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/partmap/partmap"
 )
 
 func runRename(ctx context.Context, e *env, args []string) error {
@@ -11,7 +13,7 @@ func runRename(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := cl.RenameProfile(ctx, rest[0], rest[1], cf.cond)
+	rec, err := partmap.RenameProfile(ctx, cl, rest[0], rest[1], cf.cond)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func TestServeRESP(t *testing.T) {
 	if err != nil || rec.Profile["fullName"] != "Alice" || rec.Profile[partmap.FieldCustomerTier] != "gold" {
 		t.Fatalf("over HTTP after HSET: %v %v", rec.Profile, err)
 	}
-	if _, _, err := cl.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "bob@example.com", "fullName": "Bob"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, cl, partmap.Profile{partmap.FieldEmail: "bob@example.com", "fullName": "Bob"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	if out := redis("", "HGET", "BOB@example.com", "fullName"); out != "Bob" {

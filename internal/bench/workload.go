@@ -169,7 +169,7 @@ func operation(workload string, keys keySet) (opFunc, error) {
 		return email(i), i
 	}
 	upsert := func(ctx context.Context, cl *pmhttp.Client, email string, n int) error {
-		_, _, err := cl.UpsertProfile(ctx, profile(email, n), partmap.Condition{})
+		_, _, err := partmap.UpsertProfile(ctx, cl, profile(email, n), partmap.Condition{})
 		return err
 	}
 	switch workload {
@@ -197,13 +197,13 @@ func operation(workload string, keys keySet) (opFunc, error) {
 		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {
 			e, _ := random(rng)
 			v := strconv.Itoa(rng.IntN(1000))
-			_, err := cl.PatchProfile(ctx, e, partmap.Patch{"visits": &v}, partmap.Condition{})
+			_, err := partmap.PatchProfile(ctx, cl, e, partmap.Patch{"visits": &v}, partmap.Condition{})
 			return err
 		}, nil
 	case Incr:
 		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {
 			e, _ := random(rng)
-			_, err := cl.IncrementField(ctx, e, "visits", 1, partmap.Condition{})
+			_, err := partmap.IncrementField(ctx, cl, e, "visits", 1, partmap.Condition{})
 			return err
 		}, nil
 	case Hot:

@@ -199,23 +199,23 @@ func feedWrite(ctx context.Context, cl *pmhttp.Client, r *rand.Rand, emails []st
 	tag := strconv.FormatUint(r.Uint64()%1000, 10)
 	switch r.IntN(7) {
 	case 0, 1:
-		rec, _, err := cl.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "a": tag}, partmap.Condition{})
+		rec, _, err := partmap.UpsertProfile(ctx, cl, partmap.Profile{partmap.FieldEmail: e, "n": "0", "a": tag}, partmap.Condition{})
 		return []ack{{e, rec.Version}}, err
 	case 2:
 		// A patch that changes nothing answers the version an earlier
 		// write made: the feed has that one too.
-		res, err := cl.PatchProfile(ctx, e, partmap.Patch{"a": &tag, "b": nil}, partmap.Condition{})
+		res, err := partmap.PatchProfile(ctx, cl, e, partmap.Patch{"a": &tag, "b": nil}, partmap.Condition{})
 		return []ack{{e, res.Record.Version}}, err
 	case 3:
-		inc, err := cl.IncrementField(ctx, e, "n", 1, partmap.Condition{})
+		inc, err := partmap.IncrementField(ctx, cl, e, "n", 1, partmap.Condition{})
 		return []ack{{e, inc.Version}}, err
 	case 4:
-		return nil, cl.DeleteProfile(ctx, e, partmap.Condition{})
+		return nil, partmap.DeleteProfile(ctx, cl, e, partmap.Condition{})
 	case 5:
 		if e == f {
 			return nil, nil
 		}
-		rec, err := cl.RenameProfile(ctx, e, f, partmap.Condition{})
+		rec, err := partmap.RenameProfile(ctx, cl, e, f, partmap.Condition{})
 		return []ack{{f, rec.Version}}, err
 	default:
 		g := emails[r.IntN(len(emails))]

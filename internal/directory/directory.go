@@ -259,29 +259,6 @@ func (d *Directory) prepare(profile partmap.Profile) (partmap.Profile, error) {
 	return profile, nil
 }
 
-func (d *Directory) UpsertProfile(ctx context.Context, profile partmap.Profile, cond partmap.Condition) (partmap.Record, bool, error) {
-	profile, err := d.prepare(profile)
-	if err != nil {
-		return partmap.Record{}, false, err
-	}
-	email := profile.Email()
-	if err := d.checkStarted(ctx); err != nil {
-		return partmap.Record{}, false, err
-	}
-	var rec partmap.Record
-	var created bool
-	err = d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record, _ int64) error {
-		var prev partmap.Version
-		if cur != nil {
-			prev = cur.Version
-		}
-		rec = partmap.Record{Profile: profile, Version: nextVersion(prev)}
-		created = cur == nil
-		return st.Put(rec, partmap.OpPut)
-	})
-	return rec, created, err
-}
-
 // guarded runs fn under the lock of email's partition, with its current
 // record (nil when there is none), once cond holds for that record. Every
 // single-profile write goes through here. During a resize it also locks

@@ -65,7 +65,7 @@ func TestChangesFilteredCaughtUp(t *testing.T) {
 			p := partmap.PartitionOf(target, 16)
 			write := func(email, v string) {
 				t.Helper()
-				if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: email, "v": v}, partmap.Condition{}); err != nil {
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "v": v}, partmap.Condition{}); err != nil {
 					t.Fatal(err)
 				}
 			}

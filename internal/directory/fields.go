@@ -50,14 +50,6 @@ func checkFieldList(fields []string) error {
 	return nil
 }
 
-func (d *Directory) PatchProfile(ctx context.Context, email string, patch partmap.Patch, cond partmap.Condition) (partmap.PatchResult, error) {
-	res, err := d.Apply(ctx, partmap.Operation{Op: partmap.OpPatch, Email: email, Patch: patch, Cond: cond})
-	if err != nil {
-		return partmap.PatchResult{}, err
-	}
-	return partmap.PatchResult{Record: *res.Record, FieldsAdded: res.FieldsAdded, FieldsDeleted: res.FieldsDeleted}, nil
-}
-
 // checkPatch checks a patch's names and values against the limits.
 func (d *Directory) checkPatch(patch partmap.Patch) error {
 	for name, v := range patch {
@@ -123,14 +115,6 @@ func checkKeyField(email string, patch partmap.Patch) error {
 	return nil
 }
 
-func (d *Directory) IncrementField(ctx context.Context, email, field string, by int64, cond partmap.Condition) (partmap.Increment, error) {
-	res, err := d.Apply(ctx, partmap.Operation{Op: partmap.OpIncrement, Email: email, Field: field, By: by, Cond: cond})
-	if err != nil {
-		return partmap.Increment{}, err
-	}
-	return partmap.Increment{Email: res.Email, Field: field, Value: res.Value, Version: res.Record.Version}, nil
-}
-
 // checkCounter checks that field can be incremented.
 func (d *Directory) checkCounter(field string) error {
 	if field == partmap.FieldEmail {
@@ -150,17 +134,4 @@ func incremented(cur partmap.Profile, field string, by int64) (partmap.Profile, 
 	next := cur.Clone()
 	next[field] = strconv.FormatInt(n, 10)
 	return next, n, nil
-}
-
-func (d *Directory) DeleteProfile(ctx context.Context, email string, cond partmap.Condition) error {
-	email, err := d.locate(ctx, email)
-	if err != nil {
-		return err
-	}
-	return d.guarded(ctx, email, cond, func(st staged, cur *partmap.Record, _ int64) error {
-		if cur == nil {
-			return notFound(email)
-		}
-		return st.Delete(partmap.OpDelete)
-	})
 }

@@ -10,18 +10,6 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-func (d *Directory) RenameProfile(ctx context.Context, from, to string, cond partmap.Condition) (partmap.Record, error) {
-	op, err := d.planOne(partmap.Operation{Op: partmap.OpRename, Email: from, To: to, Cond: cond})
-	if err != nil {
-		return partmap.Record{}, err
-	}
-	results, _, err := d.transact(ctx, []partmap.Operation{op}, nil)
-	if err != nil {
-		return partmap.Record{}, err
-	}
-	return *results[0].Record, nil
-}
-
 func (d *Directory) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
 	plan, unplanned, err := d.plan(ops)
 	if err != nil {

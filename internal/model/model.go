@@ -171,20 +171,20 @@ func (op Op) Do(ctx context.Context, s partmap.Store) (Result, error) {
 		rec, err = s.FindProfile(ctx, op.Email)
 		r.Profile = rec.Profile
 	case Put:
-		_, r.Created, err = s.UpsertProfile(ctx, op.Put, partmap.Condition{})
+		_, r.Created, err = partmap.UpsertProfile(ctx, s, op.Put, partmap.Condition{})
 	case Patch:
 		var res partmap.PatchResult
-		res, err = s.PatchProfile(ctx, op.Email, op.Patch, partmap.Condition{})
+		res, err = partmap.PatchProfile(ctx, s, op.Email, op.Patch, partmap.Condition{})
 		r.Added, r.Deleted = res.FieldsAdded, res.FieldsDeleted
 	case Incr:
 		var inc partmap.Increment
-		inc, err = s.IncrementField(ctx, op.Email, op.Field, op.By, partmap.Condition{})
+		inc, err = partmap.IncrementField(ctx, s, op.Email, op.Field, op.By, partmap.Condition{})
 		r.Value = inc.Value
 	case Delete:
-		err = s.DeleteProfile(ctx, op.Email, partmap.Condition{})
+		err = partmap.DeleteProfile(ctx, s, op.Email, partmap.Condition{})
 	case Rename:
 		var rec partmap.Record
-		rec, err = s.RenameProfile(ctx, op.Email, op.To, partmap.Condition{})
+		rec, err = partmap.RenameProfile(ctx, s, op.Email, op.To, partmap.Condition{})
 		r.Profile = rec.Profile
 	}
 	if err != nil {

@@ -102,7 +102,7 @@ func runBatch(t *testing.T, open Opener, started func(*testing.T) partmap.Store)
 
 	t.Run("BatchProject", func(t *testing.T) {
 		s := started(t)
-		rec, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "p@example.com", "fullName": "P", "empty": "", "a,b": "comma"}, partmap.Condition{})
+		rec, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "p@example.com", "fullName": "P", "empty": "", "a,b": "comma"}, partmap.Condition{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ func wantDeadlines(t *testing.T, s partmap.Store, email string, profile int64, f
 
 func putProfile(t *testing.T, s partmap.Store, p partmap.Profile) partmap.Record {
 	t.Helper()
-	rec, _, err := s.UpsertProfile(context.Background(), p, partmap.Condition{})
+	rec, _, err := partmap.UpsertProfile(context.Background(), s, p, partmap.Condition{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		wantDeadlines(t, s, e, -1, []string{"a", "b"}, -2, -2)
 		wantValues(t, "HGETDEL a again", getdel("a").Values, nil)
 		// A field written again has no deadline: the old one went with it.
-		if _, err := s.PatchProfile(ctx, e, partmap.Patch{"a": ptr("x")}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"a": ptr("x")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		wantDeadlines(t, s, e, -1, []string{"a"}, -1)
@@ -545,33 +545,33 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		// A patch clears the deadline of each field it writes, even with
 		// the value it had, and the write gets a new version.
 		v := mustFind(t, s, from).Version
-		if _, err := s.PatchProfile(ctx, from, partmap.Patch{"a": ptr("1")}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, from, partmap.Patch{"a": ptr("1")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		v = wantVersion(t, s, from, v, false).Version
 		wantDeadlines(t, s, from, year2101, fields, -1, year2100, year2100, year2100)
 		// A patch that deletes a field takes its deadline with it.
-		if _, err := s.PatchProfile(ctx, from, partmap.Patch{"b": nil}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, from, partmap.Patch{"b": nil}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.PatchProfile(ctx, from, partmap.Patch{"b": ptr("2")}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, from, partmap.Patch{"b": ptr("2")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		wantDeadlines(t, s, from, year2101, fields, -1, -1, year2100, year2100)
 		// A patch of nothing new, with no deadline to clear, writes nothing.
 		v = mustFind(t, s, from).Version
-		if _, err := s.PatchProfile(ctx, from, partmap.Patch{"a": ptr("1"), "gone": nil}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, from, partmap.Patch{"a": ptr("1"), "gone": nil}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		v = wantVersion(t, s, from, v, true).Version
 		// An increment keeps the field's deadline.
-		if inc, err := s.IncrementField(ctx, from, "n", 2, partmap.Condition{}); err != nil || inc.Value != 7 {
+		if inc, err := partmap.IncrementField(ctx, s, from, "n", 2, partmap.Condition{}); err != nil || inc.Value != 7 {
 			t.Fatalf("increment: %+v, %v", inc, err)
 		}
 		wantVersion(t, s, from, v, false)
 		wantDeadlines(t, s, from, year2101, fields, -1, -1, year2100, year2100)
 		// A rename keeps them all, the profile's too.
-		if _, err := s.RenameProfile(ctx, from, to, partmap.Condition{}); err != nil {
+		if _, err := partmap.RenameProfile(ctx, s, from, to, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		wantDeadlines(t, s, to, year2101, fields, -1, -1, year2100, year2100)
@@ -580,7 +580,7 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		apply(t, s, partmap.Operation{Op: partmap.OpSetFields, Email: to, Set: partmap.Patch{"y": ptr("25")}})
 		wantDeadlines(t, s, to, year2101, fields, -1, -1, year2100, year2100)
 		// A PUT replaces the profile and drops every deadline.
-		if _, created, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: to, "a": "1", "b": "2", "n": "7", "c": "3"}, partmap.Condition{}); err != nil || created {
+		if _, created, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: to, "a": "1", "b": "2", "n": "7", "c": "3"}, partmap.Condition{}); err != nil || created {
 			t.Fatalf("put: created %v, %v", created, err)
 		}
 		wantDeadlines(t, s, to, -1, fields, -1, -1, -1, -1)

@@ -216,7 +216,7 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		// Nothing of e0's expired field is left stored: writing e0's live
 		// profile again (it has no other deadline) changes no entry.
 		live := mustFind(t, s, e0)
-		if _, _, err := s.UpsertProfile(ctx, live.Profile, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, live.Profile, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if rewritten, err := s.CheckPartition(ctx, p); err != nil || rewritten.IndexEntries != after.IndexEntries {
@@ -262,14 +262,14 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 
 		// A put creates the expired profile anew; the count, which still
 		// holds the unswept one, stays right.
-		rec, created, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, partmap.FieldCustomerTier: "silver"}, partmap.Condition{})
+		rec, created, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, partmap.FieldCustomerTier: "silver"}, partmap.Condition{})
 		if err != nil || !created {
 			t.Fatalf("put over an expired profile: created %v, %v", created, err)
 		}
 		assertProfile(t, rec.Profile, partmap.Profile{partmap.FieldEmail: e, partmap.FieldCustomerTier: "silver"})
 		wantDeadlines(t, s, e, -1, []string{"a"}, -2)
 		// A patch, as any write but the creating ones, finds no profile.
-		if _, err := s.PatchProfile(ctx, g, partmap.Patch{"a": ptr("x")}, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
+		if _, err := partmap.PatchProfile(ctx, s, g, partmap.Patch{"a": ptr("x")}, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("patch of an expired profile: %v, want not-found", err)
 		}
 		// HSETEX creates it, with none of the expired fields.
@@ -278,13 +278,13 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		}
 		assertProfile(t, mustFind(t, s, g).Profile, partmap.Profile{partmap.FieldEmail: g, "c": "3"})
 		// A rename into an expired profile's address takes it.
-		if _, err := s.RenameProfile(ctx, src, h, partmap.Condition{}); err != nil {
+		if _, err := partmap.RenameProfile(ctx, s, src, h, partmap.Condition{}); err != nil {
 			t.Fatalf("rename onto an expired profile: %v", err)
 		}
 		assertProfile(t, mustFind(t, s, h).Profile, partmap.Profile{partmap.FieldEmail: h, "z": "26"})
 		wantDeadlines(t, s, h, -1, nil)
 		// A write to a profile with an expired field starts without it.
-		if _, err := s.PatchProfile(ctx, f, partmap.Patch{"b": ptr("3")}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, f, partmap.Patch{"b": ptr("3")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if res := apply(t, s, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: f, Field: "a", Value: "new"}); !res.Set {
@@ -335,7 +335,7 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		v0 := mustFind(t, s, e).Version
 		clock.set(t0 + 1000)
 		v1 := mustFind(t, s, e).Version
-		if _, err := s.PatchProfile(ctx, e, partmap.Patch{"b": ptr("3")}, partmap.IfMatch(v0)); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"b": ptr("3")}, partmap.IfMatch(v0)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match of the version before the field expired: %v, want precondition failed", err)
 		}
 		if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 9000), Cond: partmap.IfMatch(v1)}); err != nil {
@@ -346,10 +346,10 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		clock.set(t0 + 2000)
 		v3 := mustFind(t, s, e).Version
 		mustSweep(t, sweep)
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.IfMatch(v2)); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.IfMatch(v2)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match of the version before the field expired, after a sweep: %v, want precondition failed", err)
 		}
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "c": "3"}, partmap.IfMatch(v3)); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "c": "3"}, partmap.IfMatch(v3)); err != nil {
 			t.Fatalf("If-Match of the live version after a sweep: %v", err)
 		}
 		wantDeadlines(t, s, e, -1, []string{"a", "b", "c"}, -2, -2, -1)

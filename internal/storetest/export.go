@@ -52,7 +52,7 @@ func runExport(t *testing.T, open Opener, started func(*testing.T) partmap.Store
 			profiles = append(profiles, partmap.Profile{partmap.FieldEmail: e, "n": e})
 		}
 		for _, p := range profiles {
-			if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -74,7 +74,7 @@ func runExport(t *testing.T, open Opener, started func(*testing.T) partmap.Store
 	t.Run("ExportStopsOnCallbackError", func(t *testing.T) {
 		s := started(t)
 		for i := range 50 {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("stop%d@example.com", i)}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("stop%d@example.com", i)}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -91,7 +91,7 @@ func runExport(t *testing.T, open Opener, started func(*testing.T) partmap.Store
 			t.Fatalf("got %v after %d calls, want the callback's error after 3", err, calls)
 		}
 		// Whatever the export held (a snapshot, locks) is released.
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "stop0@example.com", "after": "yes"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "stop0@example.com", "after": "yes"}, partmap.Condition{}); err != nil {
 			t.Fatalf("write after a stopped export: %v", err)
 		}
 	})
@@ -112,7 +112,7 @@ func runExport(t *testing.T, open Opener, started func(*testing.T) partmap.Store
 		var seq atomic.Int64
 		write := func(ctx context.Context, i int64) error {
 			for {
-				_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: keys[i%n], "seq": strconv.FormatInt(i, 10)}, partmap.Condition{})
+				_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: keys[i%n], "seq": strconv.FormatInt(i, 10)}, partmap.Condition{})
 				if err == nil || ctx.Err() != nil {
 					return err
 				}

@@ -373,7 +373,7 @@ func mixedWrites(t *testing.T, s partmap.Store, n, pool int, seed uint64) {
 			if errors.Is(err, partmap.ErrNotFound) || partmap.ErrorCode(err) == partmap.EEXISTS {
 				// the profile is missing (or the rename's target exists): create it instead
 				err = retry(func() error {
-					_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "i": strconv.Itoa(i)}, partmap.Condition{})
+					_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": "0", "i": strconv.Itoa(i)}, partmap.Condition{})
 					return err
 				})
 			}
@@ -381,25 +381,25 @@ func mixedWrites(t *testing.T, s partmap.Store, n, pool int, seed uint64) {
 		switch r.IntN(8) {
 		case 0:
 			write(func() error {
-				_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "i": strconv.Itoa(i)}, partmap.Condition{})
+				_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": "0", "i": strconv.Itoa(i)}, partmap.Condition{})
 				return err
 			})
 		case 1:
 			v := strconv.Itoa(i)
 			write(func() error {
-				_, err := s.PatchProfile(ctx, e, partmap.Patch{"i": &v, "gone": nil}, partmap.Condition{})
+				_, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"i": &v, "gone": nil}, partmap.Condition{})
 				return err
 			})
 		case 2:
-			write(func() error { _, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{}); return err })
+			write(func() error { _, err := partmap.IncrementField(ctx, s, e, "n", 1, partmap.Condition{}); return err })
 		case 3:
-			write(func() error { return s.DeleteProfile(ctx, e, partmap.Condition{}) })
+			write(func() error { return partmap.DeleteProfile(ctx, s, e, partmap.Condition{}) })
 		case 4:
 			to := email()
 			if to == e {
 				to = "renamed-" + e
 			}
-			write(func() error { _, err := s.RenameProfile(ctx, e, to, partmap.Condition{}); return err })
+			write(func() error { _, err := partmap.RenameProfile(ctx, s, e, to, partmap.Condition{}); return err })
 		case 5:
 			other := email()
 			v := strconv.Itoa(i)
@@ -493,74 +493,74 @@ func runFeedWrites(t *testing.T, s FeedStore) {
 	var rec partmap.Record
 	t.Run("Upsert", func(t *testing.T) {
 		expect(t, "create", func() (err error) {
-			rec, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: " Feedw0@Example.COM ", "n": "1", "k": "v"}, partmap.Condition{})
+			rec, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: " Feedw0@Example.COM ", "n": "1", "k": "v"}, partmap.Condition{})
 			return err
 		}, change(partmap.OpPut, a, &rec))
 		expect(t, "replace", func() (err error) {
-			rec, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "n": "2", "k": "v", "gone": "x"}, partmap.IfMatch(rec.Version))
+			rec, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, "n": "2", "k": "v", "gone": "x"}, partmap.IfMatch(rec.Version))
 			return err
 		}, change(partmap.OpPut, a, &rec))
 	})
 	t.Run("Patch", func(t *testing.T) {
 		v := "w"
 		expect(t, "patch", func() error {
-			res, err := s.PatchProfile(ctx, a, partmap.Patch{"k": &v, "new": &v}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, s, a, partmap.Patch{"k": &v, "new": &v}, partmap.Condition{})
 			rec = res.Record
 			return err
 		}, change(partmap.OpPatch, a, &rec))
 		expect(t, "patch deleting a field", func() error {
-			res, err := s.PatchProfile(ctx, strings2upper(a), partmap.Patch{"gone": nil}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, s, strings2upper(a), partmap.Patch{"gone": nil}, partmap.Condition{})
 			rec = res.Record
 			return err
 		}, change(partmap.OpPatch, a, &rec))
 		none(t, "patch with the values it has", func() error {
-			res, err := s.PatchProfile(ctx, a, partmap.Patch{"k": &v}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, s, a, partmap.Patch{"k": &v}, partmap.Condition{})
 			if err == nil && res.Record.Version != rec.Version {
 				return fmt.Errorf("an identical patch changed the version")
 			}
 			return err
 		}, "")
 		none(t, "patch deleting a missing field", func() error {
-			_, err := s.PatchProfile(ctx, a, partmap.Patch{"never": nil}, partmap.Condition{})
+			_, err := partmap.PatchProfile(ctx, s, a, partmap.Patch{"never": nil}, partmap.Condition{})
 			return err
 		}, "")
 		none(t, "patch whose condition fails", func() error {
-			_, err := s.PatchProfile(ctx, a, partmap.Patch{"k": ptr("z")}, partmap.IfMatch(rec.Version+1))
+			_, err := partmap.PatchProfile(ctx, s, a, partmap.Patch{"k": ptr("z")}, partmap.IfMatch(rec.Version+1))
 			return err
 		}, partmap.EPRECONDITION)
 		none(t, "patch of a missing profile", func() error {
-			_, err := s.PatchProfile(ctx, "nobody@example.com", partmap.Patch{"k": ptr("z")}, partmap.Condition{})
+			_, err := partmap.PatchProfile(ctx, s, "nobody@example.com", partmap.Patch{"k": ptr("z")}, partmap.Condition{})
 			return err
 		}, partmap.ENOTFOUND)
 	})
 	t.Run("Increment", func(t *testing.T) {
 		var inc partmap.Increment
 		expect(t, "increment", func() (err error) {
-			inc, err = s.IncrementField(ctx, a, "n", 5, partmap.Condition{})
+			inc, err = partmap.IncrementField(ctx, s, a, "n", 5, partmap.Condition{})
 			return err
 		}, change(partmap.OpIncrement, a, found))
 		if got := mustFind(t, s, a); got.Version != inc.Version || got.Profile["n"] != "7" {
 			t.Fatalf("after the increment: %+v, answered version %x", got, uint64(inc.Version))
 		}
 		none(t, "increment of a field that is no integer", func() error {
-			_, err := s.IncrementField(ctx, a, "k", 1, partmap.Condition{})
+			_, err := partmap.IncrementField(ctx, s, a, "k", 1, partmap.Condition{})
 			return err
 		}, partmap.ENOTINTEGER)
 	})
 	t.Run("Delete", func(t *testing.T) {
 		put(t, s, d, "to delete")
-		expect(t, "delete", func() error { return s.DeleteProfile(ctx, d, partmap.Condition{}) }, change(partmap.OpDelete, d, nil))
-		none(t, "delete of a missing profile", func() error { return s.DeleteProfile(ctx, d, partmap.Condition{}) }, partmap.ENOTFOUND)
+		expect(t, "delete", func() error { return partmap.DeleteProfile(ctx, s, d, partmap.Condition{}) }, change(partmap.OpDelete, d, nil))
+		none(t, "delete of a missing profile", func() error { return partmap.DeleteProfile(ctx, s, d, partmap.Condition{}) }, partmap.ENOTFOUND)
 	})
 	t.Run("Rename", func(t *testing.T) {
 		put(t, s, d, "to rename")
 		var moved partmap.Record
 		expect(t, "rename", func() (err error) {
-			moved, err = s.RenameProfile(ctx, d, " "+strings2upper(emails[4]), partmap.Condition{})
+			moved, err = partmap.RenameProfile(ctx, s, d, " "+strings2upper(emails[4]), partmap.Condition{})
 			return err
 		}, change(partmap.OpRename, d, nil), change(partmap.OpRename, emails[4], &moved))
 		none(t, "rename onto an existing profile", func() error {
-			_, err := s.RenameProfile(ctx, emails[4], a, partmap.Condition{})
+			_, err := partmap.RenameProfile(ctx, s, emails[4], a, partmap.Condition{})
 			return err
 		}, partmap.EEXISTS)
 	})
@@ -731,7 +731,7 @@ func runFeedExpiry(t *testing.T, s FeedStore, skew *atomic.Int64) {
 	}
 	gone, part := "gone@example.com", "part@example.com"
 	put(t, s, gone, "gone soon")
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: part, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: part, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	mark := feedNow(t, s)
@@ -1103,7 +1103,7 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 				}
 				counts[e] = n
 				err := retry(func() error {
-					rec, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": strconv.Itoa(n)}, partmap.Condition{})
+					rec, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": strconv.Itoa(n)}, partmap.Condition{})
 					if err == nil {
 						ack(e, rec.Version)
 					}
@@ -1125,7 +1125,7 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 				switch r.IntN(5) {
 				case 0: // create, counting from 0
 					err = retry(func() error {
-						rec, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": "0", "w": strconv.Itoa(w)}, partmap.Condition{IfNoneMatch: true})
+						rec, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": "0", "w": strconv.Itoa(w)}, partmap.Condition{IfNoneMatch: true})
 						if err == nil {
 							ack(e, rec.Version)
 						}
@@ -1133,7 +1133,7 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 					})
 				case 1:
 					err = retry(func() error {
-						inc, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{})
+						inc, err := partmap.IncrementField(ctx, s, e, "n", 1, partmap.Condition{})
 						if err == nil {
 							ack(e, inc.Version)
 						}
@@ -1166,14 +1166,14 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 						n, _ := strconv.Atoi(rec.Profile["n"])
 						p := rec.Profile.Clone()
 						p["n"] = strconv.Itoa(n + 1)
-						rec, _, err = s.UpsertProfile(ctx, p, partmap.IfMatch(rec.Version))
+						rec, _, err = partmap.UpsertProfile(ctx, s, p, partmap.IfMatch(rec.Version))
 						if err == nil {
 							ack(e, rec.Version)
 						}
 						return err
 					})
 				case 4:
-					err = retry(func() error { return s.DeleteProfile(ctx, e, partmap.Condition{}) })
+					err = retry(func() error { return partmap.DeleteProfile(ctx, s, e, partmap.Condition{}) })
 				}
 				if err != nil && !errors.Is(err, partmap.ErrNotFound) && partmap.ErrorCode(err) != partmap.EEXISTS && !errors.Is(err, partmap.ErrPrecondition) {
 					errs <- err
@@ -1262,7 +1262,7 @@ func runFeedResize(t *testing.T, s FeedStore) {
 	write := func(i int) {
 		e := fmt.Sprintf("rs%05d@example.com", i%len(profiles))
 		err := retry(func() error {
-			inc, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{})
+			inc, err := partmap.IncrementField(ctx, s, e, "n", 1, partmap.Condition{})
 			if err == nil {
 				want[fmt.Sprintf("%s#%x", e, uint64(inc.Version))] = inc.Version
 			}
@@ -1513,7 +1513,7 @@ func runFeedCommitTimes(t *testing.T, s FeedStore, traits FeedTraits) {
 			break
 		}
 		e := bulk[(i*37)%len(bulk)].Email()
-		if err := retry(func() error { _, err := s.IncrementField(ctx, e, "n", 1, partmap.Condition{}); return err }); err != nil {
+		if err := retry(func() error { _, err := partmap.IncrementField(ctx, s, e, "n", 1, partmap.Condition{}); return err }); err != nil {
 			t.Fatalf("write during the resize: %v", err)
 		}
 		written[e] = true

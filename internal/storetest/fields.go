@@ -22,9 +22,10 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 	const email = "hash@example.com"
 	seed := func(t *testing.T, s partmap.Store) partmap.Record {
 		t.Helper()
-		rec, _, err := s.UpsertProfile(ctx, partmap.Profile{
+		rec, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{
 			partmap.FieldEmail: email, "fullName": "Ada", "visits": "0", "empty": "", "name.first": "Ada",
 		}, partmap.Condition{})
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := started(t)
 				before := seed(t, s)
-				res, err := s.PatchProfile(ctx, email, tc.patch, partmap.Condition{})
+				res, err := partmap.PatchProfile(ctx, s, email, tc.patch, partmap.Condition{})
 				after, ferr := s.FindProfile(ctx, email)
 				if ferr != nil {
 					t.Fatal(ferr)
@@ -135,7 +136,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		t.Run("ErrMissingProfile", func(t *testing.T) {
 			s := started(t)
-			if _, err := s.PatchProfile(ctx, "nobody@example.com", partmap.Patch{"a": ptr("b")}, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
+			if _, err := partmap.PatchProfile(ctx, s, "nobody@example.com", partmap.Patch{"a": ptr("b")}, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
 				t.Fatalf("got %v, want not-found", err)
 			}
 			wantPartitions(t, s, map[string]int64{})
@@ -146,7 +147,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		s := started(t)
 		seed(t, s)
 		incr := func(field string, by int64) (int64, error) {
-			inc, err := s.IncrementField(ctx, email, field, by, partmap.Condition{})
+			inc, err := partmap.IncrementField(ctx, s, email, field, by, partmap.Condition{})
 			if err == nil && (inc.Email != email || inc.Field != field || inc.Version == 0) {
 				t.Fatalf("increment reply %+v", inc)
 			}
@@ -170,7 +171,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		for _, bad := range []string{"abc", "1.5", " 11", "11 ", "007", "+5", "-0", "", "1e3", "0x10", "９", "9223372036854775808", "-9223372036854775809"} {
 			t.Run("ErrNotInteger"+strconv.Quote(bad), func(t *testing.T) {
-				if _, err := s.PatchProfile(ctx, email, partmap.Patch{"bad": ptr(bad)}, partmap.Condition{}); err != nil {
+				if _, err := partmap.PatchProfile(ctx, s, email, partmap.Patch{"bad": ptr(bad)}, partmap.Condition{}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := incr("bad", 1); partmap.ErrorCode(err) != partmap.ENOTINTEGER {
@@ -191,7 +192,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 			{"-2", math.MinInt64},
 		} {
 			t.Run("ErrOverflow"+tc.stored, func(t *testing.T) {
-				s.PatchProfile(ctx, email, partmap.Patch{"big": ptr(tc.stored)}, partmap.Condition{})
+				partmap.PatchProfile(ctx, s, email, partmap.Patch{"big": ptr(tc.stored)}, partmap.Condition{})
 				if _, err := incr("big", tc.by); partmap.ErrorCode(err) != partmap.EOVERFLOW {
 					t.Fatalf("%s + %d: got %v, want overflow", tc.stored, tc.by, err)
 				}
@@ -201,7 +202,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 			})
 		}
 		t.Run("OKExtremes", func(t *testing.T) {
-			s.PatchProfile(ctx, email, partmap.Patch{"big": ptr("-1")}, partmap.Condition{})
+			partmap.PatchProfile(ctx, s, email, partmap.Patch{"big": ptr("-1")}, partmap.Condition{})
 			if got, err := incr("big", math.MinInt64+1); err != nil || got != math.MinInt64 {
 				t.Fatalf("got %d, %v", got, err)
 			}
@@ -217,11 +218,11 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		// A bad field name is refused before the profile is looked for.
 		for name, code := range map[string]partmap.Code{"": partmap.EINVALID, strings.Repeat("f", partmap.DefaultLimits.MaxFieldNameBytes+1): partmap.ETOOLARGE, "\xff": partmap.EINVALIDUTF8} {
-			if _, err := s.IncrementField(ctx, "nobody@example.com", name, 1, partmap.Condition{}); partmap.ErrorCode(err) != code {
+			if _, err := partmap.IncrementField(ctx, s, "nobody@example.com", name, 1, partmap.Condition{}); partmap.ErrorCode(err) != code {
 				t.Fatalf("increment of field %q of a missing profile: got %v, want %s", name, err, code)
 			}
 		}
-		if _, err := s.IncrementField(ctx, "nobody@example.com", "visits", 1, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
+		if _, err := partmap.IncrementField(ctx, s, "nobody@example.com", "visits", 1, partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("increment of a missing profile: got %v", err)
 		}
 		if _, err := s.FindProfile(ctx, "nobody@example.com"); !errors.Is(err, partmap.ErrNotFound) {
@@ -238,7 +239,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 			wg.Go(func() {
 				for range each {
 					if err := retry(func() error {
-						_, err := s.IncrementField(ctx, email, "visits", 1, partmap.Condition{})
+						_, err := partmap.IncrementField(ctx, s, email, "visits", 1, partmap.Condition{})
 						return err
 					}); err != nil {
 						t.Error(err)
@@ -260,21 +261,21 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 			put(t, s, e, "x")
 		}
 		wantPartitions(t, s, map[string]int64{p.String(): 2})
-		if err := s.DeleteProfile(ctx, emails[0], partmap.Condition{}); err != nil {
+		if err := partmap.DeleteProfile(ctx, s, emails[0], partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.FindProfile(ctx, emails[0]); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("after delete: %v", err)
 		}
-		if err := s.DeleteProfile(ctx, emails[0], partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
+		if err := partmap.DeleteProfile(ctx, s, emails[0], partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("second delete: got %v, want not-found", err)
 		}
 		wantPartitions(t, s, map[string]int64{p.String(): 1})
-		if err := s.DeleteProfile(ctx, " "+emails[1]+" ", partmap.Condition{}); err != nil {
+		if err := partmap.DeleteProfile(ctx, s, " "+emails[1]+" ", partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		wantPartitions(t, s, map[string]int64{}) // the last profile took its partition with it
-		if err := s.DeleteProfile(ctx, "bad\xff", partmap.Condition{}); partmap.ErrorCode(err) != partmap.EINVALIDEMAIL {
+		if err := partmap.DeleteProfile(ctx, s, "bad\xff", partmap.Condition{}); partmap.ErrorCode(err) != partmap.EINVALIDEMAIL {
 			t.Fatalf("delete of an invalid email: got %v", err)
 		}
 	})
@@ -285,14 +286,14 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		stale := partmap.IfMatch(rec.Version ^ 1)
 		for name, write := range map[string]func(partmap.Condition) error{
 			"patch": func(c partmap.Condition) error {
-				_, err := s.PatchProfile(ctx, email, partmap.Patch{"fullName": ptr("changed")}, c)
+				_, err := partmap.PatchProfile(ctx, s, email, partmap.Patch{"fullName": ptr("changed")}, c)
 				return err
 			},
 			"increment": func(c partmap.Condition) error {
-				_, err := s.IncrementField(ctx, email, "visits", 1, c)
+				_, err := partmap.IncrementField(ctx, s, email, "visits", 1, c)
 				return err
 			},
-			"delete": func(c partmap.Condition) error { return s.DeleteProfile(ctx, email, c) },
+			"delete": func(c partmap.Condition) error { return partmap.DeleteProfile(ctx, s, email, c) },
 		} {
 			for _, c := range []partmap.Condition{stale, {IfNoneMatch: true}} {
 				if err := write(c); !errors.Is(err, partmap.ErrPrecondition) {
@@ -304,18 +305,18 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 			}
 		}
 		// If-Match: * requires existence; on a missing profile it is 412.
-		if _, err := s.PatchProfile(ctx, "nobody@example.com", partmap.Patch{}, partmap.Condition{IfExists: true}); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, err := partmap.PatchProfile(ctx, s, "nobody@example.com", partmap.Patch{}, partmap.Condition{IfExists: true}); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match: * on a missing profile: got %v", err)
 		}
-		inc, err := s.IncrementField(ctx, email, "visits", 1, partmap.IfMatch(rec.Version))
+		inc, err := partmap.IncrementField(ctx, s, email, "visits", 1, partmap.IfMatch(rec.Version))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.PatchProfile(ctx, email, partmap.Patch{"a": ptr("b")}, partmap.Condition{IfMatch: []partmap.Version{inc.Version}, IfExists: true})
+		res, err := partmap.PatchProfile(ctx, s, email, partmap.Patch{"a": ptr("b")}, partmap.Condition{IfMatch: []partmap.Version{inc.Version}, IfExists: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.DeleteProfile(ctx, email, partmap.IfMatch(res.Record.Version)); err != nil {
+		if err := partmap.DeleteProfile(ctx, s, email, partmap.IfMatch(res.Record.Version)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -324,7 +325,7 @@ func runFields(t *testing.T, started func(*testing.T) partmap.Store) {
 		s := started(t)
 		rec := seed(t, s)
 		exactlyOneWins(t, func(i int) error {
-			_, err := s.PatchProfile(ctx, email, partmap.Patch{"winner": ptr(fmt.Sprint(i))}, partmap.IfMatch(rec.Version))
+			_, err := partmap.PatchProfile(ctx, s, email, partmap.Patch{"winner": ptr(fmt.Sprint(i))}, partmap.IfMatch(rec.Version))
 			return err
 		})
 	})

@@ -178,9 +178,9 @@ func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 					e := fmt.Sprintf("churn%d-%d@example.com", w, i%30)
 					var err error
 					if i%60 < 30 {
-						_, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{})
+						_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{})
 					} else {
-						err = s.DeleteProfile(ctx, e, partmap.Condition{})
+						err = partmap.DeleteProfile(ctx, s, e, partmap.Condition{})
 					}
 					if err != nil && partmap.ErrorCode(err) != partmap.ENOTFOUND && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
 						t.Errorf("writer %d: %v", w, err)

@@ -73,7 +73,7 @@ func RunModel(t *testing.T, open Opener) {
 	rapid.Check(t, func(rt *rapid.T) {
 		// Each run starts from an empty directory, emptied through the API.
 		for _, rec := range listAll(rt, s, partmap.MaxPageLimit) {
-			if err := s.DeleteProfile(ctx, rec.Profile.Email(), partmap.Condition{}); err != nil {
+			if err := partmap.DeleteProfile(ctx, s, rec.Profile.Email(), partmap.Condition{}); err != nil {
 				rt.Fatal(err)
 			}
 		}

@@ -157,7 +157,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 		// Each run starts from an empty directory, emptied through the API
 		// and swept, so that nothing expired is left stored either.
 		for _, rec := range listAll(rt, s, partmap.MaxPageLimit) {
-			if err := s.DeleteProfile(ctx, rec.Profile.Email(), partmap.Condition{}); err != nil {
+			if err := partmap.DeleteProfile(ctx, s, rec.Profile.Email(), partmap.Condition{}); err != nil {
 				rt.Fatal(err)
 			}
 		}

@@ -27,7 +27,7 @@ func renameRace(t *testing.T, s partmap.Store, a, b string, reads int, onlyBoth 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: a, "fullName": "Moving"}, partmap.Condition{}); err != nil {
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, "fullName": "Moving"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	const renamers, readers, minRenames = 4, 4, 100
@@ -52,7 +52,7 @@ func renameRace(t *testing.T, s partmap.Store, a, b string, reads int, onlyBoth 
 				from, to = b, a
 			}
 			for ctx.Err() == nil && readersDone.Load() < readers {
-				_, err := s.RenameProfile(ctx, from, to, partmap.Condition{})
+				_, err := partmap.RenameProfile(ctx, s, from, to, partmap.Condition{})
 				switch code := partmap.ErrorCode(err); {
 				case err == nil:
 					renames.Add(1)

@@ -246,7 +246,7 @@ func RunResize(t *testing.T, open Opener) {
 		}
 		// Writes after the resize land in the new layout.
 		e := "r00001@example.com"
-		if _, err := s.PatchProfile(ctx, e, partmap.Patch{"customerTier": ptr("platinum")}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"customerTier": ptr("platinum")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := listWhere(t, s, 10, []partmap.Match{{Field: "customerTier", Value: "platinum"}}, true); len(got) != 1 {
@@ -293,7 +293,7 @@ func RunResize(t *testing.T, open Opener) {
 			for i := 0; !stop.Load() || i < 200; i++ {
 				e := fmt.Sprintf("w%03d@example.com", i%150)
 				v := fmt.Sprint(i)
-				_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "n": v, "companyName": v}, partmap.Condition{})
+				_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": v, "companyName": v}, partmap.Condition{})
 				if err == nil {
 					last[e] = v
 				} else if !errors.Is(err, partmap.ErrLockConflict) {

@@ -89,7 +89,7 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 			}
 		}
 		for _, p := range profiles[20:] {
-			if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -124,7 +124,7 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 
 		// Writes move profiles in and out of results.
 		e := "s00@example.com" // Acme Corp, gold
-		if _, err := s.PatchProfile(ctx, e, partmap.Patch{"customerTier": ptr("silver")}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"customerTier": ptr("silver")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if slices.Contains(emailsOf(listWhere(t, s, 100, where("customerTier", "gold"), true)), e) {
@@ -133,10 +133,10 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 		if !slices.Contains(emailsOf(listWhere(t, s, 100, where("customerTier", "silver"), true)), e) {
 			t.Fatal("a patched profile is not found by its new value")
 		}
-		if _, err := s.PatchProfile(ctx, e, partmap.Patch{"companyName": nil}, partmap.Condition{}); err != nil {
+		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"companyName": nil}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.IncrementField(ctx, "s04@example.com", "companyName", 5, partmap.Condition{}); err != nil {
+		if _, err := partmap.IncrementField(ctx, s, "s04@example.com", "companyName", 5, partmap.Condition{}); err != nil {
 			t.Fatal(err) // s04 has no company: it starts from 0
 		}
 		for _, w := range [][]partmap.Match{where("companyName", "Acme Corp"), where("companyName", "5"), where("customerTier", "silver")} {
@@ -150,17 +150,17 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 	t.Run("SearchFollowsWrites", func(t *testing.T) {
 		s := started(t)
 		put := func(e, company string) {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "companyName": company}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "companyName": company}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		put("a@example.com", "Acme")
 		put("b@example.com", "Acme")
 		put("c@example.com", "Initech")
-		if _, err := s.IncrementField(ctx, "c@example.com", "customerTier", 3, partmap.Condition{}); err != nil {
+		if _, err := partmap.IncrementField(ctx, s, "c@example.com", "customerTier", 3, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.DeleteProfile(ctx, "b@example.com", partmap.Condition{}); err != nil {
+		if err := partmap.DeleteProfile(ctx, s, "b@example.com", partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		put("a@example.com", "Initech") // a replacement reindexes
@@ -180,7 +180,7 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 	t.Run("SearchCursorIsBound", func(t *testing.T) {
 		s := started(t)
 		for i := range 4 {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("k%d@example.com", i), "customerTier": "gold"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("k%d@example.com", i), "customerTier": "gold"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -204,12 +204,12 @@ func runCheck(t *testing.T, started func(*testing.T) partmap.Store, indexed bool
 		s := started(t)
 		emails, p := Colliding(6, partmap.DefaultPartitions, "chk")
 		for i, e := range emails {
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: e, "companyName": fmt.Sprint("c", i%2), "customerTier": "gold"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "companyName": fmt.Sprint("c", i%2), "customerTier": "gold"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		s.DeleteProfile(ctx, emails[0], partmap.Condition{})
-		s.PatchProfile(ctx, emails[1], partmap.Patch{"customerTier": nil}, partmap.Condition{})
+		partmap.DeleteProfile(ctx, s, emails[0], partmap.Condition{})
+		partmap.PatchProfile(ctx, s, emails[1], partmap.Patch{"customerTier": nil}, partmap.Condition{})
 		c, err := s.CheckPartition(ctx, p)
 		entries := int64(9)
 		if !indexed {

@@ -71,7 +71,7 @@ func RunStore(t *testing.T, open Opener) {
 		if !errors.Is(err, partmap.ErrNotStarted) {
 			t.Fatalf("find before start: got %v, want not-started", err)
 		}
-		_, _, err = s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "alice@example.com"}, partmap.Condition{})
+		_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "alice@example.com"}, partmap.Condition{})
 		if !errors.Is(err, partmap.ErrNotStarted) {
 			t.Fatalf("upsert before start: got %v, want not-started", err)
 		}
@@ -102,7 +102,7 @@ func RunStore(t *testing.T, open Opener) {
 			partmap.FieldCompanyName: "Acme <&> Corp", partmap.FieldCustomerTier: "",
 			"name.first": "Alice", "emoji": "A中🙂", "nfd": "e\u0301", "bom": "\ufeffx",
 		}
-		rec, created, err := s.UpsertProfile(ctx, in, partmap.Condition{})
+		rec, created, err := partmap.UpsertProfile(ctx, s, in, partmap.Condition{})
 		if err != nil || !created {
 			t.Fatalf("first upsert: created=%v err=%v", created, err)
 		}
@@ -123,7 +123,7 @@ func RunStore(t *testing.T, open Opener) {
 
 		// A replace is a success, reports created=false, drops unnamed fields
 		// and gives a new version.
-		rec2, created, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "alice@example.com", "fullName": "Alice L"}, partmap.Condition{})
+		rec2, created, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "alice@example.com", "fullName": "Alice L"}, partmap.Condition{})
 		if err != nil || created {
 			t.Fatalf("replace: created=%v err=%v", created, err)
 		}
@@ -196,7 +196,7 @@ func RunStore(t *testing.T, open Opener) {
 			{"ErrProfileTooLarge", big, partmap.ETOOLARGE},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				_, _, err := s.UpsertProfile(ctx, tc.profile, partmap.Condition{})
+				_, _, err := partmap.UpsertProfile(ctx, s, tc.profile, partmap.Condition{})
 				if got := partmap.ErrorCode(err); got != tc.code {
 					t.Fatalf("got %v (%v), want %s", got, err, tc.code)
 				}
@@ -207,7 +207,7 @@ func RunStore(t *testing.T, open Opener) {
 		}
 		t.Run("OKAtTheLimits", func(t *testing.T) {
 			p := with(strings.Repeat("n", l.MaxFieldNameBytes), strings.Repeat("é", l.MaxFieldValueBytes/2))
-			if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -217,24 +217,24 @@ func RunStore(t *testing.T, open Opener) {
 		s := started(t)
 		const email = "cond@example.com"
 		p := partmap.Profile{partmap.FieldEmail: email, "fullName": "v1"}
-		if _, _, err := s.UpsertProfile(ctx, p, partmap.IfMatch(42)); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.IfMatch(42)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match on a missing profile: got %v", err)
 		}
-		rec, _, err := s.UpsertProfile(ctx, p, partmap.Condition{IfNoneMatch: true})
+		rec, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{IfNoneMatch: true})
 		if err != nil {
 			t.Fatalf("create-only of a new profile: %v", err)
 		}
-		if _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{IfNoneMatch: true}); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{IfNoneMatch: true}); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("create-only of an existing profile: got %v", err)
 		}
 		p2 := partmap.Profile{partmap.FieldEmail: email, "fullName": "v2"}
-		if _, _, err := s.UpsertProfile(ctx, p2, partmap.IfMatch(rec.Version+1)); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, _, err := partmap.UpsertProfile(ctx, s, p2, partmap.IfMatch(rec.Version+1)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match with a stale version: got %v", err)
 		}
 		if got, _ := s.FindProfile(ctx, email); got.Profile["fullName"] != "v1" {
 			t.Fatalf("a failed precondition wrote: %v", got.Profile)
 		}
-		if _, _, err := s.UpsertProfile(ctx, p2, partmap.IfMatch(rec.Version)); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, p2, partmap.IfMatch(rec.Version)); err != nil {
 			t.Fatalf("If-Match with the current version: %v", err)
 		}
 	})
@@ -247,7 +247,7 @@ func RunStore(t *testing.T, open Opener) {
 		for i, e := range emails {
 			wg.Go(func() {
 				p := partmap.Profile{partmap.FieldEmail: e, "fullName": fmt.Sprintf("client %d", i)}
-				errs <- retry(func() error { _, _, err := s.UpsertProfile(ctx, p, partmap.Condition{}); return err })
+				errs <- retry(func() error { _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); return err })
 			})
 		}
 		wg.Wait()
@@ -271,7 +271,7 @@ func RunStore(t *testing.T, open Opener) {
 		rec := put(t, s, email, "v0")
 		exactlyOneWins(t, func(i int) error {
 			p := partmap.Profile{partmap.FieldEmail: email, "fullName": fmt.Sprintf("w%d", i)}
-			_, _, err := s.UpsertProfile(ctx, p, partmap.IfMatch(rec.Version))
+			_, _, err := partmap.UpsertProfile(ctx, s, p, partmap.IfMatch(rec.Version))
 			return err
 		})
 	})
@@ -317,7 +317,7 @@ func retry(write func() error) error {
 
 func put(t *testing.T, s partmap.Store, email, name string) partmap.Record {
 	t.Helper()
-	rec, _, err := s.UpsertProfile(context.Background(), partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{})
+	rec, _, err := partmap.UpsertProfile(context.Background(), s, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 		from, to := apart("old", "new")
 		old := put(t, s, from, "Ada")
 		// The new address is canonicalised as any other.
-		rec, err := s.RenameProfile(ctx, " "+from, "  NEW"+to[len("new"):], partmap.IfMatch(old.Version))
+		rec, err := partmap.RenameProfile(ctx, s, " "+from, "  NEW"+to[len("new"):], partmap.IfMatch(old.Version))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,10 +95,10 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 			field = stats.Indexes[0]
 		}
 		from, to := apart("idxold", "idxnew")
-		if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: from, field: "v"}, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: from, field: "v"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.RenameProfile(ctx, from, to, partmap.Condition{}); err != nil {
+		if _, err := partmap.RenameProfile(ctx, s, from, to, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		if len(stats.Indexes) > 0 {
@@ -125,23 +125,23 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 		from, to := apart("a", "b")
 		a := put(t, s, from, "A")
 		b := put(t, s, to, "B")
-		if _, err := s.RenameProfile(ctx, "nobody@example.com", "x@example.com", partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
+		if _, err := partmap.RenameProfile(ctx, s, "nobody@example.com", "x@example.com", partmap.Condition{}); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("rename of a missing profile: %v, want not-found", err)
 		}
-		if _, err := s.RenameProfile(ctx, from, to, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EEXISTS {
+		if _, err := partmap.RenameProfile(ctx, s, from, to, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EEXISTS {
 			t.Fatalf("rename onto an existing profile: %v, want exists", err)
 		}
-		if _, err := s.RenameProfile(ctx, from, " "+from, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EINVALID {
+		if _, err := partmap.RenameProfile(ctx, s, from, " "+from, partmap.Condition{}); partmap.ErrorCode(err) != partmap.EINVALID {
 			t.Fatalf("rename to the same canonical email: %v, want invalid", err)
 		}
-		if _, err := s.RenameProfile(ctx, from, "   ", partmap.Condition{}); partmap.ErrorCode(err) != partmap.EINVALIDEMAIL {
+		if _, err := partmap.RenameProfile(ctx, s, from, "   ", partmap.Condition{}); partmap.ErrorCode(err) != partmap.EINVALIDEMAIL {
 			t.Fatalf("rename to a bad email: %v, want invalid-email", err)
 		}
-		if _, err := s.RenameProfile(ctx, from, "c@example.com", partmap.IfMatch(b.Version)); !errors.Is(err, partmap.ErrPrecondition) {
+		if _, err := partmap.RenameProfile(ctx, s, from, "c@example.com", partmap.IfMatch(b.Version)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("rename with another profile's ETag: %v, want precondition-failed", err)
 		}
 		var e *partmap.Error
-		if _, err := s.RenameProfile(ctx, from, to, partmap.Condition{}); errors.As(err, &e) && e.Operation != 0 {
+		if _, err := partmap.RenameProfile(ctx, s, from, to, partmap.Condition{}); errors.As(err, &e) && e.Operation != 0 {
 			t.Fatalf("a rename's error names operation %d: it is no transaction", e.Operation)
 		}
 		// Nothing moved.
@@ -193,7 +193,7 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 					}
 				})
 			}
-			if err := retry(func() error { _, err := s.RenameProfile(ctx, from, to, partmap.Condition{}); return err }); err != nil {
+			if err := retry(func() error { _, err := partmap.RenameProfile(ctx, s, from, to, partmap.Condition{}); return err }); err != nil {
 				t.Fatal(err)
 			}
 			done.Store(true)
@@ -345,7 +345,7 @@ func runTransactions(t *testing.T, started func(*testing.T) partmap.Store) {
 		emails := make([]string, accounts)
 		for i := range emails {
 			emails[i] = fmt.Sprintf("account%d@example.com", i)
-			if _, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: emails[i], "balance": "100"}, partmap.Condition{}); err != nil {
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: emails[i], "balance": "100"}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -15,7 +15,7 @@ func runWholeMapLock(t *testing.T, started func(*testing.T) partmap.Store) {
 	t.Run("WholeMapLock", func(t *testing.T) {
 		s := started(t)
 		alice := partmap.Profile{partmap.FieldEmail: "alice@example.com", "fullName": "Alice"}
-		if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, bad := range []time.Duration{0, -time.Second, partmap.MaxWholeMapLock + time.Second} {
@@ -37,7 +37,7 @@ func runWholeMapLock(t *testing.T, started func(*testing.T) partmap.Store) {
 		// retries conflicts) completes only after the release.
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := s.UpsertProfile(ctx, partmap.Profile{partmap.FieldEmail: "bob@example.com"}, partmap.Condition{})
+			_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "bob@example.com"}, partmap.Condition{})
 			done <- err
 		}()
 		select {
@@ -62,7 +62,7 @@ func runWholeMapLock(t *testing.T, started func(*testing.T) partmap.Store) {
 		if err := s.UnlockWholeMap(ctx, l.Lease); !errors.Is(err, partmap.ErrNotFound) {
 			t.Fatalf("a second release: got %v, want not-found", err)
 		}
-		if _, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{}); err != nil {
+		if _, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{}); err != nil {
 			t.Fatalf("a write after the release: %v", err)
 		}
 
@@ -72,7 +72,7 @@ func runWholeMapLock(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			_, _, err := s.UpsertProfile(ctx, alice, partmap.Condition{})
+			_, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{})
 			if err == nil {
 				break
 			}
