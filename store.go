@@ -11,10 +11,10 @@ import (
 // Every profile method fails with ENOTSTARTED until Start has been called
 // once, by anyone, on the directory. Emails are canonicalised by the store;
 // a bad one fails with EINVALIDEMAIL (or ETOOLARGE) and writes nothing.
-// Every write locks exactly the profile's partition and fails with
-// ELOCKCONFLICT when it stayed locked past the wait budget; a conflict wrote
-// nothing, so the call can be retried. A write whose Condition does not hold
-// fails with EPRECONDITION and writes nothing.
+// Every write locks its profile's partition (a rename's two, a transaction's
+// all) and fails with ELOCKCONFLICT when one stayed locked past the wait
+// budget; a conflict wrote nothing, so the call can be retried. A write whose
+// Condition does not hold fails with EPRECONDITION and writes nothing.
 type Store interface {
 	// Start starts the directory. It is idempotent: startedNow is false when
 	// the directory had already been started.
