@@ -106,9 +106,10 @@ type Store interface {
 	CheckPartitions(ctx context.Context, first, end Partition, fn func(PartitionCheck) error) error
 
 	// UpsertProfiles upserts many profiles, for imports and preloading. It
-	// groups them by partition and commits each group atomically under that
-	// partition's lock, so it never holds more than one partition lock per
-	// group. Each profile gets its own result, in order: a bad profile fails
+	// groups them by partition and commits a few partitions' groups at a
+	// time (one on a store that commits per partition), each commit atomic
+	// under its partitions' locks, held until the batch is applied and not
+	// across its fsync. Each profile gets its own result, in order: a bad profile fails
 	// alone, with its validation error, and a group that met a lock conflict
 	// fails with ELOCKCONFLICT for each of its profiles (retry those). The
 	// same email twice applies in order. The error is for the call as a
