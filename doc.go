@@ -47,8 +47,8 @@
 //     at most MaxTransactionSteps (10,000) operations; the HTTP transaction
 //     route takes at most 100 operations, and is all or nothing: it does
 //     not carry Operation.FailAlone, which the HTTP client refuses.
-//   - Over the Redis protocol, DEL and UNLINK of more than 100 keys are
-//     refused: several keys are deleted in one transaction.
+//   - Over the Redis protocol, DEL and UNLINK are atomic up to 100 keys;
+//     more are deleted a hundred at a time, each hundred atomically.
 //   - Deadlines, and the whole-map lock's end, are compared with the clock
 //     of the server that reads them: servers sharing a Redis should agree
 //     on the time.
