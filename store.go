@@ -66,7 +66,8 @@ type Store interface {
 	// for the commonest kinds.
 	Apply(ctx context.Context, op Operation) (OperationResult, error)
 
-	// Transact applies up to MaxTransactionSteps operations to at most
+	// Transact applies up to MaxTransactionSteps operations (the HTTP
+	// client: MaxTransactionOps, its route's bound) to at most
 	// MaxTransactionOps profiles, in any partitions, all or none (but an
 	// operation that fails alone, FailAlone): it locks every partition they name,
 	// applies them in order (an operation sees what the earlier ones did to

@@ -1221,3 +1221,20 @@ func TestFeedKindsUnderMulti(t *testing.T) {
 		t.Fatalf("the feed after HINCRBY in MULTI: %+v %v", page.Changes, err)
 	}
 }
+
+// HTTL refuses a field named twice inside EXEC as it does alone, until
+// both answer each field as Redis does.
+func TestHTTLRepeatSameInExec(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 2)
+	c.Options().PoolSize = 1
+	do(c, "hset", "r@x.io", "a", "1")
+	alone := do(c, "httl", "r@x.io", "fields", "2", "a", "a")
+	do(c, "multi")
+	do(c, "httl", "r@x.io", "fields", "2", "a", "a")
+	inExec := do(c, "exec")
+	vals, _ := inExec.val.([]any)
+	if alone.err == "" || len(vals) != 1 || fmt.Sprint(vals[0]) != alone.err {
+		t.Fatalf("HTTL of a repeated field: alone %#v, in EXEC %#v", alone, inExec)
+	}
+}
