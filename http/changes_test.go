@@ -621,15 +621,15 @@ func TestChangesEndAtShutdown(t *testing.T) {
 	addr, served := serve(t, ctx, &pmhttp.ServeOptions{ShutdownTimeout: 20 * time.Second})
 	path := base + "/changes?after=now"
 
-	// The long poll goes first, on a connection of its own, so that the
-	// server has accepted it by the time the stream answers: it accepts in
-	// order.
+	// The long poll goes on a connection of its own, and is in its handler
+	// before the shutdown: net/http drops a request it has not read yet.
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET %s&wait=5m HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
+	waitInFlight(t, addr, 1)
 	_, s, hangUp := openStream(t, "http://"+addr+path)
 	defer hangUp()
 	if line, err := s.line(); err != nil || !strings.HasPrefix(line, ":") { // the stream is in its loop

@@ -23,6 +23,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	conflicts prometheus.Counter
+	inFlight  prometheus.Gauge
 	routes    sync.Map // route pattern → *routeMetrics
 }
 
@@ -62,6 +63,9 @@ func newMetrics(store partmap.Store) *metrics {
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "partmap_lock_conflicts_total", Help: "Requests answered with a lock conflict.",
 		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "partmap_http_requests_in_flight", Help: "Requests being served, long polls and event streams included.",
+		}),
 	}
 	// Sizes are read from the store when scraped, so they are never stale.
 	stats := func() partmap.PartitionStats {
@@ -82,7 +86,7 @@ func newMetrics(store partmap.Store) *metrics {
 			return f(s)
 		})
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.conflicts,
+	m.registry.MustRegister(m.requests, m.latency, m.conflicts, m.inFlight,
 		gauge("partmap_profiles", "Profiles in the directory (NaN when the store cannot answer).",
 			func(s partmap.PartitionStats) float64 { return float64(s.TotalProfiles) }),
 		gauge("partmap_partitions_in_use", "Partitions that hold at least one profile.",
@@ -120,6 +124,8 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
 		next.ServeHTTP(sw, r)
 		route := r.Pattern
 		if route == "" || route == "/" {

@@ -36,6 +36,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		`partmap_http_requests_total{route="GET /patterns/hash-partitioned-attribute-map/customer-profile",status="404"} 1`,
 		`partmap_http_request_duration_seconds_count{route="POST /patterns/hash-partitioned-attribute-map/start"} 1`,
 		"partmap_lock_conflicts_total 1",
+		"partmap_http_requests_in_flight 1", // the scrape itself
 		"partmap_profiles 1",
 		"partmap_partitions_in_use 1",
 		`partmap_store_commit_seconds_count{outcome="ok"} 1`,

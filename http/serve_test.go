@@ -55,7 +55,7 @@ func startPut(t *testing.T, addr string) (finish func() (status int, err error))
 	body := `{"emailAddress":"slow@example.com"}`
 	io.WriteString(conn, "PUT "+base+"/customer-profile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
 		strconv.Itoa(len(body))+"\r\n\r\n"+body[:len(body)-1])
-	time.Sleep(100 * time.Millisecond) // for the server to read the request; it waits for a new connection too
+	waitInFlight(t, addr, 1) // a request the server has not read when it shuts down goes unanswered
 	return func() (int, error) {
 		io.WriteString(conn, body[len(body)-1:])
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -65,6 +65,20 @@ func startPut(t *testing.T, addr string) (finish func() (status int, err error))
 		}
 		resp.Body.Close()
 		return resp.StatusCode, nil
+	}
+}
+
+// waitInFlight waits until the server at addr is serving n requests (the
+// scrape that asks not counted).
+func waitInFlight(t *testing.T, addr string, n int) {
+	t.Helper()
+	want := "partmap_http_requests_in_flight " + strconv.Itoa(n+1) + "\n"
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if r := send(t, "GET", "http://"+addr+"/metrics", nil); strings.Contains(string(r.body), want) {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the server never served %d requests at once: %s", n, r.body)
+		}
 	}
 }
 
