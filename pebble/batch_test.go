@@ -59,11 +59,7 @@ func (c *countedGets) take() []countedRead {
 // reads: before a resize, while one is held midway, and after it.
 func TestBatchReadsEachPartitionOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	counted := &countedGets{backend: &backend{db: s.db, feed: s.backend.feed}}
 	// Only this directory serves the database from here on; s's stays idle.
 	d, err := directory.Open(ctx, counted, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})

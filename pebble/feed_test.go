@@ -26,7 +26,7 @@ func feedOptions(o storetest.FeedOptions) *pebble.Options {
 func TestFeed(t *testing.T) {
 	var dirs sync.Map // *pebble.Store → its data directory
 	storetest.RunFeed(t, func(t *testing.T, o storetest.FeedOptions) (storetest.FeedStore, func(context.Context) error) {
-		s, dir := MustOpen(t, feedOptions(o))
+		s, dir := pebble.MustOpen(t, feedOptions(o))
 		dirs.Store(s, dir)
 		return s, func(ctx context.Context) error { _, err := s.TrimFeed(ctx); return err }
 	}, func(t *testing.T, old storetest.FeedStore, o storetest.FeedOptions) storetest.FeedStore {
@@ -34,7 +34,7 @@ func TestFeed(t *testing.T) {
 		if err := old.(*pebble.Store).Close(); err != nil {
 			t.Fatal(err)
 		}
-		s := MustReopen(t, dir.(string), feedOptions(o))
+		s := pebble.MustReopen(t, dir.(string), feedOptions(o))
 		dirs.Store(s, dir)
 		return s
 	}, storetest.FeedTraits{})
@@ -45,10 +45,7 @@ func TestFeed(t *testing.T) {
 // replayed on top, is exactly the live directory.
 func TestBackupFeedCursor(t *testing.T) {
 	ctx := context.Background()
-	s, _ := MustOpen(t, nil)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := pebble.MustStart(t, nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var writes atomic.Int64
@@ -99,7 +96,7 @@ func TestBackupFeedCursor(t *testing.T) {
 	if _, _, err := pebble.Restore(ctx, pebble.BackupDir(filepath.Join(dir, "backup")), filepath.Join(dir, "data"), nil); err != nil {
 		t.Fatal(err)
 	}
-	restored := MustReopen(t, filepath.Join(dir, "data"), nil)
+	restored := pebble.MustReopen(t, filepath.Join(dir, "data"), nil)
 	state, err := storetest.StoreState(ctx, restored)
 	if err != nil {
 		t.Fatal(err)

@@ -16,11 +16,7 @@ import (
 // and a count that disagrees, and nothing else.
 func TestCheckReportsDrift(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	s.Start(ctx)
 	const email = "drift@example.com"
 	p := partmap.PartitionOf(email, partmap.DefaultPartitions)

@@ -31,11 +31,7 @@ func (s slowReads) Get(ctx context.Context, part engine.Part, emails []string) (
 // writers each take only their own directory's partition locks, as if they
 // skipped the lock.
 func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	var urls []string
 	for range 2 {
 		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed}}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
@@ -99,14 +95,7 @@ func (s splitTransactions) Transact(ctx context.Context, ops []partmap.Operation
 // The transaction check is only worth something if it fails for a store
 // whose transactions are not all or nothing.
 func TestTxLinearizabilityCheckerCatchesSplitTransactions(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, nil)
 	broken := splitTransactions{s}
 	// A reader must fall into the gap, or a later step must see a
 	// failed transaction's first half: likely in one history, not
@@ -191,11 +180,7 @@ func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) (
 // The rename race is only worth something if it catches a rename that
 // shows a profile under both addresses for a moment.
 func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	for attempt := 1; ; attempt++ {
 		if _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)

@@ -229,14 +229,7 @@ func TestRecordCacheIsBounded(t *testing.T) {
 // lookups read Pebble.
 func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second, SweepInterval: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second, SweepInterval: -1}})
 	// In one partition, so that a batch lookup of them all reads Pebble
 	// with one iterator, past the cache.
 	emails := collidingEmails(3, 278)
@@ -364,11 +357,7 @@ func BenchmarkRecordCache(b *testing.B) {
 		bytes int64
 	}{{"cached", 0}, {"uncached", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := Open(b.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}, RecordCacheBytes: bc.bytes})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s, _ := MustOpen(b, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}, RecordCacheBytes: bc.bytes})
 			emails := collidingEmails(20000, 278)
 			fillPartition(b, s, 278, emails)
 			if err := s.db.Flush(); err != nil {
@@ -399,14 +388,7 @@ func BenchmarkRecordCache(b *testing.B) {
 // fill the cache nor evicts the records lookups were using.
 func TestRecordCacheSkipsBulkWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	c := s.backend.cache
 	key := func(email string) string {
 		return string(recordKey(genPrefix(0), partmap.PartitionOf(email, partmap.DefaultPartitions), email))
