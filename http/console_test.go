@@ -24,20 +24,14 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 // The console's files are open, typed, revalidated and locked down by a
 // policy that forbids inline script; the rest of the server is unchanged.
 func TestConsoleFiles(t *testing.T) {
 	_, tokens := newTokens(t, auth.ScopeAdmin)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens}))
-	defer srv.Close()
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: tokens})
 
 	for _, tc := range []struct{ path, contentType string }{
 		{"/", "text/html; charset=utf-8"},
@@ -164,15 +158,8 @@ func TestConsole(t *testing.T) {
 	exe := chromiumPath(t)
 	byScope, tokens := newTokens(t, auth.ScopeAdmin)
 	tok := byScope[auth.ScopeAdmin]
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens, Logger: newTextLogger(io.Discard)}))
-	t.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: tokens, Logger: newTextLogger(io.Discard)})
 	api := srv.URL + base
 	auth := bearer(tok)
 
@@ -854,11 +841,7 @@ func TestConsoleShowsDeadlines(t *testing.T) {
 // holds the deadlines' read until the field has expired.
 func TestConsoleExpiredMidRead(t *testing.T) {
 	exe := chromiumPath(t)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := newStore(t, nil)
 	api := pmhttp.NewServer(store, nil)
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once

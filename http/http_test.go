@@ -28,16 +28,27 @@ const base = pmhttp.BasePath
 // newServer serves a fresh Pebble store over a real listener.
 func newServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.Store) {
 	t.Helper()
+	store := newStore(t, opts)
+	return serveStore(t, store, nil), store
+}
+
+// newStore opens a fresh Pebble store, closed at the end of the test.
+func newStore(t testing.TB, opts *pebble.Options) *pebble.Store {
+	t.Helper()
 	store, err := pebble.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(pmhttp.NewServer(store, nil))
-	t.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
-	return srv, store
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// serveStore serves store over a real listener, closed at the end of the
+// test (before a store opened earlier in it).
+func serveStore(t testing.TB, store partmap.Store, opts *pmhttp.ServerOptions) *httptest.Server {
+	srv := httptest.NewServer(pmhttp.NewServer(store, opts))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // newTokens makes a token for each scope, named after it, and the parsed
@@ -420,8 +431,7 @@ func (failingStore) FindProfile(context.Context, string) (partmap.Record, error)
 
 func TestInternalErrorsHideDetails(t *testing.T) {
 	var logs bytes.Buffer
-	srv := httptest.NewServer(pmhttp.NewServer(failingStore{}, &pmhttp.ServerOptions{Logger: newTextLogger(&logs)}))
-	defer srv.Close()
+	srv := serveStore(t, failingStore{}, &pmhttp.ServerOptions{Logger: newTextLogger(&logs)})
 	r := send(t, "GET", srv.URL+base+"/customer-profile?emailAddress=a@b", nil)
 	p := r.problem(t)
 	if r.status != 500 || p["type"] != "urn:partmap:problem:internal" || strings.Contains(string(r.body), "secret") {
@@ -465,11 +475,7 @@ func TestModel(t *testing.T) {
 // A body that does not arrive within the read timeout is a clear 408, not a
 // 400 that leaks a socket address.
 func TestSlowBodyTimesOut(t *testing.T) {
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newStore(t, nil)
 	srv := httptest.NewUnstartedServer(pmhttp.NewServer(store, nil))
 	srv.Config.ReadTimeout = 200 * time.Millisecond
 	srv.Start()

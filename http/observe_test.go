@@ -2,7 +2,6 @@ package http_test
 
 import (
 	"github.com/partmap/partmap"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -53,13 +52,8 @@ func TestHealthAndMetrics(t *testing.T) {
 func TestOpsRoutesHonourTokens(t *testing.T) {
 	byScope, tokens := newTokens(t, auth.ScopeRead, auth.ScopeAdmin)
 	readTok, adminTok := byScope[auth.ScopeRead], byScope[auth.ScopeAdmin]
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens}))
-	defer srv.Close()
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: tokens})
 	for _, tc := range []struct {
 		path   string
 		header []string

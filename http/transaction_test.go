@@ -3,7 +3,6 @@ package http_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -187,15 +186,7 @@ func TestTransactionRouteBadInput(t *testing.T) {
 // A read token cannot run a transaction.
 func TestTransactionNeedsWriteScope(t *testing.T) {
 	tokens, parsed := newTokens(t, auth.ScopeRead)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	h := pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: parsed})
-	ts := httptest.NewServer(h)
-	defer ts.Close()
-	srv := ts.URL
+	srv := serveStore(t, newStore(t, nil), &pmhttp.ServerOptions{Tokens: parsed}).URL
 	r := transact(t, srv, `{"operations":[{"op":"delete","emailAddress":"a@example.com"}]}`, bearer(tokens[auth.ScopeRead])...)
 	if r.status != 403 {
 		t.Fatalf("transaction with a read token: %d %s", r.status, r.body)
