@@ -27,19 +27,10 @@ type ExpiryOpener func(t *testing.T, clock func() time.Time) (partmap.Store, fun
 // enumeration and the partition counts, at the store's clock.
 func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 	ctx := context.Background()
-	clock := &testClock{}
-	clock.ms.Store(1_900_000_000_000) // in 2030
-	s, sweep := open(t, clock.now)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stats, err := s.ListPartitions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock := NewClock(1_900_000_000_000) // in 2030
+	s, sweep := open(t, clock.Now)
+	stats, spellings := modelEmails(t, s, "expiry")
 	n := stats.MapPartitions()
-	colliding, _ := Colliding(2, n, "expiry")
-	spellings := append([]string{"a@x.io", " A@X.io\t", "b@x.io", "B@x.IO"}, colliding...)
 	canon := func(e string) string { c, _ := partmap.CanonicalEmail(e); return c }
 	partitions := map[partmap.Partition]bool{}
 	for _, e := range spellings {
