@@ -92,15 +92,7 @@ func TestPartitionCountsBetweenReads(t *testing.T) {
 		for _, e := range emails {
 			ps = append(ps, partmap.Profile{partmap.FieldEmail: e})
 		}
-		res, err := d.UpsertProfiles(ctx, ps) // one commit for one partition
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatal(r.Err)
-			}
-		}
+		storetest.MustUpsert(t, d, ps) // one commit for one partition
 	}
 	expire := func(email string, at int64) {
 		t.Helper()

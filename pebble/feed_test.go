@@ -46,32 +46,22 @@ func TestFeed(t *testing.T) {
 func TestBackupFeedCursor(t *testing.T) {
 	ctx := context.Background()
 	s := pebble.MustStart(t, nil)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var writes atomic.Int64
-	for w := range 8 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				email := fmt.Sprintf("b%d-%d@example.com", w, i%20)
-				var err error
-				if i%7 == 6 {
-					err = partmap.DeleteProfile(ctx, s, email, partmap.Condition{})
-				} else {
-					_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "n": strconv.Itoa(i)}, partmap.Condition{})
-				}
-				if err != nil && !errors.Is(err, partmap.ErrNotFound) && !errors.Is(err, partmap.ErrLockConflict) {
-					t.Error(err)
-					return
-				}
-				writes.Add(1)
-			}
-		})
-	}
+	stop := storetest.UntilStopped(8, func(w, i int) bool {
+		email := fmt.Sprintf("b%d-%d@example.com", w, i%20)
+		var err error
+		if i%7 == 6 {
+			err = partmap.DeleteProfile(ctx, s, email, partmap.Condition{})
+		} else {
+			_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "n": strconv.Itoa(i)}, partmap.Condition{})
+		}
+		if err != nil && !errors.Is(err, partmap.ErrNotFound) && !errors.Is(err, partmap.ErrLockConflict) {
+			t.Error(err)
+			return false
+		}
+		writes.Add(1)
+		return true
+	})
 	for writes.Load() < 500 {
 		time.Sleep(time.Millisecond)
 	}
@@ -84,8 +74,7 @@ func TestBackupFeedCursor(t *testing.T) {
 	for writes.Load() < atBackup+30 {
 		time.Sleep(time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if info.Feed == "" {
 		t.Fatal("the backup names no feed cursor")
 	}

@@ -46,8 +46,7 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 		defer srv.Close()
 		urls = append(urls, srv.URL)
 	}
-	// A race is likely in one history, not certain, so allow a few.
-	for attempt := 1; ; attempt++ {
+	catches(t, "histories of a store without locks", "a lost update", func(int) porcupine.CheckResult {
 		history := storetest.RecordHistory(t, func(i int) partmap.Store {
 			c, err := pmhttp.NewClient(urls[i%len(urls)], nil)
 			if err != nil {
@@ -55,13 +54,23 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 			}
 			return c
 		}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 200, Emails: 2})
-		res := storetest.CheckHistory(t, history)
+		return storetest.CheckHistory(t, history)
+	})
+}
+
+// catches runs check, a history of a broken store, until porcupine finds
+// one illegal, and fails the test if five are not: what it should find,
+// a race, is likely in one history, not certain.
+func catches(t *testing.T, histories, found string, check func(attempt int) porcupine.CheckResult) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		res := check(attempt)
 		if res == porcupine.Illegal {
-			t.Logf("found a lost update in history %d", attempt)
+			t.Logf("found %s in history %d", found, attempt)
 			return
 		}
 		if attempt == 5 {
-			t.Fatalf("porcupine found %v in %d histories of a store without locks; it should have found a lost update", res, attempt)
+			t.Fatalf("porcupine found %v in %d %s; it should have found %s", res, attempt, histories, found)
 		}
 	}
 }
@@ -79,13 +88,7 @@ func (s splitTransactions) Transact(ctx context.Context, ops []partmap.Operation
 		}
 		r, err := s.Store.Transact(ctx, []partmap.Operation{op})
 		if err != nil {
-			var e *partmap.Error
-			if errors.As(err, &e) {
-				tagged := *e
-				tagged.Operation = i + 1
-				return nil, &tagged
-			}
-			return nil, err
+			return nil, atOperation(err, i)
 		}
 		results = append(results, r...)
 	}
@@ -98,20 +101,24 @@ func TestTxLinearizabilityCheckerCatchesSplitTransactions(t *testing.T) {
 	s := MustStart(t, nil)
 	broken := splitTransactions{s}
 	// A reader must fall into the gap, or a later step must see a
-	// failed transaction's first half: likely in one history, not
-	// certain, so allow a few.
-	for attempt := 1; ; attempt++ {
+	// failed transaction's first half.
+	catches(t, "histories of a store with split transactions", "a half-applied transaction", func(attempt int) porcupine.CheckResult {
 		history := storetest.RecordTxHistory(t, func(int) partmap.Store { return broken },
 			storetest.TxLinearizabilityOptions{Clients: 6, CallsPerClient: 40, Emails: storetest.Spread(4, fmt.Sprintf("split%d-", attempt))})
-		res := storetest.CheckTxHistory(t, history)
-		if res == porcupine.Illegal {
-			t.Logf("found a half-applied transaction in history %d", attempt)
-			return
-		}
-		if attempt == 5 {
-			t.Fatalf("porcupine found %v in %d histories of a store with split transactions; it should have found a half-applied one", res, attempt)
-		}
+		return storetest.CheckTxHistory(t, history)
+	})
+}
+
+// atOperation names the i-th operation (from 0) in err, as a real
+// transaction's error does.
+func atOperation(err error, i int) error {
+	var e *partmap.Error
+	if errors.As(err, &e) {
+		tagged := *e
+		tagged.Operation = i + 1
+		return &tagged
 	}
+	return err
 }
 
 // copyThenDelete renames by a put of the new address, then a delete of the
@@ -164,13 +171,7 @@ func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) (
 		}
 		rec, err := partmap.RenameProfile(ctx, s, op.Email, op.To, op.Cond)
 		if err != nil {
-			var e *partmap.Error
-			if errors.As(err, &e) {
-				tagged := *e
-				tagged.Operation = i + 1
-				return nil, &tagged
-			}
-			return nil, err
+			return nil, atOperation(err, i)
 		}
 		results = append(results, partmap.OperationResult{Op: op.Op, Email: op.To, Record: &rec})
 	}
@@ -181,7 +182,7 @@ func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) (
 // shows a profile under both addresses for a moment.
 func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
 	s, _ := MustOpen(t, nil)
-	for attempt := 1; ; attempt++ {
+	catches(t, "rename races of a copy-then-delete rename", "a profile under two addresses", func(int) porcupine.CheckResult {
 		if _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -190,13 +191,6 @@ func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
 			partmap.DeleteProfile(context.Background(), s, e, partmap.Condition{})
 		}
 		history := storetest.RecordRenameRace(t, func(int) partmap.Store { return copyThenDelete{s} }, 40)
-		res := storetest.CheckTxHistory(t, history)
-		if res == porcupine.Illegal {
-			t.Logf("found a profile under two addresses in history %d", attempt)
-			return
-		}
-		if attempt == 5 {
-			t.Fatalf("porcupine found %v in %d rename races of a copy-then-delete rename; it should have found a profile in two places", res, attempt)
-		}
-	}
+		return storetest.CheckTxHistory(t, history)
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,11 +110,9 @@ func TestExpiry(t *testing.T) {
 // The background sweeper reclaims what expires without being asked.
 func TestSweeperRunsByItself(t *testing.T) {
 	ctx := context.Background()
-	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	var now atomic.Int64
-	now.Store(start)
+	clock := storetest.NewClock(storetest.T0)
 	o := pebble.Options{}
-	o.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
+	o.Clock = clock.Now
 	o.SweepInterval = 5 * time.Millisecond
 	s := pebble.MustStart(t, &o)
 	const e, f = "sweep-profile@example.com", "sweep-field@example.com"
@@ -125,8 +122,8 @@ func TestSweeperRunsByItself(t *testing.T) {
 		}
 	}
 	for _, op := range []partmap.Operation{
-		{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: start + 1000}},
-		{Op: partmap.OpExpire, Email: f, Fields: []string{partmap.FieldCustomerTier}, When: partmap.When{Millis: start + 1000}},
+		{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: storetest.T0 + 1000}},
+		{Op: partmap.OpExpire, Email: f, Fields: []string{partmap.FieldCustomerTier}, When: partmap.When{Millis: storetest.T0 + 1000}},
 	} {
 		if _, err := s.Apply(ctx, op); err != nil {
 			t.Fatal(err)
@@ -147,7 +144,7 @@ func TestSweeperRunsByItself(t *testing.T) {
 	if c := check(pf); c.IndexEntries != 2 { // customerTier, and its expiry
 		t.Fatalf("swept before the deadline: %+v", c)
 	}
-	now.Store(start + 1000)
+	clock.Set(storetest.T0 + 1000)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if check(pe).Profiles == 0 && check(pf).IndexEntries == 0 {
 			break
