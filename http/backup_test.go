@@ -23,8 +23,7 @@ import (
 
 func TestBackup(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		srv, _ := newServer(t, nil)
-		start(t, srv.URL)
+		srv, _ := newStartedServer(t, nil)
 		cl := newClient(t, srv.URL, nil)
 		ctx := t.Context()
 		want := map[string]partmap.Record{}

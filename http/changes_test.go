@@ -85,8 +85,7 @@ func del(t *testing.T, srvURL, email string) {
 // newFeedServer serves a started store with a feed.
 func newFeedServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.Store) {
 	t.Helper()
-	srv, store := newServer(t, opts)
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, opts)
 	return srv, store
 }
 

@@ -351,11 +351,8 @@ func TestConsole(t *testing.T) {
 // marked, up to MaxPartitions.
 func TestConsoleFollowsResize(t *testing.T) {
 	exe := chromiumPath(t)
-	srv, _ := newServer(t, nil)
+	srv, _ := newStartedServer(t, nil)
 	api := srv.URL + base
-	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
 
 	// 400 profiles, one of them in partition-1010 of 4000, which is
 	// partition-010 of 1000.
@@ -513,11 +510,8 @@ func thousands(n int) string {
 // buttons delete one.
 func TestConsoleKeepsEmptyFields(t *testing.T) {
 	exe := chromiumPath(t)
-	srv, _ := newServer(t, nil)
+	srv, _ := newStartedServer(t, nil)
 	api := srv.URL + base
-	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
 	const email = "grace@example.com"
 	stored := func() map[string]string {
 		t.Helper()
@@ -806,11 +800,8 @@ func q(sel string) string { return "document.querySelector(" + jsString(sel) + "
 // and reads the profile again when a countdown runs out: the field is gone.
 func TestConsoleShowsDeadlines(t *testing.T) {
 	exe := chromiumPath(t)
-	srv, _ := newServer(t, nil)
+	srv, _ := newStartedServer(t, nil)
 	api := srv.URL + base
-	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
 	const email = "hedy@example.com"
 	profile := `{"emailAddress":"hedy@example.com","fullName":"Hedy Lamarr","visits":"3","code":"1234"}`
 	if r := send(t, "PUT", api+"/customer-profile", strings.NewReader(profile)); r.status != 201 {

@@ -32,6 +32,20 @@ func newServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.St
 	return serveStore(t, store, nil), store
 }
 
+// failFast is the options of a store whose writes do not wait for a
+// held lock: they fail at once.
+func failFast() *pebble.Options {
+	return &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}
+}
+
+// newStartedServer is newServer with the directory started.
+func newStartedServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.Store) {
+	t.Helper()
+	srv, store := newServer(t, opts)
+	start(t, srv.URL)
+	return srv, store
+}
+
 // newStore opens a fresh Pebble store, closed at the end of the test.
 func newStore(t testing.TB, opts *pebble.Options) *pebble.Store {
 	t.Helper()
@@ -170,8 +184,7 @@ func TestStartRoute(t *testing.T) {
 }
 
 func TestPutAndGet(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	body := `{"emailAddress":" Alice@Example.COM ","fullName":"Alice","companyName":"A <&> B","customerTier":"gold","name.first":"A"}`
 	r := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(body), "Content-Type", "application/json")
 	want := `{"emailAddress":"alice@example.com","fullName":"Alice","companyName":"A <&> B","customerTier":"gold","name.first":"A"}`
@@ -206,8 +219,7 @@ func TestPutAndGet(t *testing.T) {
 // Every bad request gets its documented status and problem type, and leaves
 // the store as it was.
 func TestBadInput(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	const email = "victim@example.com"
 	profileURL := srv.URL + base + "/customer-profile"
 	put := func(body string) func() response {
@@ -323,8 +335,7 @@ func holdPartition(t *testing.T, store *pebble.Store, email string) (release fun
 }
 
 func TestLockConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	const email = "hot@example.com"
 	release := holdPartition(t, store, email)
 
@@ -366,8 +377,7 @@ func TestLockConflict(t *testing.T) {
 // Behind the whole-map lock, a write's conflict names the lock and its
 // end, and Retry-After counts the seconds left, not the usual 1.
 func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	lock, err := store.LockWholeMap(context.Background(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -394,8 +404,7 @@ func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
 // and the client asks again from that partition: every partition is
 // checked once, in order.
 func TestCheckPartitionsResumesAfterAConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	busy := "busy@example.com"
 	p := partmap.PartitionOf(busy, partmap.DefaultPartitions)
 	release := holdPartition(t, store, busy)
@@ -447,8 +456,7 @@ func TestInternalErrorsHideDetails(t *testing.T) {
 }
 
 func TestClientRefusesInvalidUTF8(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	c := newClient(t, srv.URL, nil)
 	_, _, err := partmap.UpsertProfile(context.Background(), c, partmap.Profile{partmap.FieldEmail: "a@b", "n": "\xff"}, partmap.Condition{})
 	if partmap.ErrorCode(err) != partmap.EINVALIDUTF8 {
@@ -492,7 +500,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+		srv, _ := newServer(t, failFast())
 		return newClient(t, srv.URL, nil)
 	})
 }

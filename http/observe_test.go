@@ -1,17 +1,15 @@
 package http_test
 
 import (
-	"github.com/partmap/partmap"
 	"strings"
 	"testing"
 
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 func TestHealthAndMetrics(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	srv, store := newServer(t, failFast())
 	u := srv.URL
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := send(t, "GET", u+path, nil); r.status != 200 {

@@ -432,7 +432,7 @@ type docServer struct {
 
 func newDocServer(t *testing.T, tokens *auth.Tokens, readTimeout time.Duration) *docServer {
 	t.Helper()
-	return newDocServerWith(t, tokens, readTimeout, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	return newDocServerWith(t, tokens, readTimeout, failFast())
 }
 
 // newDocServerWith is newDocServer over a store opened with opts.
@@ -455,7 +455,7 @@ type plainStore struct{ partmap.Store }
 // newPlainDocServer serves a real Pebble store as a plainStore.
 func newPlainDocServer(t *testing.T) *docServer {
 	t.Helper()
-	store := newStore(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	store := newStore(t, failFast())
 	api := pmhttp.NewServer(plainStore{store}, &pmhttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

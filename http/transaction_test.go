@@ -10,12 +10,10 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 func TestRenameRoute(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, failFast())
 	put := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"old@example.com","fullName":"Ada"}`))
 	if put.status != 201 {
 		t.Fatalf("put: %d %s", put.status, put.body)
@@ -65,8 +63,7 @@ func transact(t *testing.T, srvURL, body string, header ...string) response {
 }
 
 func TestTransactionRoute(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	r := transact(t, srv.URL, `{"operations":[
 		{"op":"put","profile":{"emailAddress":"a@example.com","n":"1"},"ifNoneMatch":"*"},
 		{"op":"increment","emailAddress":"a@example.com","field":"n","by":41},
@@ -137,8 +134,7 @@ func TestTransactionRoute(t *testing.T) {
 }
 
 func TestTransactionRouteBadInput(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, failFast())
 	var many strings.Builder
 	many.WriteString(`{"operations":[`)
 	for i := range partmap.MaxTransactionOps + 1 {
