@@ -208,15 +208,7 @@ func TestConsole(t *testing.T) {
 
 	// Create through the form.
 	p.do("open the new-profile form", chromedp.Click(chromedp.CSS("#new-button")))
-	p.do("fill it in",
-		chromedp.SendKeys(chromedp.CSS("#edit-emailAddress"), typed),
-		chromedp.SendKeys(chromedp.CSS("#edit-fullName"), "Ada Lovelace"),
-		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), "Babbage & Co"),
-		chromedp.SendKeys(chromedp.CSS("#edit-customerTier"), "gold"),
-		chromedp.Click(chromedp.CSS("#add-field")),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), "notes"),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-value"), `first "programmer" <1843>`),
-		chromedp.Click(chromedp.CSS("#save-button")))
+	p.do("fill it in", fillNewProfile(typed, "Ada Lovelace", "Babbage & Co", "gold", "notes", `first "programmer" <1843>`))
 	p.waitNotice("ok", "", "Created "+email)
 	p.waitText("#view-email", email)
 	p.until("Ada's cell counts 1", q(cell)+".dataset.profiles === '1'")
@@ -601,14 +593,7 @@ func readmeScreenshot(t *testing.T, p *page, api string, auth []string, path str
 		chromedp.EmulateViewport(1280, 900),
 		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
 		chromedp.Click(chromedp.CSS("#new-button")),
-		chromedp.SendKeys(chromedp.CSS("#edit-emailAddress"), email),
-		chromedp.SendKeys(chromedp.CSS("#edit-fullName"), "Grace Hopper"),
-		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), "Remington Rand"),
-		chromedp.SendKeys(chromedp.CSS("#edit-customerTier"), "platinum"),
-		chromedp.Click(chromedp.CSS("#add-field")),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), "visits"),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-value"), "42"),
-		chromedp.Click(chromedp.CSS("#save-button")))
+		fillNewProfile(email, "Grace Hopper", "Remington Rand", "platinum", "visits", "42"))
 	p.waitNotice("ok", "", "Created "+email)
 	p.do("find the new profile", emptyField("#find-email"), chromedp.SendKeys(chromedp.CSS("#find-email"), email),
 		chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
@@ -713,6 +698,20 @@ func run[T any](p *page, what string, a chromedp.Action[T]) T {
 		p.fatalf("%s: %v", what, err)
 	}
 	return v
+}
+
+// fillNewProfile fills the open new-profile form with a profile and one
+// more field, and saves it.
+func fillNewProfile(email, name, company, tier, field, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.SendKeys(chromedp.CSS("#edit-emailAddress"), email),
+		chromedp.SendKeys(chromedp.CSS("#edit-fullName"), name),
+		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), company),
+		chromedp.SendKeys(chromedp.CSS("#edit-customerTier"), tier),
+		chromedp.Click(chromedp.CSS("#add-field")),
+		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), field),
+		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-value"), value),
+		chromedp.Click(chromedp.CSS("#save-button")))
 }
 
 func (p *page) do(what string, steps ...chromedp.Action[chromedp.Void]) {
