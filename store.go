@@ -11,10 +11,10 @@ import (
 // Every profile method fails with ENOTSTARTED until Start has been called
 // once, by anyone, on the directory. Emails are canonicalised by the store;
 // a bad one fails with EINVALIDEMAIL (or ETOOLARGE) and writes nothing.
-// Every write locks exactly the profile's partition and fails with
-// ELOCKCONFLICT when it stayed locked past the wait budget; a conflict wrote
-// nothing, so the call can be retried. A write whose Condition does not hold
-// fails with EPRECONDITION and writes nothing.
+// Every write locks its profile's partition (a rename's two, a transaction's
+// all) and fails with ELOCKCONFLICT when one stayed locked past the wait
+// budget; a conflict wrote nothing, so the call can be retried. A write whose
+// Condition does not hold fails with EPRECONDITION and writes nothing.
 type Store interface {
 	// Start starts the directory. It is idempotent: startedNow is false when
 	// the directory had already been started.
@@ -66,7 +66,8 @@ type Store interface {
 	// for the commonest kinds.
 	Apply(ctx context.Context, op Operation) (OperationResult, error)
 
-	// Transact applies up to MaxTransactionSteps operations to at most
+	// Transact applies up to MaxTransactionSteps operations (the HTTP
+	// client: MaxTransactionOps, its route's bound) to at most
 	// MaxTransactionOps profiles, in any partitions, all or none (but an
 	// operation that fails alone, FailAlone): it locks every partition they name,
 	// applies them in order (an operation sees what the earlier ones did to
@@ -106,9 +107,10 @@ type Store interface {
 	CheckPartitions(ctx context.Context, first, end Partition, fn func(PartitionCheck) error) error
 
 	// UpsertProfiles upserts many profiles, for imports and preloading. It
-	// groups them by partition and commits each group atomically under that
-	// partition's lock, so it never holds more than one partition lock per
-	// group. Each profile gets its own result, in order: a bad profile fails
+	// groups them by partition and commits a few partitions' groups at a
+	// time (one on a store that commits per partition), each commit atomic
+	// under its partitions' locks, held until the batch is applied and not
+	// across its fsync. Each profile gets its own result, in order: a bad profile fails
 	// alone, with its validation error, and a group that met a lock conflict
 	// fails with ELOCKCONFLICT for each of its profiles (retry those). The
 	// same email twice applies in order. The error is for the call as a

@@ -216,16 +216,17 @@ func (c *Client) Deadlines(ctx context.Context, email string, fields []string) (
 }
 
 // Apply sends a put, patch, increment, delete or rename on its own route,
-// so that the Go client speaks every route, and any other operation, or
-// one with the Redis flags (Create, AllowMissing) that the routes lack, as
-// a transaction of one operation. An increment's route answers no
-// profile: its Record carries the version only.
+// and any other operation, or one with the Redis flags (Create,
+// AllowMissing) that those routes lack, as a transaction of one operation;
+// the expiry family's own routes are their route tests'. An increment's
+// route answers no profile: its Record carries the version only.
 func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	// Refused here as the server would: a member the JSON form cannot
 	// carry must not be dropped on the way.
 	if err := op.CheckMembers(); err != nil {
 		return partmap.OperationResult{}, err
 	}
+	op.FailAlone = false // one operation fails alone anyway, as the store's Apply takes it
 	switch {
 	case op.Op == partmap.OpPut:
 		return c.put(ctx, op)

@@ -913,6 +913,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPost(exp("expire", "&fields=a,nope&milliseconds=60000&condition=LT"), ""), 200, "")
 	c.expect(t, xPost(exp("expire", "&field=b&at=1"), ""), 200, "")
 	c.expect(t, xPost(exp("expire", "&atMilliseconds=4102444800000&condition=nx"), ""), 200, "")
+	c.expect(t, xPost(exp("expire", "&fields=a&milliseconds=30000&condition=xx%20LT"), ""), 200, "")
 	r = c.expect(t, xGet(exp("ttl", "&fields=a,b,d")), 200, "")
 	c.expect(t, xGet(exp("ttl", ""), "If-None-Match", r.header.Get("ETag")), 304, "")
 	c.expect(t, xHead(exp("ttl", "&field=a")), 200, "")
@@ -969,6 +970,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, tx(`{"operations":[{"op":"setFields","emailAddress":"t3@example.com","set":{"a":"1","b":"2","c":"3"},"condition":"FNX","seconds":60},`+
 		`{"op":"expire","emailAddress":"t3@example.com","fields":["a"],"atMilliseconds":1},`+
 		`{"op":"expire","emailAddress":"t3@example.com","milliseconds":600000,"condition":"NX"},`+
+		`{"op":"expire","emailAddress":"t3@example.com","milliseconds":300000,"condition":"XX LT"},`+
 		`{"op":"persist","emailAddress":"t3@example.com","fields":["b"]},`+
 		`{"op":"setIfAbsent","emailAddress":"t3@example.com","set":{"d":"4"}},`+
 		`{"op":"getExpire","emailAddress":"t3@example.com","fields":["c","a"],"persist":true},`+

@@ -1,6 +1,7 @@
 package pebble_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -27,8 +28,10 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 		unsynced := tc.unsynced
 		t.Run(fmt.Sprintf("Keep%dPercentUnsynced/CommitDelay%v", unsynced, tc.minSync), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
+			// Negative: sync at once, and hold a sync back for any number
+			// of companions (0 would mean the defaults).
 			opts := pebble.Options{}
-			opts.FS, opts.CommitDelay, opts.CommitSiblings = fs, tc.minSync, 0
+			opts.FS, opts.CommitDelay, opts.CommitSiblings = fs, cmp.Or(tc.minSync, -1), -1
 			s, err := pebble.Open("/data", &opts)
 			if err != nil {
 				t.Fatal(err)
@@ -89,6 +92,9 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 			mu.Unlock()
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(1, 2))})
 			stop()
+			if held := s.DelayedSyncs(); (tc.minSync > 0) != (held > 0) {
+				t.Errorf("%d fsyncs held back with CommitDelay %v: the case does not test what it names", held, tc.minSync)
+			}
 			s.Close()
 
 			s2, err := pebble.Open("/data", &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, FS: crashed})

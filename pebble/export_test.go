@@ -11,6 +11,9 @@ import (
 // or invoke the engine directly.
 func (s *Store) Engine() *engine.Engine { return s.dir.Engine() }
 
+// DelayedSyncs counts the fsyncs held back for companions (CommitDelay).
+func (s *Store) DelayedSyncs() int64 { return s.backend.delayed.Load() }
+
 // MustOpen opens a store in a fresh temporary directory, closed at the end.
 func MustOpen(t testing.TB, opts *Options) (*Store, string) {
 	t.Helper()

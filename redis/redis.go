@@ -5,11 +5,25 @@
 //
 // Locks live in Redis too, with a random token and a time to live, so that
 // several partmap servers on one Redis serialise their writes to each
-// partition: the commit script refuses to write unless the caller still
-// holds the partition's lock. A commit of several partitions, which no
-// one script can span on a cluster, is a transaction of single-slot
-// steps that any reader or writer who meets it completes or aborts, so
-// that it is atomic even when its committer dies (DESIGN.md).
+// partition: the commit script refuses a caller that no longer holds its
+// lock, and a write of one profile, which takes no lock in Redis, while
+// another holds the lock or the record changed since it was read. A commit
+// of several partitions, which no one script can span on a cluster, is a
+// transaction of single-slot steps that any reader or writer who meets it
+// completes or aborts, so that it is atomic even when its committer dies
+// (DESIGN.md).
+//
+// # Caveats
+//
+//   - A store is as durable as Redis is configured to be, and replication
+//     is asynchronous: a failover to a replica that lacks an acknowledged
+//     write loses it. MinReplicasAck narrows the window, not closes it.
+//   - A batch lookup reads each partition at its own instant: it is not a
+//     snapshot of the directory, where a transaction and an export are.
+//   - An export holds every partition's lock while it runs: writers get
+//     lock conflicts meanwhile.
+//   - There is no partmap backup of a Redis store: use Redis's persistence,
+//     or an export.
 //
 // Open a directory on a go-redis client and use the result as a
 // partmap.Store:

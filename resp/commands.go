@@ -279,14 +279,20 @@ func (k *call) runAlone(cmd *command, x *exchange) {
 		res.Err = err
 		x.res = append(x.res, res)
 	default:
-		results, err := k.store.Transact(k.ctx, x.ops)
-		if err != nil {
-			results = make([]partmap.OperationResult, len(x.ops))
-			for i := range results {
-				results[i].Err = err
+		// DEL of several keys: one transaction of up to
+		// partmap.MaxTransactionOps of them at a time, each atomic.
+		for ops := range slices.Chunk(x.ops, partmap.MaxTransactionOps) {
+			results, err := k.store.Transact(k.ctx, ops)
+			if err != nil {
+				results = make([]partmap.OperationResult, len(x.ops)-len(x.res))
+				for i := range results {
+					results[i].Err = err
+				}
+				x.res = append(x.res, results...)
+				return
 			}
+			x.res = append(x.res, results...)
 		}
-		x.res = append(x.res, results...)
 	}
 }
 

@@ -145,12 +145,8 @@ func parseHIncrByFloat(args [][]byte, ops []partmap.Operation) ([]partmap.Operat
 	return r.done(ops, partmap.Operation{Op: partmap.OpIncrementFloat, Email: email, Field: string(args[2]), ByFloat: by, Create: true})
 }
 
-// parseDel deletes whole profiles in one transaction, so at most
-// partmap.MaxTransactionOps of them; a missing one is no error.
+// parseDel deletes whole profiles; a missing one is no error.
 func parseDel(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
-	if len(args)-1 > partmap.MaxTransactionOps {
-		return ops, refusal(fmt.Sprintf("ERR %s deletes at most %d keys at once, in one partmap transaction", lower(args[0]), partmap.MaxTransactionOps))
-	}
 	return eachKey(args, ops, partmap.Operation{Op: partmap.OpDelete, AllowMissing: true})
 }
 

@@ -91,7 +91,7 @@ type operationCommand struct {
 
 var operationCommands = map[string]operationCommand{
 	"expire": {partmap.OpExpire, "EMAIL [FIELD...]", 1, math.MaxInt,
-		"set a deadline only where `NX` (there is none), XX (there is one), GT (it is later) or LT (it is sooner)", fieldArgs, printCodes},
+		"set a deadline only where `NX` (there is none), XX (there is one), GT (it is later), LT (it is sooner) or \"XX LT\" (there is one and it is sooner)", fieldArgs, printCodes},
 	"persist": {partmap.OpPersist, "EMAIL [FIELD...]", 1, math.MaxInt, "", fieldArgs, printCodes},
 	"setnx":   {partmap.OpSetIfAbsent, "EMAIL FIELD VALUE", 3, 3, "", setArgs, printSet},
 	"getdel":  {partmap.OpGetDelete, "EMAIL FIELD...", 2, math.MaxInt, "", fieldArgs, printValues},

@@ -50,7 +50,7 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":      {"run the server (embedded Pebble store)", runServe},
+	"serve":      {"run the server (an embedded Pebble store, or Redis with --store)", runServe},
 	"start":      {"start the directory (idempotent)", runStart},
 	"put":        {"create or replace a profile", runPut},
 	"get":        {"show a profile, or some of its fields; several at once", runGet},

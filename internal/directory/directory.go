@@ -4,8 +4,9 @@
 //
 // The directory decides; the backend stores. The directory resolves which
 // layout generation a profile lives in, builds every write (the engine adds
-// the index entries it changes) and hands the backend finished writes, and
-// the backend never calls back. DESIGN.md shows how to add a backend.
+// the index entries it changes) and hands the backend finished writes
+// through the engine, its one way to the backend; the backend never calls
+// back. DESIGN.md shows how to add a backend.
 package directory
 
 import (

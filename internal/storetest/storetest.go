@@ -1,6 +1,8 @@
 // Package storetest is the conformance suite every partmap.Store passes: the
-// embedded store, the HTTP client in front of a server, and any later
-// backend. A behaviour is specified once here, not once per backend.
+// embedded store, Redis and Redis Cluster, the HTTP client in front of a
+// server, and any later backend; RunEngine holds each backend (pebble,
+// redis) to the engine's rules. A behaviour is specified once here, not
+// once per backend.
 package storetest
 
 import (
