@@ -233,14 +233,10 @@ func ParsePatchJSON(data []byte) (Patch, error) {
 // or one that is not an array of strings, is EMALFORMEDJSON. Errors name
 // the member and the index of the item.
 func ParseStringListsJSON(data []byte) (map[string][]string, error) {
-	if err := checkJSONSyntax(data); err != nil {
+	i, err := openObject(data)
+	if err != nil {
 		return nil, err
 	}
-	i := skipSpace(data, 0)
-	if data[i] != '{' {
-		return nil, Errorf(EMALFORMEDJSON, "expected a JSON object, found %s", jsonKind(data[i]))
-	}
-	i = skipSpace(data, i+1)
 	out := map[string][]string{}
 	for data[i] != '}' {
 		name, n, err := unquoteJSON(data[i:], "")
@@ -280,6 +276,19 @@ func ParseStringListsJSON(data []byte) (map[string][]string, error) {
 	return out, nil
 }
 
+// openObject checks data's syntax and returns where the members of the
+// object it must be begin.
+func openObject(data []byte) (int, error) {
+	if err := checkJSONSyntax(data); err != nil {
+		return 0, err
+	}
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return 0, Errorf(EMALFORMEDJSON, "expected a JSON object, found %s", jsonKind(data[i]))
+	}
+	return skipSpace(data, i+1), nil
+}
+
 type jsonField struct {
 	name  string
 	value *string // nil for null
@@ -288,14 +297,10 @@ type jsonField struct {
 // parseFlatObject reads {"name": "value", ...}. Syntax is checked first by
 // encoding/json's scanner, so the walk below only has to handle valid JSON.
 func parseFlatObject(data []byte, allowNull bool) ([]jsonField, error) {
-	if err := checkJSONSyntax(data); err != nil {
+	i, err := openObject(data)
+	if err != nil {
 		return nil, err
 	}
-	i := skipSpace(data, 0)
-	if data[i] != '{' {
-		return nil, Errorf(EMALFORMEDJSON, "expected a JSON object, found %s", jsonKind(data[i]))
-	}
-	i = skipSpace(data, i+1)
 	var fields []jsonField
 	seen := make(map[string]struct{})
 	for data[i] != '}' {

@@ -4,26 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 func TestAuth(t *testing.T) {
 	tokens, parsed := newTokens(t, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newStore(t, nil)
 	var logs bytes.Buffer
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: parsed, Logger: newTextLogger(&logs)}))
-	defer srv.Close()
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: parsed, Logger: newTextLogger(&logs)})
 	u := srv.URL + base
 
 	put := func(h ...string) response {

@@ -23,8 +23,7 @@ import (
 
 func TestBackup(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		srv, _ := newServer(t, nil)
-		start(t, srv.URL)
+		srv, _ := newStartedServer(t, nil)
 		cl := newClient(t, srv.URL, nil)
 		ctx := t.Context()
 		want := map[string]partmap.Record{}
@@ -87,11 +86,7 @@ func TestBackup(t *testing.T) {
 	// A backup takes as long as its reader does; the server's write
 	// timeout, which a slow reader outlasts here, must not cut it short.
 	t.Run("OutlastsWriteTimeout", func(t *testing.T) {
-		store, err := pebble.Open(t.TempDir(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
+		store := newStore(t, nil)
 		ctx := t.Context()
 		if _, err := store.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -118,7 +113,7 @@ func TestBackup(t *testing.T) {
 		srv.Config.WriteTimeout = 200 * time.Millisecond
 		srv.Start()
 		defer srv.Close()
-		err = newClient(t, srv.URL, nil).Backup(ctx, func(r io.Reader) error {
+		err := newClient(t, srv.URL, nil).Backup(ctx, func(r io.Reader) error {
 			time.Sleep(time.Second) // the server blocks meanwhile, its buffers full
 			_, err := pebble.Unpack(r, filepath.Join(t.TempDir(), "b"), nil)
 			return err
@@ -129,13 +124,8 @@ func TestBackup(t *testing.T) {
 	})
 
 	t.Run("ErrNotBackuper", func(t *testing.T) {
-		store, err := pebble.Open(t.TempDir(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		srv := httptest.NewServer(pmhttp.NewServer(plainStore{store}, nil))
-		defer srv.Close()
+		store := newStore(t, nil)
+		srv := serveStore(t, plainStore{store}, nil)
 		r := send(t, "GET", srv.URL+base+"/backup", nil)
 		p := r.problem(t)
 		detail, _ := p["detail"].(string)
@@ -144,7 +134,7 @@ func TestBackup(t *testing.T) {
 			t.Fatalf("got %d %s", r.status, r.body)
 		}
 		read := false
-		err = newClient(t, srv.URL, nil).Backup(t.Context(), func(io.Reader) error { read = true; return nil })
+		err := newClient(t, srv.URL, nil).Backup(t.Context(), func(io.Reader) error { read = true; return nil })
 		if partmap.ErrorCode(err) != partmap.EUNSUPPORTED || read {
 			t.Fatalf("client: got %v (archive read: %v), want unsupported", err, read)
 		}
@@ -162,13 +152,8 @@ func TestBackup(t *testing.T) {
 
 	t.Run("ErrReadScope", func(t *testing.T) {
 		tokens, parsed := newTokens(t, auth.ScopeRead, auth.ScopeWrite, auth.ScopeAdmin)
-		store, err := pebble.Open(t.TempDir(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: parsed}))
-		defer srv.Close()
+		store := newStore(t, nil)
+		srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: parsed})
 		for _, scope := range []auth.Scope{auth.ScopeRead, auth.ScopeWrite} {
 			r := send(t, "GET", srv.URL+base+"/backup", nil, bearer(tokens[scope])...)
 			if p := r.problem(t); r.status != 403 || p["type"] != "urn:partmap:problem:forbidden" {
@@ -179,7 +164,7 @@ func TestBackup(t *testing.T) {
 			t.Errorf("no token: got %d %s, want 401", r.status, r.body)
 		}
 		cl := newClient(t, srv.URL, &pmhttp.ClientOptions{Token: tokens[auth.ScopeAdmin]})
-		err = cl.Backup(t.Context(), func(r io.Reader) error {
+		err := cl.Backup(t.Context(), func(r io.Reader) error {
 			_, err := pebble.Unpack(r, filepath.Join(t.TempDir(), "b"), nil)
 			return err
 		})

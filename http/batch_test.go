@@ -11,8 +11,7 @@ import (
 // the offending item by its index and value, and answers up to a thousand
 // emails, in order, with null for the missing ones.
 func TestBatchGetRoute(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	url := srv.URL + base + "/customer-profiles/get"
 	if r := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"alice@example.com","fullName":"Alice","empty":""}`)); r.status != 201 {
 		t.Fatalf("put: %d %s", r.status, r.body)

@@ -85,8 +85,7 @@ func del(t *testing.T, srvURL, email string) {
 // newFeedServer serves a started store with a feed.
 func newFeedServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.Store) {
 	t.Helper()
-	srv, store := newServer(t, opts)
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, opts)
 	return srv, store
 }
 
@@ -482,15 +481,8 @@ func TestClientChangesCaughtUp(t *testing.T) {
 // A token of the read scope reads the feed, as a page and as a stream.
 func TestChangesScope(t *testing.T) {
 	tokens, parsed := newTokens(t, auth.ScopeRead, auth.ScopeAdmin)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: parsed}))
-	defer func() {
-		srv.Close()
-		store.Close()
-	}()
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: parsed})
 	if r := send(t, "POST", srv.URL+base+"/start", nil, bearer(tokens[auth.ScopeAdmin])...); r.status != 200 {
 		t.Fatalf("start: %d %s", r.status, r.body)
 	}

@@ -24,20 +24,14 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 // The console's files are open, typed, revalidated and locked down by a
 // policy that forbids inline script; the rest of the server is unchanged.
 func TestConsoleFiles(t *testing.T) {
 	_, tokens := newTokens(t, auth.ScopeAdmin)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens}))
-	defer srv.Close()
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: tokens})
 
 	for _, tc := range []struct{ path, contentType string }{
 		{"/", "text/html; charset=utf-8"},
@@ -164,15 +158,8 @@ func TestConsole(t *testing.T) {
 	exe := chromiumPath(t)
 	byScope, tokens := newTokens(t, auth.ScopeAdmin)
 	tok := byScope[auth.ScopeAdmin]
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens, Logger: newTextLogger(io.Discard)}))
-	t.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: tokens, Logger: newTextLogger(io.Discard)})
 	api := srv.URL + base
 	auth := bearer(tok)
 
@@ -221,15 +208,7 @@ func TestConsole(t *testing.T) {
 
 	// Create through the form.
 	p.do("open the new-profile form", chromedp.Click(chromedp.CSS("#new-button")))
-	p.do("fill it in",
-		chromedp.SendKeys(chromedp.CSS("#edit-emailAddress"), typed),
-		chromedp.SendKeys(chromedp.CSS("#edit-fullName"), "Ada Lovelace"),
-		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), "Babbage & Co"),
-		chromedp.SendKeys(chromedp.CSS("#edit-customerTier"), "gold"),
-		chromedp.Click(chromedp.CSS("#add-field")),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), "notes"),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-value"), `first "programmer" <1843>`),
-		chromedp.Click(chromedp.CSS("#save-button")))
+	p.do("fill it in", fillNewProfile(typed, "Ada Lovelace", "Babbage & Co", "gold", "notes", `first "programmer" <1843>`))
 	p.waitNotice("ok", "", "Created "+email)
 	p.waitText("#view-email", email)
 	p.until("Ada's cell counts 1", q(cell)+".dataset.profiles === '1'")
@@ -364,11 +343,8 @@ func TestConsole(t *testing.T) {
 // marked, up to MaxPartitions.
 func TestConsoleFollowsResize(t *testing.T) {
 	exe := chromiumPath(t)
-	srv, _ := newServer(t, nil)
+	srv, _ := newStartedServer(t, nil)
 	api := srv.URL + base
-	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
 
 	// 400 profiles, one of them in partition-1010 of 4000, which is
 	// partition-010 of 1000.
@@ -526,11 +502,8 @@ func thousands(n int) string {
 // buttons delete one.
 func TestConsoleKeepsEmptyFields(t *testing.T) {
 	exe := chromiumPath(t)
-	srv, _ := newServer(t, nil)
+	srv, _ := newStartedServer(t, nil)
 	api := srv.URL + base
-	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
 	const email = "grace@example.com"
 	stored := func() map[string]string {
 		t.Helper()
@@ -620,14 +593,7 @@ func readmeScreenshot(t *testing.T, p *page, api string, auth []string, path str
 		chromedp.EmulateViewport(1280, 900),
 		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
 		chromedp.Click(chromedp.CSS("#new-button")),
-		chromedp.SendKeys(chromedp.CSS("#edit-emailAddress"), email),
-		chromedp.SendKeys(chromedp.CSS("#edit-fullName"), "Grace Hopper"),
-		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), "Remington Rand"),
-		chromedp.SendKeys(chromedp.CSS("#edit-customerTier"), "platinum"),
-		chromedp.Click(chromedp.CSS("#add-field")),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), "visits"),
-		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-value"), "42"),
-		chromedp.Click(chromedp.CSS("#save-button")))
+		fillNewProfile(email, "Grace Hopper", "Remington Rand", "platinum", "visits", "42"))
 	p.waitNotice("ok", "", "Created "+email)
 	p.do("find the new profile", emptyField("#find-email"), chromedp.SendKeys(chromedp.CSS("#find-email"), email),
 		chromedp.Click(chromedp.CSS(`#find-form button[type="submit"]`)))
@@ -734,6 +700,20 @@ func run[T any](p *page, what string, a chromedp.Action[T]) T {
 	return v
 }
 
+// fillNewProfile fills the open new-profile form with a profile and one
+// more field, and saves it.
+func fillNewProfile(email, name, company, tier, field, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.SendKeys(chromedp.CSS("#edit-emailAddress"), email),
+		chromedp.SendKeys(chromedp.CSS("#edit-fullName"), name),
+		chromedp.SendKeys(chromedp.CSS("#edit-companyName"), company),
+		chromedp.SendKeys(chromedp.CSS("#edit-customerTier"), tier),
+		chromedp.Click(chromedp.CSS("#add-field")),
+		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-name"), field),
+		chromedp.SendKeys(chromedp.CSS("#extra-fields .field-row:last-child .field-value"), value),
+		chromedp.Click(chromedp.CSS("#save-button")))
+}
+
 func (p *page) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
 	run(p, what, chromedp.Steps(steps...))
@@ -819,11 +799,8 @@ func q(sel string) string { return "document.querySelector(" + jsString(sel) + "
 // and reads the profile again when a countdown runs out: the field is gone.
 func TestConsoleShowsDeadlines(t *testing.T) {
 	exe := chromiumPath(t)
-	srv, _ := newServer(t, nil)
+	srv, _ := newStartedServer(t, nil)
 	api := srv.URL + base
-	if r := send(t, "POST", api+"/start", nil); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
 	const email = "hedy@example.com"
 	profile := `{"emailAddress":"hedy@example.com","fullName":"Hedy Lamarr","visits":"3","code":"1234"}`
 	if r := send(t, "PUT", api+"/customer-profile", strings.NewReader(profile)); r.status != 201 {
@@ -854,11 +831,7 @@ func TestConsoleShowsDeadlines(t *testing.T) {
 // holds the deadlines' read until the field has expired.
 func TestConsoleExpiredMidRead(t *testing.T) {
 	exe := chromiumPath(t)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := newStore(t, nil)
 	api := pmhttp.NewServer(store, nil)
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once

@@ -12,14 +12,12 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 // The body limit is exact: MaxBodyBytes is accepted, one byte more is 413,
 // with or without a Content-Length.
 func TestBodyLimitIsExact(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	u := srv.URL + base + "/customer-profile"
 	limit := partmap.DefaultLimits.MaxBodyBytes
 	body := func(n int) string {
@@ -40,8 +38,7 @@ func TestBodyLimitIsExact(t *testing.T) {
 }
 
 func TestProjectionEdges(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	u := srv.URL + base + "/customer-profile"
 	send(t, "PUT", u, strings.NewReader(`{"emailAddress":"p@example.com","a,b":"comma","fullName":"P"}`))
 	if r := send(t, "GET", u+"?emailAddress=p@example.com&fields=%FF", nil); r.status != 400 || r.problem(t)["type"] != "urn:partmap:problem:invalid-utf8" {
@@ -87,8 +84,7 @@ func TestErrorsAtTheEdges(t *testing.T) {
 // A bulk body without a profile is an empty batch, whose results are an
 // empty list like any other list in a reply.
 func TestBulkOfNothing(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	for _, body := range []string{"", "\n", " \r\n\n"} {
 		r := send(t, "POST", srv.URL+base+"/customer-profiles/bulk", strings.NewReader(body), "Content-Type", "application/x-ndjson")
 		if want := `{"created":0,"replaced":0,"failed":0,"results":[]}`; r.status != 200 || strings.TrimSpace(string(r.body)) != want {
@@ -134,8 +130,7 @@ func TestClientDeadlines(t *testing.T) {
 		t.Fatalf("a slow server: got %v, want the context's deadline", err)
 	}
 
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	release := holdPartition(t, store, "held@example.com")
 	defer release()
 	profile := partmap.Profile{partmap.FieldEmail: "held@example.com"}

@@ -14,8 +14,7 @@ import (
 // expiryServer is a started server with alice's profile {a, b, n}.
 func expiryServer(t *testing.T) (srvURL string, c *pmhttp.Client) {
 	t.Helper()
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	if r := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"alice@example.com","a":"1","b":"2","n":"5"}`)); r.status != 201 {
 		t.Fatalf("put: %d %s", r.status, r.body)
 	}

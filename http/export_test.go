@@ -11,12 +11,11 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 )
 
@@ -39,8 +38,7 @@ func (s exportFailsAfter) ExportProfiles(ctx context.Context, fn func(partmap.Re
 
 func TestExportStream(t *testing.T) {
 	ctx := context.Background()
-	srv, store := newServer(t, nil)
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, nil)
 	for i := range 3 {
 		partmap.UpsertProfile(ctx, store, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("e%d@example.com", i)}, partmap.Condition{})
 	}
@@ -111,8 +109,7 @@ func TestClientExport(t *testing.T) {
 		in.WriteString(`{"emailAddress":"odd@example.com","note":"tab\t quote\" <&> \u2028 é 🦀","blank":""}` + "\n")
 		var exports [2]bytes.Buffer
 		for i := range exports {
-			srv, _ := newServer(t, nil)
-			start(t, srv.URL)
+			srv, _ := newStartedServer(t, nil)
 			c := newClient(t, srv.URL, nil)
 			if _, err := c.Import(ctx, strings.NewReader(in.String()), pmhttp.ImportOptions{}); err != nil {
 				t.Fatal(err)
@@ -148,12 +145,11 @@ func TestClientExport(t *testing.T) {
 // already expired, and never seen.
 func TestExportImportKeepDeadlines(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	var now atomic.Int64
-	now.Store(t0)
-	clock := &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: func() time.Time { return time.UnixMilli(now.Load()) }, SweepInterval: -1}}
-	srcURL, src := newServer(t, clock)
-	dstURL, dst := newServer(t, clock)
+	t0 := storetest.T0
+	clock := storetest.NewClock(t0)
+	opts := &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock.Now, SweepInterval: -1}}
+	srcURL, src := newServer(t, opts)
+	dstURL, dst := newServer(t, opts)
 	start(t, srcURL.URL)
 	start(t, dstURL.URL)
 	for _, e := range []string{"a@example.com", "b@example.com", "c@example.com"} {
@@ -191,7 +187,7 @@ func TestExportImportKeepDeadlines(t *testing.T) {
 		}
 	}
 
-	now.Store(t0 + 1000) // "soon" and b pass between the export and the import
+	clock.Set(t0 + 1000) // "soon" and b pass between the export and the import
 	res, err := newClient(t, dstURL.URL, nil).Import(ctx, bytes.NewReader(export.Bytes()), pmhttp.ImportOptions{})
 	if err != nil || res.Written != 3 || len(res.Rejected) != 0 {
 		t.Fatalf("import: %+v %v", res, err)

@@ -10,8 +10,7 @@ import (
 // The Redis-hash semantics through raw HTTP, one step after another on one
 // profile, with the exact reply bodies a client sees.
 func TestRedisHashSemantics(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	u := srv.URL + base
 	const q = "?emailAddress=ada@example.com"
 	merge := []string{"Content-Type", "application/merge-patch+json"}
@@ -98,8 +97,7 @@ func TestRedisHashSemantics(t *testing.T) {
 }
 
 func TestETags(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	u := srv.URL + base + "/customer-profile"
 	const q = "?emailAddress=e@example.com"
 	put := send(t, "PUT", u, strings.NewReader(`{"emailAddress":"e@example.com","n":"1"}`))

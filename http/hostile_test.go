@@ -35,8 +35,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // A 1 GiB body, sent without a Content-Length, is refused at the limit: the
 // server never buffers it, so the memory allocated stays far below its size.
 func TestHugeBodyIsNotBuffered(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -57,8 +56,7 @@ func TestHugeBodyIsNotBuffered(t *testing.T) {
 // Deep nesting, many fields and a huge field each get a clear 4xx, fast,
 // and write nothing.
 func TestHostileJSON(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	u := srv.URL + base + "/customer-profile"
 	many := &strings.Builder{}
 	many.WriteString(`{"emailAddress":"h@example.com"`)

@@ -28,16 +28,41 @@ const base = pmhttp.BasePath
 // newServer serves a fresh Pebble store over a real listener.
 func newServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.Store) {
 	t.Helper()
+	store := newStore(t, opts)
+	return serveStore(t, store, nil), store
+}
+
+// failFast is the options of a store whose writes do not wait for a
+// held lock: they fail at once.
+func failFast() *pebble.Options {
+	return &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}
+}
+
+// newStartedServer is newServer with the directory started.
+func newStartedServer(t *testing.T, opts *pebble.Options) (*httptest.Server, *pebble.Store) {
+	t.Helper()
+	srv, store := newServer(t, opts)
+	start(t, srv.URL)
+	return srv, store
+}
+
+// newStore opens a fresh Pebble store, closed at the end of the test.
+func newStore(t testing.TB, opts *pebble.Options) *pebble.Store {
+	t.Helper()
 	store, err := pebble.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(pmhttp.NewServer(store, nil))
-	t.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
-	return srv, store
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// serveStore serves store over a real listener, closed at the end of the
+// test (before a store opened earlier in it).
+func serveStore(t testing.TB, store partmap.Store, opts *pmhttp.ServerOptions) *httptest.Server {
+	srv := httptest.NewServer(pmhttp.NewServer(store, opts))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // newTokens makes a token for each scope, named after it, and the parsed
@@ -159,8 +184,7 @@ func TestStartRoute(t *testing.T) {
 }
 
 func TestPutAndGet(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	body := `{"emailAddress":" Alice@Example.COM ","fullName":"Alice","companyName":"A <&> B","customerTier":"gold","name.first":"A"}`
 	r := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(body), "Content-Type", "application/json")
 	want := `{"emailAddress":"alice@example.com","fullName":"Alice","companyName":"A <&> B","customerTier":"gold","name.first":"A"}`
@@ -195,8 +219,7 @@ func TestPutAndGet(t *testing.T) {
 // Every bad request gets its documented status and problem type, and leaves
 // the store as it was.
 func TestBadInput(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	const email = "victim@example.com"
 	profileURL := srv.URL + base + "/customer-profile"
 	put := func(body string) func() response {
@@ -312,8 +335,7 @@ func holdPartition(t *testing.T, store *pebble.Store, email string) (release fun
 }
 
 func TestLockConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	const email = "hot@example.com"
 	release := holdPartition(t, store, email)
 
@@ -355,8 +377,7 @@ func TestLockConflict(t *testing.T) {
 // Behind the whole-map lock, a write's conflict names the lock and its
 // end, and Retry-After counts the seconds left, not the usual 1.
 func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	lock, err := store.LockWholeMap(context.Background(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -383,8 +404,7 @@ func TestWholeMapLockConflictSaysUntilWhen(t *testing.T) {
 // and the client asks again from that partition: every partition is
 // checked once, in order.
 func TestCheckPartitionsResumesAfterAConflict(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	busy := "busy@example.com"
 	p := partmap.PartitionOf(busy, partmap.DefaultPartitions)
 	release := holdPartition(t, store, busy)
@@ -420,8 +440,7 @@ func (failingStore) FindProfile(context.Context, string) (partmap.Record, error)
 
 func TestInternalErrorsHideDetails(t *testing.T) {
 	var logs bytes.Buffer
-	srv := httptest.NewServer(pmhttp.NewServer(failingStore{}, &pmhttp.ServerOptions{Logger: newTextLogger(&logs)}))
-	defer srv.Close()
+	srv := serveStore(t, failingStore{}, &pmhttp.ServerOptions{Logger: newTextLogger(&logs)})
 	r := send(t, "GET", srv.URL+base+"/customer-profile?emailAddress=a@b", nil)
 	p := r.problem(t)
 	if r.status != 500 || p["type"] != "urn:partmap:problem:internal" || strings.Contains(string(r.body), "secret") {
@@ -437,8 +456,7 @@ func TestInternalErrorsHideDetails(t *testing.T) {
 }
 
 func TestClientRefusesInvalidUTF8(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	c := newClient(t, srv.URL, nil)
 	_, _, err := partmap.UpsertProfile(context.Background(), c, partmap.Profile{partmap.FieldEmail: "a@b", "n": "\xff"}, partmap.Condition{})
 	if partmap.ErrorCode(err) != partmap.EINVALIDUTF8 {
@@ -465,11 +483,7 @@ func TestModel(t *testing.T) {
 // A body that does not arrive within the read timeout is a clear 408, not a
 // 400 that leaks a socket address.
 func TestSlowBodyTimesOut(t *testing.T) {
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newStore(t, nil)
 	srv := httptest.NewUnstartedServer(pmhttp.NewServer(store, nil))
 	srv.Config.ReadTimeout = 200 * time.Millisecond
 	srv.Start()
@@ -486,7 +500,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+		srv, _ := newServer(t, failFast())
 		return newClient(t, srv.URL, nil)
 	})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 // lineCodes lists rejected lines as "LINE:CODE", to compare at a glance.
@@ -25,8 +24,7 @@ func lineCodes(rejected []pmhttp.LineError) string {
 func TestImport(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
-		srv, store := newServer(t, nil)
-		start(t, srv.URL)
+		srv, store := newStartedServer(t, nil)
 		c := newClient(t, srv.URL, nil)
 		// A reader that hands out one byte at a time splits every multibyte
 		// character across reads; the decoder must still see whole
@@ -51,8 +49,7 @@ func TestImport(t *testing.T) {
 		}
 	})
 	t.Run("OKCSV", func(t *testing.T) {
-		srv, store := newServer(t, nil)
-		start(t, srv.URL)
+		srv, store := newStartedServer(t, nil)
 		c := newClient(t, srv.URL, nil)
 		in := "\xef\xbb\xbfemailAddress,fullName,name.first\nAda@Example.com,Ada Lovelace,Ada\n\"b@example.com\",\"Smith, Bob\",\nz@example.com\n"
 		res, err := c.Import(ctx, strings.NewReader(in), pmhttp.ImportOptions{Format: "csv"})
@@ -67,8 +64,7 @@ func TestImport(t *testing.T) {
 	// Invalid lines are found before anything is written, and an import
 	// writes the others; lines the server refuses join them, in order.
 	t.Run("ErrInvalidLines", func(t *testing.T) {
-		srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-		start(t, srv.URL)
+		srv, store := newStartedServer(t, failFast())
 		c := newClient(t, srv.URL, &pmhttp.ClientOptions{RetryFor: -1})
 		in := "{\"emailAddress\":\"ok@example.com\"}\n{\"emailAddress\":\"x@example.com\",\"n\":\"\xff\"}\n{not json}\n" +
 			"{\"emailAddress\":\"hot@example.com\"}\n{\"fullName\":\"no email\"}\n"
@@ -108,8 +104,7 @@ func TestImport(t *testing.T) {
 
 // Progress counts profiles, not bytes, and ends with the whole input read.
 func TestImportProgress(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, nil)
 	c := newClient(t, srv.URL, nil)
 	const n = 2*partmap.MaxBulkProfiles + 5 // three batches
 	var in strings.Builder
@@ -143,8 +138,7 @@ func TestImportProgress(t *testing.T) {
 // ends as its last line says.
 func TestImportKeepsInputOrderAcrossBatches(t *testing.T) {
 	ctx := context.Background()
-	srv, store := newServer(t, nil)
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, nil)
 	c := newClient(t, srv.URL, nil)
 	const batch = partmap.MaxBulkProfiles
 	var in strings.Builder
@@ -168,8 +162,7 @@ func TestImportKeepsInputOrderAcrossBatches(t *testing.T) {
 // batches are cut by bytes too.
 func TestImportCutsBatchesByBytes(t *testing.T) {
 	ctx := context.Background()
-	srv, store := newServer(t, nil)
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, nil)
 	c := newClient(t, srv.URL, nil)
 	var in strings.Builder
 	value := strings.Repeat("x", partmap.DefaultLimits.MaxFieldValueBytes)

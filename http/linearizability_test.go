@@ -11,7 +11,6 @@ import (
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/storetest"
-	"github.com/partmap/partmap/pebble"
 )
 
 // Histories of concurrent HTTP clients on a few profiles of one partition are
@@ -25,8 +24,7 @@ func TestLinearizability(t *testing.T) {
 			t.Fatalf("PARTMAP_LIN_OPS=%q is not a positive number", s)
 		}
 	}
-	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, failFast())
 	var conflicts atomic.Uint64
 	clients := make([]*pmhttp.Client, 8)
 	history := storetest.RecordHistory(t, func(i int) partmap.Store {
@@ -51,8 +49,7 @@ func TestLinearizability(t *testing.T) {
 // transaction's too) and retry them. PARTMAP_TX_CALLS sets the calls per
 // client (60).
 func TestTxLinearizability(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, failFast())
 	clients := make([]*pmhttp.Client, 8)
 	storetest.CheckTxLinearizable(t, func(i int) partmap.Store {
 		clients[i] = newClient(t, srv.URL, nil)

@@ -1,18 +1,15 @@
 package http_test
 
 import (
-	"github.com/partmap/partmap"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 func TestHealthAndMetrics(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	srv, store := newServer(t, failFast())
 	u := srv.URL
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := send(t, "GET", u+path, nil); r.status != 200 {
@@ -54,13 +51,8 @@ func TestHealthAndMetrics(t *testing.T) {
 func TestOpsRoutesHonourTokens(t *testing.T) {
 	byScope, tokens := newTokens(t, auth.ScopeRead, auth.ScopeAdmin)
 	readTok, adminTok := byScope[auth.ScopeRead], byScope[auth.ScopeAdmin]
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := httptest.NewServer(pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: tokens}))
-	defer srv.Close()
+	store := newStore(t, nil)
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Tokens: tokens})
 	for _, tc := range []struct {
 		path   string
 		header []string

@@ -432,26 +432,19 @@ type docServer struct {
 
 func newDocServer(t *testing.T, tokens *auth.Tokens, readTimeout time.Duration) *docServer {
 	t.Helper()
-	return newDocServerWith(t, tokens, readTimeout, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	return newDocServerWith(t, tokens, readTimeout, failFast())
 }
 
 // newDocServerWith is newDocServer over a store opened with opts.
 func newDocServerWith(t *testing.T, tokens *auth.Tokens, readTimeout time.Duration, opts *pebble.Options) *docServer {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := &faultStore{Store: store}
+	fs := &faultStore{Store: newStore(t, opts)}
 	api := pmhttp.NewServer(fs, &pmhttp.ServerOptions{Tokens: tokens, Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewUnstartedServer(api)
 	srv.Config.MaxHeaderBytes = 64 << 10
 	srv.Config.ReadTimeout = readTimeout
 	srv.Start()
-	t.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &docServer{srv, api, fs}
 }
 
@@ -462,16 +455,10 @@ type plainStore struct{ partmap.Store }
 // newPlainDocServer serves a real Pebble store as a plainStore.
 func newPlainDocServer(t *testing.T) *docServer {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := newStore(t, failFast())
 	api := pmhttp.NewServer(plainStore{store}, &pmhttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		srv.Close()
-		store.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &docServer{srv, api, nil}
 }
 

@@ -3,10 +3,7 @@ package http_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +11,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
@@ -23,47 +19,11 @@ import (
 // The HTTP semantics hold on every store: the conformance suite runs through
 // the Go client and the server against a Redis server and a Redis Cluster,
 // as it does against Pebble (TestConformance).
-var redisServers = sync.OnceValues(func() (*redistest.Cluster, error) {
-	dir, err := os.MkdirTemp("", "partmap-http-redis-")
-	if err != nil {
-		return nil, err
-	}
-	removeAtEnd(dir)
-	return redistest.StartCluster(filepath.Join(dir, "cluster"))
-})
-
-var single = sync.OnceValues(func() (*redistest.Server, error) {
-	dir, err := os.MkdirTemp("", "partmap-http-redis-")
-	if err != nil {
-		return nil, err
-	}
-	removeAtEnd(dir)
-	return redistest.StartServer(dir, 1)
-})
-
-// tempDirs are the shared servers' directories, removed when the tests end.
-var (
-	tempDirsMu sync.Mutex
-	tempDirs   []string
-)
-
-func removeAtEnd(dir string) {
-	tempDirsMu.Lock()
-	defer tempDirsMu.Unlock()
-	tempDirs = append(tempDirs, dir)
-}
+var shared = redistest.Shared{Prefix: "partmap-http-redis-"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if c, err := redisServers(); err == nil {
-		c.Stop()
-	}
-	if s, err := single(); err == nil {
-		s.Stop()
-	}
-	for _, dir := range tempDirs {
-		os.RemoveAll(dir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
@@ -72,48 +32,41 @@ var namespaces atomic.Int64
 func TestConformanceOnRedis(t *testing.T) {
 	for name, client := range map[string]func(t *testing.T) goredis.UniversalClient{
 		"Server": func(t *testing.T) goredis.UniversalClient {
-			s, err := single()
+			s, err := shared.Server()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return goredis.NewClient(&goredis.Options{Network: "unix", Addr: s.Socket})
 		},
 		"Cluster": func(t *testing.T) goredis.UniversalClient {
-			c, err := redisServers()
+			c, err := shared.Cluster()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs})
 		},
 	} {
+		// open opens a store in a namespace of its own, closed at the end
+		// of the test.
+		open := func(t *testing.T, opts redis.Options) *redis.Store {
+			opts.Namespace = fmt.Sprintf("http%d", namespaces.Add(1))
+			store, err := redis.Open(context.Background(), client(t), &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			return store
+		}
 		t.Run(name+"/ExportDeadlines", func(t *testing.T) {
 			storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-				ns := fmt.Sprintf("http%d", namespaces.Add(1))
-				store, err := redis.Open(context.Background(), client(t), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock, SweepInterval: -1}, Namespace: ns})
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv := httptest.NewServer(pmhttp.NewServer(store, nil))
-				t.Cleanup(func() {
-					srv.Close()
-					store.Close()
-				})
-				return newClient(t, srv.URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
+				store := open(t, redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock, SweepInterval: -1}})
+				return newClient(t, serveStore(t, store, nil).URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
 			})
 		})
 		t.Run(name, func(t *testing.T) {
 			storetest.RunStore(t, func(t *testing.T) partmap.Store {
-				ns := fmt.Sprintf("http%d", namespaces.Add(1))
-				store, err := redis.Open(context.Background(), client(t), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: ns})
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv := httptest.NewServer(pmhttp.NewServer(store, nil))
-				t.Cleanup(func() {
-					srv.Close()
-					store.Close()
-				})
-				return newClient(t, srv.URL, nil)
+				store := open(t, redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+				return newClient(t, serveStore(t, store, nil).URL, nil)
 			})
 		})
 	}

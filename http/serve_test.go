@@ -18,18 +18,13 @@ import (
 	"github.com/partmap/partmap/internal/testcert"
 
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 // serve runs Serve on a free loopback port and returns its address and the
 // channel that gets Serve's result.
 func serve(t *testing.T, ctx context.Context, opts *pmhttp.ServeOptions) (addr string, served chan error) {
 	t.Helper()
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := newStore(t, nil)
 	ln, err := pmhttp.Listen("127.0.0.1:0", "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -203,11 +198,7 @@ func TestIsLoopback(t *testing.T) {
 // over TLS; one without is refused.
 func TestClientRootCAs(t *testing.T) {
 	cert, key, pool := testcert.Write(t)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newStore(t, nil)
 	ln, err := pmhttp.Listen("127.0.0.1:0", cert, key)
 	if err != nil {
 		t.Fatal(err)

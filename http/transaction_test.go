@@ -3,7 +3,6 @@ package http_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,12 +10,10 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
-	"github.com/partmap/partmap/pebble"
 )
 
 func TestRenameRoute(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, failFast())
 	put := send(t, "PUT", srv.URL+base+"/customer-profile", strings.NewReader(`{"emailAddress":"old@example.com","fullName":"Ada"}`))
 	if put.status != 201 {
 		t.Fatalf("put: %d %s", put.status, put.body)
@@ -66,8 +63,7 @@ func transact(t *testing.T, srvURL, body string, header ...string) response {
 }
 
 func TestTransactionRoute(t *testing.T) {
-	srv, store := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, store := newStartedServer(t, failFast())
 	r := transact(t, srv.URL, `{"operations":[
 		{"op":"put","profile":{"emailAddress":"a@example.com","n":"1"},"ifNoneMatch":"*"},
 		{"op":"increment","emailAddress":"a@example.com","field":"n","by":41},
@@ -138,8 +134,7 @@ func TestTransactionRoute(t *testing.T) {
 }
 
 func TestTransactionRouteBadInput(t *testing.T) {
-	srv, _ := newServer(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	start(t, srv.URL)
+	srv, _ := newStartedServer(t, failFast())
 	var many strings.Builder
 	many.WriteString(`{"operations":[`)
 	for i := range partmap.MaxTransactionOps + 1 {
@@ -187,15 +182,7 @@ func TestTransactionRouteBadInput(t *testing.T) {
 // A read token cannot run a transaction.
 func TestTransactionNeedsWriteScope(t *testing.T) {
 	tokens, parsed := newTokens(t, auth.ScopeRead)
-	store, err := pebble.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	h := pmhttp.NewServer(store, &pmhttp.ServerOptions{Tokens: parsed})
-	ts := httptest.NewServer(h)
-	defer ts.Close()
-	srv := ts.URL
+	srv := serveStore(t, newStore(t, nil), &pmhttp.ServerOptions{Tokens: parsed}).URL
 	r := transact(t, srv, `{"operations":[{"op":"delete","emailAddress":"a@example.com"}]}`, bearer(tokens[auth.ScopeRead])...)
 	if r.status != 403 {
 		t.Fatalf("transaction with a read token: %d %s", r.status, r.body)

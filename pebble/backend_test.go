@@ -14,11 +14,7 @@ import (
 // with its last profile.
 func TestPartitionCountFollowsProfiles(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	b := &backend{db: s.db, feed: s.backend.feed}
 	p := engine.Part{Partition: 278}
 	inv := engine.Invocation{Load: []engine.Part{p}, Lock: []engine.Part{p}}
@@ -68,14 +64,7 @@ func TestPartitionCountFollowsProfiles(t *testing.T) {
 // on one of them must fail only that partition's profiles.
 func TestBulkConflictFailsOnlyTheBusyPartition(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}) // fail fast
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}) // fail fast
 	var profiles []partmap.Profile
 	for i := range 500 {
 		profiles = append(profiles, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)})

@@ -30,10 +30,7 @@ import (
 // that split a transaction would show.
 func TestBackupUnderWriters(t *testing.T) {
 	ctx := context.Background()
-	s, _ := MustOpen(t, nil)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := pebble.MustStart(t, nil)
 	const writers, total = 8, 1000
 	email := func(w int) string { return fmt.Sprintf("writer%d@example.com", w) }
 	for w := range writers {
@@ -105,7 +102,7 @@ func TestBackupUnderWriters(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, info) || profiles != writers {
 		t.Fatalf("restore: %+v, %d profiles, %v (backup %+v)", got, profiles, err, info)
 	}
-	r := MustReopen(t, data, nil)
+	r := pebble.MustReopen(t, data, nil)
 	sum := 0
 	for w := range writers {
 		rec, err := r.FindProfile(ctx, email(w))
@@ -137,10 +134,7 @@ func TestBackupUnderWriters(t *testing.T) {
 // directory that is not empty.
 func TestBackupRefusesDamage(t *testing.T) {
 	ctx := context.Background()
-	s, _ := MustOpen(t, nil)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := pebble.MustStart(t, nil)
 	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": "a@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +241,7 @@ func writeArchive(entries []backupEntry) *bytes.Buffer {
 func storeBackup(t *testing.T, n int) ([]backupEntry, int) {
 	t.Helper()
 	ctx := context.Background()
-	s, _ := MustOpen(t, nil)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := pebble.MustStart(t, nil)
 	var ps []partmap.Profile
 	for i := range n {
 		ps = append(ps, partmap.Profile{"emailAddress": fmt.Sprintf("p%d@example.com", i), "fullName": fmt.Sprintf("Person %d", i)})
@@ -409,7 +400,7 @@ func TestOpenRemovesStaleBackups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	MustReopen(t, data, nil)
+	pebble.MustReopen(t, data, nil)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Fatalf("the stale checkpoint is still there: %v", err)
 	}

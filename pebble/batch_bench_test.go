@@ -32,10 +32,7 @@ func BenchmarkBatch(b *testing.B) {
 	}{{"cached", 0}, {"uncached", -1}} {
 		opts := pebble.Options{}
 		opts.RecordCacheBytes = cache.bytes
-		s, _ := MustOpen(b, &opts)
-		if _, err := s.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
+		s := pebble.MustStart(b, &opts)
 		for i := 0; i < stored; i += 1000 {
 			var ps []partmap.Profile
 			for _, e := range all[i : i+1000] {

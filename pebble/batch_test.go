@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/directory"
@@ -59,11 +58,7 @@ func (c *countedGets) take() []countedRead {
 // reads: before a resize, while one is held midway, and after it.
 func TestBatchReadsEachPartitionOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	counted := &countedGets{backend: &backend{db: s.db, feed: s.backend.feed}}
 	// Only this directory serves the database from here on; s's stays idle.
 	d, err := directory.Open(ctx, counted, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
@@ -146,31 +141,10 @@ func TestBatchReadsEachPartitionOnce(t *testing.T) {
 	// which receives every write, but reads stay on the current one. A
 	// resize that ended before the lock was taken is tried again, to
 	// another count.
-	for try := 0; ; try++ {
-		target := 1500 + 500*try
-		if _, err := d.Resize(ctx, target); err != nil {
-			t.Fatal(err)
-		}
-		held, err := d.LockWholeMap(ctx, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := d.ResizeStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Running {
-			t.Run("During", func(t *testing.T) { check(t, st.Generation, st.Partitions) })
-		}
-		if err := d.UnlockWholeMap(ctx, held.Lease); err != nil {
-			t.Fatal(err)
-		}
-		if st.Running {
-			break
-		}
-		if try == 10 {
-			t.Fatal("every resize ended before the whole-map lock was taken")
-		}
+	during, held := storetest.HoldMidResize(t, d)
+	t.Run("During", func(t *testing.T) { check(t, during.Generation, during.Partitions) })
+	if err := d.UnlockWholeMap(ctx, held.Lease); err != nil {
+		t.Fatal(err)
 	}
 	st := storetest.WaitResized(t, d)
 	if st.Generation == 0 {

@@ -17,14 +17,7 @@ import (
 // the first flush, and from then on every read missed.
 func TestBlockCacheSurvivesFullMemtables(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, nil)
 	const profiles = 1000
 	note := strings.Repeat("x", 16<<10)
 	email := func(i int) string { return fmt.Sprintf("user%d@example.com", i) }
@@ -69,11 +62,7 @@ func TestBlockCacheSurvivesFullMemtables(t *testing.T) {
 }
 
 func TestCollectorsExportPebbleFigures(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.Collectors()...)
 	families, err := reg.Gather()

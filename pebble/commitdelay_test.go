@@ -15,15 +15,7 @@ func openWithCommitDelay(t *testing.T, delay time.Duration, siblings int) *Store
 	opts := Options{}
 	opts.CommitDelay, opts.CommitSiblings = delay, siblings
 	opts.LockWait = time.Minute // the writers below must not conflict out
-	s, err := Open(t.TempDir(), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return MustStart(t, &opts)
 }
 
 // A lone writer never waits for companions, however long the delay: its

@@ -56,11 +56,7 @@ func fillPartition(tb testing.TB, s *Store, p partmap.Partition, emails []string
 
 func openFilled(tb testing.TB, size int) (*Store, []string) {
 	tb.Helper()
-	s, err := Open(tb.TempDir(), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	s, _ := MustOpen(tb, nil)
 	emails := collidingEmails(size, 278)
 	fillPartition(tb, s, 278, emails)
 	return s, emails

@@ -72,11 +72,7 @@ func (s *stepped) run(step func(read int), list func()) {
 // after one chosen read, for every choice.
 func TestPartitionCountsBetweenReads(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	var clock atomic.Int64
 	clock.Store(base)
@@ -96,15 +92,7 @@ func TestPartitionCountsBetweenReads(t *testing.T) {
 		for _, e := range emails {
 			ps = append(ps, partmap.Profile{partmap.FieldEmail: e})
 		}
-		res, err := d.UpsertProfiles(ctx, ps) // one commit for one partition
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatal(r.Err)
-			}
-		}
+		storetest.MustUpsert(t, d, ps) // one commit for one partition
 	}
 	expire := func(email string, at int64) {
 		t.Helper()

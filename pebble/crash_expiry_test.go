@@ -2,45 +2,26 @@ package pebble_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/crashtest"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 )
 
-// expiryChildEnv names the data directory and seed of a child that
-// TestExpiryCrash kills.
-const expiryChildEnv = "PARTMAP_EXPIRY_CHILD"
-
 func TestMain(m *testing.M) {
-	if v := os.Getenv(expiryChildEnv); v != "" {
-		os.Exit(expiryChild(v))
-	}
+	crashtest.ExpiryChildMain(openExpiry) // a writer TestExpiryCrash kills
 	os.Exit(m.Run())
 }
 
-func expiryChild(v string) int {
-	var dir string
-	var seed uint64
-	if _, err := fmt.Sscanf(v, "%d %s", &seed, &dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
+// openExpiry opens the store in the data directory dir, on 16 partitions:
+// every check reads each one.
+func openExpiry(dir string, clock func() time.Time, sweep time.Duration) (crashtest.ExpiryStore, error) {
 	opts := pebble.Options{}
-	opts.Partitions, opts.SweepInterval = 16, 100*time.Millisecond
-	s, err := pebble.Open(dir, &opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Fprintln(os.Stderr, crashtest.ExpiryChild(context.Background(), s, os.Stdout, seed))
-	return 3
+	opts.Partitions, opts.Clock, opts.SweepInterval = 16, clock, sweep
+	return pebble.Open(dir, &opts)
 }
 
 // Clients set profile and field deadlines a few hundred milliseconds
@@ -49,28 +30,9 @@ func expiryChild(v string) int {
 // unexpired is lost, and the sweeper reclaims the expired profiles from
 // the counts without drift.
 func TestExpiryCrash(t *testing.T) {
-	dir := t.TempDir()
-	cycles := 8
-	if n, err := strconv.Atoi(os.Getenv("PARTMAP_CRASH_CYCLES")); err == nil && n > 0 {
-		cycles = n
-	}
+	cycles := storetest.CrashCycles(t, 8)
 	res, err := crashtest.RunExpiry(context.Background(), crashtest.ExpiryConfig{
-		Cycles: cycles, Seed: 1, Logf: t.Logf,
-		Child: func(cycle int, seed uint64) *exec.Cmd {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s", expiryChildEnv, seed, dir))
-			cmd.Stderr = os.Stderr
-			return cmd
-		},
-		Open: func(clock func() time.Time, sweep time.Duration) (partmap.Store, func(), error) {
-			opts := pebble.Options{}
-			opts.Partitions, opts.Clock, opts.SweepInterval = 16, clock, sweep
-			s, err := pebble.Open(dir, &opts)
-			if err != nil {
-				return nil, nil, err
-			}
-			return s, func() { s.Close() }, nil
-		},
+		Cycles: cycles, Seed: 1, Logf: t.Logf, Open: openExpiry, Where: t.TempDir(),
 	})
 	t.Log(res)
 	if err != nil {

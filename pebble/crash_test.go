@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 )
 
@@ -40,48 +41,38 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 			}
 			var mu sync.Mutex
 			acked := map[string]string{}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for w := range 8 {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						if w%2 == 1 {
-							// Bulk writes wait for their fsyncs together,
-							// after committing: none may be acknowledged
-							// before that.
-							bulk := make([]partmap.Profile, 40)
-							for k := range bulk {
-								bulk[k] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("b%d-%d-%d@example.com", w, i%5, k), "fullName": fmt.Sprint(i)}
-							}
-							res, err := s.UpsertProfiles(ctx, bulk)
-							if err != nil {
-								continue
-							}
-							mu.Lock()
-							for k, r := range res {
-								if r.Err == nil {
-									acked[bulk[k].Email()] = bulk[k]["fullName"]
-								}
-							}
-							mu.Unlock()
-							continue
-						}
-						email := fmt.Sprintf("w%d-%d@example.com", w, i%25)
-						name := fmt.Sprint(i)
-						if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{}); err != nil {
-							continue // a lock conflict: not acknowledged
-						}
-						mu.Lock()
-						acked[email] = name
-						mu.Unlock()
+			stop := storetest.UntilStopped(8, func(w, i int) bool {
+				if w%2 == 1 {
+					// Bulk writes wait for their fsyncs together,
+					// after committing: none may be acknowledged
+					// before that.
+					bulk := make([]partmap.Profile, 40)
+					for k := range bulk {
+						bulk[k] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("b%d-%d-%d@example.com", w, i%5, k), "fullName": fmt.Sprint(i)}
 					}
-				})
-			}
+					res, err := s.UpsertProfiles(ctx, bulk)
+					if err != nil {
+						return true
+					}
+					mu.Lock()
+					for k, r := range res {
+						if r.Err == nil {
+							acked[bulk[k].Email()] = bulk[k]["fullName"]
+						}
+					}
+					mu.Unlock()
+					return true
+				}
+				email := fmt.Sprintf("w%d-%d@example.com", w, i%25)
+				name := fmt.Sprint(i)
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "fullName": name}, partmap.Condition{}); err != nil {
+					return true // a lock conflict: not acknowledged
+				}
+				mu.Lock()
+				acked[email] = name
+				mu.Unlock()
+				return true
+			})
 			for {
 				mu.Lock()
 				n := len(acked)
@@ -100,8 +91,7 @@ func TestAcknowledgedWritesSurvivePowerLoss(t *testing.T) {
 			}
 			mu.Unlock()
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(1, 2))})
-			close(stop)
-			wg.Wait()
+			stop()
 			if held := s.DelayedSyncs(); (tc.minSync > 0) != (held > 0) {
 				t.Errorf("%d fsyncs held back with CommitDelay %v: the case does not test what it names", held, tc.minSync)
 			}

@@ -26,7 +26,7 @@ func feedOptions(o storetest.FeedOptions) *pebble.Options {
 func TestFeed(t *testing.T) {
 	var dirs sync.Map // *pebble.Store → its data directory
 	storetest.RunFeed(t, func(t *testing.T, o storetest.FeedOptions) (storetest.FeedStore, func(context.Context) error) {
-		s, dir := MustOpen(t, feedOptions(o))
+		s, dir := pebble.MustOpen(t, feedOptions(o))
 		dirs.Store(s, dir)
 		return s, func(ctx context.Context) error { _, err := s.TrimFeed(ctx); return err }
 	}, func(t *testing.T, old storetest.FeedStore, o storetest.FeedOptions) storetest.FeedStore {
@@ -34,7 +34,7 @@ func TestFeed(t *testing.T) {
 		if err := old.(*pebble.Store).Close(); err != nil {
 			t.Fatal(err)
 		}
-		s := MustReopen(t, dir.(string), feedOptions(o))
+		s := pebble.MustReopen(t, dir.(string), feedOptions(o))
 		dirs.Store(s, dir)
 		return s
 	}, storetest.FeedTraits{})
@@ -45,36 +45,23 @@ func TestFeed(t *testing.T) {
 // replayed on top, is exactly the live directory.
 func TestBackupFeedCursor(t *testing.T) {
 	ctx := context.Background()
-	s, _ := MustOpen(t, nil)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	s := pebble.MustStart(t, nil)
 	var writes atomic.Int64
-	for w := range 8 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				email := fmt.Sprintf("b%d-%d@example.com", w, i%20)
-				var err error
-				if i%7 == 6 {
-					err = partmap.DeleteProfile(ctx, s, email, partmap.Condition{})
-				} else {
-					_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "n": strconv.Itoa(i)}, partmap.Condition{})
-				}
-				if err != nil && !errors.Is(err, partmap.ErrNotFound) && !errors.Is(err, partmap.ErrLockConflict) {
-					t.Error(err)
-					return
-				}
-				writes.Add(1)
-			}
-		})
-	}
+	stop := storetest.UntilStopped(8, func(w, i int) bool {
+		email := fmt.Sprintf("b%d-%d@example.com", w, i%20)
+		var err error
+		if i%7 == 6 {
+			err = partmap.DeleteProfile(ctx, s, email, partmap.Condition{})
+		} else {
+			_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "n": strconv.Itoa(i)}, partmap.Condition{})
+		}
+		if err != nil && !errors.Is(err, partmap.ErrNotFound) && !errors.Is(err, partmap.ErrLockConflict) {
+			t.Error(err)
+			return false
+		}
+		writes.Add(1)
+		return true
+	})
 	for writes.Load() < 500 {
 		time.Sleep(time.Millisecond)
 	}
@@ -87,8 +74,7 @@ func TestBackupFeedCursor(t *testing.T) {
 	for writes.Load() < atBackup+30 {
 		time.Sleep(time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	if info.Feed == "" {
 		t.Fatal("the backup names no feed cursor")
 	}
@@ -99,7 +85,7 @@ func TestBackupFeedCursor(t *testing.T) {
 	if _, _, err := pebble.Restore(ctx, pebble.BackupDir(filepath.Join(dir, "backup")), filepath.Join(dir, "data"), nil); err != nil {
 		t.Fatal(err)
 	}
-	restored := MustReopen(t, filepath.Join(dir, "data"), nil)
+	restored := pebble.MustReopen(t, filepath.Join(dir, "data"), nil)
 	state, err := storetest.StoreState(ctx, restored)
 	if err != nil {
 		t.Fatal(err)

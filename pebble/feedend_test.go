@@ -15,14 +15,7 @@ import (
 // it, for a second at most; only then is an empty page not caught up.
 func TestFeedEndWaitsForTheHorizon(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 16}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 16}})
 	f := s.backend.feed
 	stuck, _, _ := f.take([]engine.Write{{Change: partmap.OpPut}}) // numbered first, its fsync not finished
 	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "acked@example.com"}, partmap.Condition{}); err != nil {

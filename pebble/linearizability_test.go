@@ -31,11 +31,7 @@ func (s slowReads) Get(ctx context.Context, part engine.Part, emails []string) (
 // writers each take only their own directory's partition locks, as if they
 // skipped the lock.
 func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	var urls []string
 	for range 2 {
 		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed}}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
@@ -50,8 +46,7 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 		defer srv.Close()
 		urls = append(urls, srv.URL)
 	}
-	// A race is likely in one history, not certain, so allow a few.
-	for attempt := 1; ; attempt++ {
+	catches(t, "histories of a store without locks", "a lost update", func(int) porcupine.CheckResult {
 		history := storetest.RecordHistory(t, func(i int) partmap.Store {
 			c, err := pmhttp.NewClient(urls[i%len(urls)], nil)
 			if err != nil {
@@ -59,13 +54,23 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 			}
 			return c
 		}, storetest.LinearizabilityOptions{Clients: 8, OpsPerClient: 200, Emails: 2})
-		res := storetest.CheckHistory(t, history)
+		return storetest.CheckHistory(t, history)
+	})
+}
+
+// catches runs check, a history of a broken store, until porcupine finds
+// one illegal, and fails the test if five are not: what it should find,
+// a race, is likely in one history, not certain.
+func catches(t *testing.T, histories, found string, check func(attempt int) porcupine.CheckResult) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		res := check(attempt)
 		if res == porcupine.Illegal {
-			t.Logf("found a lost update in history %d", attempt)
+			t.Logf("found %s in history %d", found, attempt)
 			return
 		}
 		if attempt == 5 {
-			t.Fatalf("porcupine found %v in %d histories of a store without locks; it should have found a lost update", res, attempt)
+			t.Fatalf("porcupine found %v in %d %s; it should have found %s", res, attempt, histories, found)
 		}
 	}
 }
@@ -83,13 +88,7 @@ func (s splitTransactions) Transact(ctx context.Context, ops []partmap.Operation
 		}
 		r, err := s.Store.Transact(ctx, []partmap.Operation{op})
 		if err != nil {
-			var e *partmap.Error
-			if errors.As(err, &e) {
-				tagged := *e
-				tagged.Operation = i + 1
-				return nil, &tagged
-			}
-			return nil, err
+			return nil, atOperation(err, i)
 		}
 		results = append(results, r...)
 	}
@@ -99,30 +98,27 @@ func (s splitTransactions) Transact(ctx context.Context, ops []partmap.Operation
 // The transaction check is only worth something if it fails for a store
 // whose transactions are not all or nothing.
 func TestTxLinearizabilityCheckerCatchesSplitTransactions(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, nil)
 	broken := splitTransactions{s}
 	// A reader must fall into the gap, or a later step must see a
-	// failed transaction's first half: likely in one history, not
-	// certain, so allow a few.
-	for attempt := 1; ; attempt++ {
+	// failed transaction's first half.
+	catches(t, "histories of a store with split transactions", "a half-applied transaction", func(attempt int) porcupine.CheckResult {
 		history := storetest.RecordTxHistory(t, func(int) partmap.Store { return broken },
 			storetest.TxLinearizabilityOptions{Clients: 6, CallsPerClient: 40, Emails: storetest.Spread(4, fmt.Sprintf("split%d-", attempt))})
-		res := storetest.CheckTxHistory(t, history)
-		if res == porcupine.Illegal {
-			t.Logf("found a half-applied transaction in history %d", attempt)
-			return
-		}
-		if attempt == 5 {
-			t.Fatalf("porcupine found %v in %d histories of a store with split transactions; it should have found a half-applied one", res, attempt)
-		}
+		return storetest.CheckTxHistory(t, history)
+	})
+}
+
+// atOperation names the i-th operation (from 0) in err, as a real
+// transaction's error does.
+func atOperation(err error, i int) error {
+	var e *partmap.Error
+	if errors.As(err, &e) {
+		tagged := *e
+		tagged.Operation = i + 1
+		return &tagged
 	}
+	return err
 }
 
 // copyThenDelete renames by a put of the new address, then a delete of the
@@ -175,13 +171,7 @@ func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) (
 		}
 		rec, err := partmap.RenameProfile(ctx, s, op.Email, op.To, op.Cond)
 		if err != nil {
-			var e *partmap.Error
-			if errors.As(err, &e) {
-				tagged := *e
-				tagged.Operation = i + 1
-				return nil, &tagged
-			}
-			return nil, err
+			return nil, atOperation(err, i)
 		}
 		results = append(results, partmap.OperationResult{Op: op.Op, Email: op.To, Record: &rec})
 	}
@@ -191,12 +181,8 @@ func (s copyThenDelete) Transact(ctx context.Context, ops []partmap.Operation) (
 // The rename race is only worth something if it catches a rename that
 // shows a profile under both addresses for a moment.
 func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for attempt := 1; ; attempt++ {
+	s, _ := MustOpen(t, nil)
+	catches(t, "rename races of a copy-then-delete rename", "a profile under two addresses", func(int) porcupine.CheckResult {
 		if _, err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -205,13 +191,6 @@ func TestRenameRaceCatchesCopyThenDelete(t *testing.T) {
 			partmap.DeleteProfile(context.Background(), s, e, partmap.Condition{})
 		}
 		history := storetest.RecordRenameRace(t, func(int) partmap.Store { return copyThenDelete{s} }, 40)
-		res := storetest.CheckTxHistory(t, history)
-		if res == porcupine.Illegal {
-			t.Logf("found a profile under two addresses in history %d", attempt)
-			return
-		}
-		if attempt == 5 {
-			t.Fatalf("porcupine found %v in %d rename races of a copy-then-delete rename; it should have found a profile in two places", res, attempt)
-		}
-	}
+		return storetest.CheckTxHistory(t, history)
+	})
 }

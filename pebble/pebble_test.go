@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,61 +13,36 @@ import (
 	"github.com/partmap/partmap/pebble"
 )
 
-// MustOpen opens a store in a fresh temporary directory, closed at the end.
-func MustOpen(t testing.TB, opts *pebble.Options) (*pebble.Store, string) {
-	t.Helper()
-	dir := t.TempDir()
-	return MustReopen(t, dir, opts), dir
-}
-
-// MustReopen opens the store at dir, closed at the end of the test.
-func MustReopen(t testing.TB, dir string, opts *pebble.Options) *pebble.Store {
-	t.Helper()
-	s, err := pebble.Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+// openStore opens a store in a fresh temporary directory, closed at the end.
+func openStore(t *testing.T) partmap.Store {
+	s, _ := pebble.MustOpen(t, nil)
 	return s
 }
 
 func TestConformance(t *testing.T) {
-	storetest.RunStore(t, func(t *testing.T) partmap.Store {
-		s, _ := MustOpen(t, nil)
-		return s
-	})
+	storetest.RunStore(t, openStore)
 }
 
 // Every partition is in one database, so a batch lookup reads them all
 // from one view of it.
 func TestBatchAtOneInstant(t *testing.T) {
-	storetest.RunBatchAtOneInstant(t, func(t *testing.T) partmap.Store {
-		s, _ := MustOpen(t, nil)
-		return s
-	})
+	storetest.RunBatchAtOneInstant(t, openStore)
 }
 
 func TestEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
-		s, _ := MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}})
+		s, _ := pebble.MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}})
 		return s.Engine()
 	})
 }
 
 func TestModel(t *testing.T) {
-	storetest.RunModel(t, func(t *testing.T) partmap.Store {
-		s, _ := MustOpen(t, nil)
-		return s
-	})
+	storetest.RunModel(t, openStore)
 }
 
 func TestResize(t *testing.T) {
 	storetest.RunResize(t, func(t *testing.T) partmap.Store {
-		s, err := pebble.Open(t.TempDir(), &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s, _ := pebble.MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 		return s
 	})
 }
@@ -77,7 +51,7 @@ func TestResize(t *testing.T) {
 // it again until it is released or ends.
 func TestWholeMapLockSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
-	s, dir := MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	s, dir := pebble.MustOpen(t, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +60,7 @@ func TestWholeMapLockSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s = MustReopen(t, dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	s = pebble.MustReopen(t, dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	alice := partmap.Profile{partmap.FieldEmail: "alice@example.com"}
 	if _, _, err := partmap.UpsertProfile(ctx, s, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a write after the restart: %v, want a conflict", err)
@@ -103,7 +77,7 @@ func TestExpiryModel(t *testing.T) {
 	storetest.RunExpiryModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
 		opts := pebble.Options{}
 		opts.Clock, opts.SweepInterval, opts.Partitions = clock, -1, 16
-		s, _ := MustOpen(t, &opts)
+		s, _ := pebble.MustOpen(t, &opts)
 		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
 	})
 }
@@ -119,7 +93,7 @@ func TestExpiry(t *testing.T) {
 	}
 	var dirs sync.Map // *pebble.Store → its data directory
 	storetest.RunExpiry(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-		s, dir := MustOpen(t, options(clock))
+		s, dir := pebble.MustOpen(t, options(clock))
 		dirs.Store(s, dir)
 		return s, sweeper(s)
 	}, func(t *testing.T, old partmap.Store, clock func() time.Time) (partmap.Store, func(context.Context) error) {
@@ -127,7 +101,7 @@ func TestExpiry(t *testing.T) {
 		if err := old.(*pebble.Store).Close(); err != nil {
 			t.Fatal(err)
 		}
-		s := MustReopen(t, dir.(string), options(clock))
+		s := pebble.MustReopen(t, dir.(string), options(clock))
 		dirs.Store(s, dir)
 		return s, sweeper(s)
 	})
@@ -136,16 +110,11 @@ func TestExpiry(t *testing.T) {
 // The background sweeper reclaims what expires without being asked.
 func TestSweeperRunsByItself(t *testing.T) {
 	ctx := context.Background()
-	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	var now atomic.Int64
-	now.Store(start)
+	clock := storetest.NewClock(storetest.T0)
 	o := pebble.Options{}
-	o.Clock = func() time.Time { return time.UnixMilli(now.Load()) }
+	o.Clock = clock.Now
 	o.SweepInterval = 5 * time.Millisecond
-	s, _ := MustOpen(t, &o)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := pebble.MustStart(t, &o)
 	const e, f = "sweep-profile@example.com", "sweep-field@example.com"
 	for _, email := range []string{e, f} {
 		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, partmap.FieldCustomerTier: "gold"}, partmap.Condition{}); err != nil {
@@ -153,8 +122,8 @@ func TestSweeperRunsByItself(t *testing.T) {
 		}
 	}
 	for _, op := range []partmap.Operation{
-		{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: start + 1000}},
-		{Op: partmap.OpExpire, Email: f, Fields: []string{partmap.FieldCustomerTier}, When: partmap.When{Millis: start + 1000}},
+		{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: storetest.T0 + 1000}},
+		{Op: partmap.OpExpire, Email: f, Fields: []string{partmap.FieldCustomerTier}, When: partmap.When{Millis: storetest.T0 + 1000}},
 	} {
 		if _, err := s.Apply(ctx, op); err != nil {
 			t.Fatal(err)
@@ -175,7 +144,7 @@ func TestSweeperRunsByItself(t *testing.T) {
 	if c := check(pf); c.IndexEntries != 2 { // customerTier, and its expiry
 		t.Fatalf("swept before the deadline: %+v", c)
 	}
-	now.Store(start + 1000)
+	clock.Set(storetest.T0 + 1000)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if check(pe).Profiles == 0 && check(pf).IndexEntries == 0 {
 			break

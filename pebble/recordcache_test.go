@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/storetest"
 )
 
 // cached is what the cache answers for key: the value, and whether it had
@@ -229,14 +229,7 @@ func TestRecordCacheIsBounded(t *testing.T) {
 // lookups read Pebble.
 func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second, SweepInterval: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second, SweepInterval: -1}})
 	// In one partition, so that a batch lookup of them all reads Pebble
 	// with one iterator, past the cache.
 	emails := collidingEmails(3, 278)
@@ -252,87 +245,73 @@ func TestLookupsWithTheRecordCacheAreNeverStale(t *testing.T) {
 	// lookup that begins after it must not see less either.
 	var read [3]atomic.Int64
 	const floor = 1 << 20
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	var failed atomic.Bool
 	fail := func(format string, a ...any) {
 		if failed.CompareAndSwap(false, true) {
 			t.Errorf(format, a...)
 		}
 	}
-	for w := range 4 {
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				i := (w + n) % len(emails)
-				if n%50 == 49 && w == 0 {
-					// Replace the whole record with a count above any so far.
-					next := (done[i].Load()/floor + 1) * floor
-					if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": emails[i], "n": strconv.FormatInt(next, 10)}, partmap.Condition{}); err != nil {
-						fail("upsert: %v", err)
-						return
-					}
-					storeMax(&done[i], next)
-					continue
-				}
-				inc, err := partmap.IncrementField(ctx, s, emails[i], "n", 1, partmap.Condition{})
-				if err != nil {
-					fail("increment: %v", err)
-					return
-				}
-				storeMax(&done[i], inc.Value)
+	stopWriters := storetest.UntilStopped(4, func(w, n int) bool {
+		i := (w + n) % len(emails)
+		if n%50 == 49 && w == 0 {
+			// Replace the whole record with a count above any so far.
+			next := (done[i].Load()/floor + 1) * floor
+			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{"emailAddress": emails[i], "n": strconv.FormatInt(next, 10)}, partmap.Condition{}); err != nil {
+				fail("upsert: %v", err)
+				return false
 			}
-		})
-	}
-	for r := range 4 { // even ones look up one profile, from the cache; odd ones all three, from Pebble
-		wg.Go(func() {
+			storeMax(&done[i], next)
+			return true
+		}
+		inc, err := partmap.IncrementField(ctx, s, emails[i], "n", 1, partmap.Condition{})
+		if err != nil {
+			fail("increment: %v", err)
+			return false
+		}
+		storeMax(&done[i], inc.Value)
+		return true
+	})
+	// Even readers look up one profile, from the cache; odd ones all
+	// three, from Pebble. seen[r] is what reader r has seen.
+	var seen [4][3]int64
+	stopReaders := storetest.UntilStopped(4, func(r, n int) bool {
+		var before [3]int64
+		for i := range before {
+			before[i] = max(done[i].Load(), read[i].Load())
+		}
+		var recs []*partmap.Record
+		if r%2 == 0 {
+			i := (r + n) % len(emails)
+			rec, err := s.FindProfile(ctx, emails[i])
+			if err != nil {
+				fail("find: %v", err)
+				return false
+			}
+			recs = make([]*partmap.Record, len(emails))
+			recs[i] = &rec
+		} else {
 			var err error
-			var seen [3]int64
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var before [3]int64
-				for i := range before {
-					before[i] = max(done[i].Load(), read[i].Load())
-				}
-				var recs []*partmap.Record
-				if r%2 == 0 {
-					i := (r + n) % len(emails)
-					rec, err := s.FindProfile(ctx, emails[i])
-					if err != nil {
-						fail("find: %v", err)
-						return
-					}
-					recs = make([]*partmap.Record, len(emails))
-					recs[i] = &rec
-				} else if recs, err = s.FindProfiles(ctx, emails); err != nil {
-					fail("find many: %v", err)
-					return
-				}
-				for i, rec := range recs {
-					if rec == nil {
-						continue
-					}
-					got, _ := strconv.ParseInt(rec.Profile["n"], 10, 64)
-					if got < before[i] || got < seen[i] {
-						fail("%s: reader %d read %d after a write or lookup returned %d, having seen %d", emails[i], r, got, before[i], seen[i])
-					}
-					seen[i] = got
-					storeMax(&read[i], got)
-				}
+			if recs, err = s.FindProfiles(ctx, emails); err != nil {
+				fail("find many: %v", err)
+				return false
 			}
-		})
-	}
+		}
+		for i, rec := range recs {
+			if rec == nil {
+				continue
+			}
+			got, _ := strconv.ParseInt(rec.Profile["n"], 10, 64)
+			if got < before[i] || got < seen[r][i] {
+				fail("%s: reader %d read %d after a write or lookup returned %d, having seen %d", emails[i], r, got, before[i], seen[r][i])
+			}
+			seen[r][i] = got
+			storeMax(&read[i], got)
+		}
+		return true
+	})
 	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
+	stopWriters()
+	stopReaders()
 	var reads int64
 	if c := s.backend.cache; c != nil {
 		reads = c.hits()
@@ -364,11 +343,7 @@ func BenchmarkRecordCache(b *testing.B) {
 		bytes int64
 	}{{"cached", 0}, {"uncached", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := Open(b.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}, RecordCacheBytes: bc.bytes})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s, _ := MustOpen(b, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}, RecordCacheBytes: bc.bytes})
 			emails := collidingEmails(20000, 278)
 			fillPartition(b, s, 278, emails)
 			if err := s.db.Flush(); err != nil {
@@ -399,14 +374,7 @@ func BenchmarkRecordCache(b *testing.B) {
 // fill the cache nor evicts the records lookups were using.
 func TestRecordCacheSkipsBulkWrites(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := MustStart(t, &Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	c := s.backend.cache
 	key := func(email string) string {
 		return string(recordKey(genPrefix(0), partmap.PartitionOf(email, partmap.DefaultPartitions), email))

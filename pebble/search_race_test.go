@@ -14,11 +14,7 @@ import (
 // a profile that changed in between must be left out, not answered.
 func TestSearchAnswersOnlyMatches(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := MustOpen(t, nil)
 	s.Start(ctx)
 	const n = 2000
 	var ps []partmap.Profile

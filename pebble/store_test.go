@@ -22,7 +22,7 @@ import (
 
 func TestReopenKeepsData(t *testing.T) {
 	ctx := context.Background()
-	s, dir := MustOpen(t, nil)
+	s, dir := pebble.MustOpen(t, nil)
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	s = MustReopen(t, dir, nil)
+	s = pebble.MustReopen(t, dir, nil)
 	if now, err := s.Start(ctx); err != nil || now {
 		t.Fatalf("start after reopen: startedNow=%v err=%v; the started flag was not persisted", now, err)
 	}
@@ -47,23 +47,23 @@ func TestReopenKeepsData(t *testing.T) {
 }
 
 func TestNotStartedSurvivesReopen(t *testing.T) {
-	s, dir := MustOpen(t, nil)
+	s, dir := pebble.MustOpen(t, nil)
 	s.Close()
-	s = MustReopen(t, dir, nil)
+	s = pebble.MustReopen(t, dir, nil)
 	if _, err := s.FindProfile(context.Background(), "a@example.com"); !errors.Is(err, partmap.ErrNotStarted) {
 		t.Fatalf("got %v, want not-started", err)
 	}
 }
 
 func TestErrPartitionCountMismatch(t *testing.T) {
-	s, dir := MustOpen(t, nil)
+	s, dir := pebble.MustOpen(t, nil)
 	s.Close()
 	_, err := pebble.Open(dir, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Partitions: 500}})
 	if err == nil || !strings.Contains(err.Error(), "1000 partitions but 500") {
 		t.Fatalf("got %v, want a refusal naming both counts", err)
 	}
 	// The refusal changed nothing: the original count still opens.
-	MustReopen(t, dir, nil)
+	pebble.MustReopen(t, dir, nil)
 }
 
 // snapshot records every file under dir with its contents' hash.
@@ -213,7 +213,7 @@ func TestDefaultLockWait(t *testing.T) {
 		opts     *pebble.Options
 		conflict bool
 	}{{nil, false}, {&pebble.Options{}, false}, {&pebble.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}}, true}} {
-		s, _ := MustOpen(t, tc.opts)
+		s, _ := pebble.MustOpen(t, tc.opts)
 		s.Start(ctx)
 		const email = "waiter@example.com"
 		_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
@@ -237,7 +237,7 @@ func TestDefaultLockWait(t *testing.T) {
 }
 
 func TestErrDirectoryInUse(t *testing.T) {
-	_, dir := MustOpen(t, nil)
+	_, dir := pebble.MustOpen(t, nil)
 	_, err := pebble.Open(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "in use by another partmap process") {
 		t.Fatalf("got %v, want an in-use refusal", err)

@@ -2,12 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/pgtest"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/postgres"
 )
@@ -29,19 +27,19 @@ import (
 func TestProjectionEqualsDirectory(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	workload(t, e.store, rng, 300, 1500) // before: copied
+	pgtest.Workload(t, e.store, rng, 300, 1500) // before: copied
 	r := e.project(t, postgres.Options{})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			workload(t, e.store, rand.New(rand.NewPCG(uint64(i), 7)), 300, 1500)
+			pgtest.Workload(t, e.store, rand.New(rand.NewPCG(uint64(i), 7)), 300, 1500)
 		}()
 	}
 	wg.Wait()
 	e.caughtUp(t, postgres.DefaultTable, r)
-	e.checkEqual(t, postgres.DefaultTable)
+	pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
 	r.stop(t)
 }
 
@@ -53,15 +51,15 @@ func TestTableNames(t *testing.T) {
 	if _, err := e.pool.Exec(ctx, `CREATE SCHEMA crm`); err != nil {
 		t.Fatal(err)
 	}
-	workload(t, e.store, rand.New(rand.NewPCG(3, 4)), 50, 200)
+	pgtest.Workload(t, e.store, rand.New(rand.NewPCG(3, 4)), 50, 200)
 	const odd = `crm.Profiles "x"; DROP TABLE y`
 	r1 := e.project(t, postgres.Options{Table: odd})
 	r2 := e.project(t, postgres.Options{})
-	workload(t, e.store, rand.New(rand.NewPCG(5, 6)), 50, 200)
+	pgtest.Workload(t, e.store, rand.New(rand.NewPCG(5, 6)), 50, 200)
 	e.caughtUp(t, odd, r1)
 	e.caughtUp(t, postgres.DefaultTable, r2)
-	e.checkEqual(t, `crm."Profiles ""x""; DROP TABLE y"`)
-	e.checkEqual(t, postgres.DefaultTable)
+	pgtest.CheckEqual(t, e.pool, e.store, `crm."Profiles ""x""; DROP TABLE y"`)
+	pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
 	r1.stop(t)
 	r2.stop(t)
 
@@ -86,11 +84,11 @@ func TestNULByte(t *testing.T) {
 	}
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
-	got := e.table(t, postgres.DefaultTable)
-	if g := got["nul@example.com"].profile; g["note"] != "a\uFFFDb" || g["k\uFFFD"] != "v" {
+	got := pgtest.TableRows(t, e.pool, postgres.DefaultTable)
+	if g := got["nul@example.com"].Profile; g["note"] != "a\uFFFDb" || g["k\uFFFD"] != "v" {
 		t.Errorf("copied: %q", g)
 	}
-	if g := got["nul2@example.com"].profile; g["note"] != "\uFFFD" {
+	if g := got["nul2@example.com"].Profile; g["note"] != "\uFFFD" {
 		t.Errorf("followed: %q", g)
 	}
 }
@@ -101,31 +99,20 @@ func TestNULByte(t *testing.T) {
 func TestExactlyOnceAcrossCancels(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(11, 12))
-	workload(t, e.store, rng, 2000, 6000)
-	stopWatch := e.cursorWatch(t, postgres.DefaultTable)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		wrng := rand.New(rand.NewPCG(13, 14))
-		for ctx.Err() == nil {
-			workload(t, e.store, wrng, 500, 50)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() }) // before the store closes
+	pgtest.Workload(t, e.store, rng, 2000, 6000)
+	stopWatch := pgtest.WatchCursor(t, e.pool, postgres.DefaultTable)
+	stopWork := pgtest.KeepWriting(t, e.store, 13, 500, 50)
 	for i := range 25 {
 		r := e.project(t, postgres.Options{PageSize: 1 + rng.IntN(50), Rebuild: i == 12})
 		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
 		r.stop(t)
 	}
-	cancel()
-	wg.Wait()
+	stopWork()
 	r := e.project(t, postgres.Options{})
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
 	stopWatch()
-	e.checkEqual(t, postgres.DefaultTable)
+	pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
 }
 
 // A PostgreSQL restart, and a crash, meet a projector that reconnects on
@@ -134,15 +121,15 @@ func TestPostgresRestart(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(21, 22))
 	r := e.project(t, postgres.Options{PageSize: 100})
-	stopWatch := e.cursorWatch(t, postgres.DefaultTable)
-	workload(t, e.store, rng, 300, 500)
+	stopWatch := pgtest.WatchCursor(t, e.pool, postgres.DefaultTable)
+	pgtest.Workload(t, e.store, rng, 300, 500)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	for _, down := range []func(){e.pg.Stop, e.pg.Crash} {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			workload(t, e.store, rand.New(rand.NewPCG(rng.Uint64(), 1)), 300, 1500)
+			pgtest.Workload(t, e.store, rand.New(rand.NewPCG(rng.Uint64(), 1)), 300, 1500)
 		}()
 		time.Sleep(20 * time.Millisecond)
 		down()
@@ -152,7 +139,7 @@ func TestPostgresRestart(t *testing.T) {
 		}
 		wg.Wait()
 		e.caughtUp(t, postgres.DefaultTable, r)
-		e.checkEqual(t, postgres.DefaultTable)
+		pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
 	}
 	stopWatch()
 	r.stop(t)
@@ -163,11 +150,10 @@ func TestPostgresRestart(t *testing.T) {
 // Where, on the directory's indexed fields, find the same profiles.
 func TestSearchAgrees(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(31, 32))
 	for i := range 8 {
 		r := e.project(t, postgres.Options{PageSize: 1 + rng.IntN(200)})
-		workload(t, e.store, rng, 400, 400)
+		pgtest.Workload(t, e.store, rng, 400, 400)
 		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
 		if i < 7 {
 			r.stop(t)
@@ -176,60 +162,7 @@ func TestSearchAgrees(t *testing.T) {
 		e.caughtUp(t, postgres.DefaultTable, r)
 		r.stop(t)
 	}
-	var searches [][]partmap.Match
-	for _, c := range companies {
-		searches = append(searches, []partmap.Match{{Field: partmap.FieldCompanyName, Value: c}})
-		for _, tier := range tiers {
-			searches = append(searches, []partmap.Match{{Field: partmap.FieldCompanyName, Value: c}, {Field: partmap.FieldCustomerTier, Value: tier}})
-		}
-	}
-	for _, tier := range append(tiers, "platinum") {
-		searches = append(searches, []partmap.Match{{Field: partmap.FieldCustomerTier, Value: tier}})
-	}
-	found := 0
-	for _, where := range searches {
-		sql := `SELECT email FROM ` + postgres.DefaultTable + ` WHERE true`
-		var args []any
-		for _, m := range where {
-			if !slices.Contains(partmap.DefaultIndexes, m.Field) {
-				t.Fatalf("%s is not indexed", m.Field)
-			}
-			args = append(args, m.Field, m.Value)
-			sql += fmt.Sprintf(` AND profile->>$%d = $%d`, len(args)-1, len(args))
-		}
-		rows, err := e.pool.Query(ctx, sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		opts := partmap.ListOptions{Where: where, Limit: 37}
-		for {
-			page, err := e.store.ListProfiles(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page.Profiles {
-				want = append(want, r.Profile.Email())
-			}
-			if page.NextCursor == "" {
-				break
-			}
-			opts.Cursor = page.NextCursor
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%v: SQL found %d %v, partmap %d %v", where, len(got), got, len(want), want)
-		}
-		found += len(want)
-	}
-	if found == 0 {
-		t.Fatal("no search found anything: the test tests nothing")
-	}
+	pgtest.CompareSearches(t, e.pool, e.store, postgres.DefaultTable, 37)
 }
 
 // A projection whose cursor the feed has trimmed (retention) stops and
@@ -239,15 +172,15 @@ func TestCursorExpired(t *testing.T) {
 	e := newEnvWith(t, &partmap.Retention{Events: 1000})
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(41, 42))
-	workload(t, e.store, rng, 300, 500)
+	pgtest.Workload(t, e.store, rng, 300, 500)
 	r := e.project(t, postgres.Options{})
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
-	workload(t, e.store, rng, 300, 2000)
+	pgtest.Workload(t, e.store, rng, 300, 2000)
 	if _, err := e.store.TrimFeed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	saved := e.savedCursor(t, postgres.DefaultTable)
+	saved := pgtest.SavedCursor(e.pool, postgres.DefaultTable)
 	if _, err := e.store.Changes(ctx, partmap.ChangeQuery{After: saved}); partmap.ErrorCode(err) != partmap.ECURSOREXPIRED {
 		t.Fatalf("the trim left cursor %s readable (%v): the test tests nothing", saved, err)
 	}
@@ -260,24 +193,24 @@ func TestCursorExpired(t *testing.T) {
 	if partmap.ErrorCode(err) != partmap.ECURSOREXPIRED || !strings.Contains(partmap.ErrorMessage(err), "must be rebuilt") {
 		t.Fatalf("Run: %v, want cursor-expired saying to rebuild", err)
 	}
-	if got := e.savedCursor(t, postgres.DefaultTable); got != saved {
+	if got := pgtest.SavedCursor(e.pool, postgres.DefaultTable); got != saved {
 		t.Fatalf("the failed run moved the cursor from %s to %s", saved, got)
 	}
 
 	r = e.project(t, postgres.Options{Rebuild: true})
-	workload(t, e.store, rng, 300, 300)
+	pgtest.Workload(t, e.store, rng, 300, 300)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
-	e.checkEqual(t, postgres.DefaultTable)
+	pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
 	// The rebuild is done: the next run resumes, without copying again.
-	rebuilt := e.savedCursor(t, postgres.DefaultTable)
-	var logs syncBuffer
+	rebuilt := pgtest.SavedCursor(e.pool, postgres.DefaultTable)
+	var logs storetest.SyncBuffer
 	r = e.project(t, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	workload(t, e.store, rng, 300, 100)
+	pgtest.Workload(t, e.store, rng, 300, 100)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
-	e.checkEqual(t, postgres.DefaultTable)
-	if strings.Contains(logs.String(), "copying") || e.savedCursor(t, postgres.DefaultTable) == rebuilt {
+	pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
+	if strings.Contains(logs.String(), "copying") || pgtest.SavedCursor(e.pool, postgres.DefaultTable) == rebuilt {
 		t.Errorf("after the rebuild the projector did not just resume:\n%s", logs.String())
 	}
 }
@@ -295,18 +228,10 @@ func BenchmarkCatchUp(b *testing.B) {
 	r.stop(b)
 	batch := make([]partmap.Profile, 0, partmap.MaxBulkProfiles)
 	for i := range changes {
-		batch = append(batch, partmap.Profile{partmap.FieldEmail: email(i), partmap.FieldFullName: "User " + strconv.Itoa(i),
-			partmap.FieldCompanyName: companies[i%len(companies)], partmap.FieldCustomerTier: tiers[i%len(tiers)], "visits": strconv.Itoa(i % 97)})
+		batch = append(batch, partmap.Profile{partmap.FieldEmail: pgtest.Email(i), partmap.FieldFullName: "User " + strconv.Itoa(i),
+			partmap.FieldCompanyName: pgtest.Companies[i%len(pgtest.Companies)], partmap.FieldCustomerTier: pgtest.Tiers[i%len(pgtest.Tiers)], "visits": strconv.Itoa(i % 97)})
 		if len(batch) == cap(batch) || i == changes-1 {
-			res, err := e.store.UpsertProfiles(ctx, batch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, r := range res {
-				if r.Err != nil {
-					b.Fatal(r.Err)
-				}
-			}
+			storetest.MustUpsert(b, e.store, batch)
 			batch = batch[:0]
 		}
 	}
@@ -344,18 +269,18 @@ func (f *flakyFeed) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap
 func TestFeedOutage(t *testing.T) {
 	e := newEnv(t)
 	feed := &flakyFeed{Store: e.store}
-	var logs syncBuffer
+	var logs storetest.SyncBuffer
 	r := e.projectFeed(t, feed, postgres.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond})
 	rng := rand.New(rand.NewPCG(51, 52))
-	workload(t, e.store, rng, 200, 200)
+	pgtest.Workload(t, e.store, rng, 200, 200)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	feed.down.Store(true)
-	workload(t, e.store, rng, 200, 500)
+	pgtest.Workload(t, e.store, rng, 200, 500)
 	time.Sleep(300 * time.Millisecond) // a dozen failed attempts
 	feed.down.Store(false)
 	e.caughtUp(t, postgres.DefaultTable, r)
 	r.stop(t)
-	e.checkEqual(t, postgres.DefaultTable)
+	pgtest.CheckEqual(t, e.pool, e.store, postgres.DefaultTable)
 	out := logs.String()
 	if n := strings.Count(out, "retrying"); n != 1 {
 		t.Errorf("%d lines say it retries, want 1:\n%s", n, out)
@@ -363,23 +288,6 @@ func TestFeedOutage(t *testing.T) {
 	if n := strings.Count(out, "recovered"); n != 1 {
 		t.Errorf("%d lines say it recovered, want 1:\n%s", n, out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A row's updated_at is its profile's last commit in partmap, to the
@@ -390,7 +298,7 @@ func TestUpdatedAtIsTheLastCommit(t *testing.T) {
 	for _, via := range []string{"store", "http"} {
 		t.Run(via, func(t *testing.T) {
 			e := newEnv(t)
-			workload(t, e.store, rand.New(rand.NewPCG(3, 4)), 200, 600) // before the projection: copied
+			pgtest.Workload(t, e.store, rand.New(rand.NewPCG(3, 4)), 200, 600) // before the projection: copied
 			// The copy starts well after the last commit, so that its own
 			// time is never taken for one.
 			time.Sleep(20 * time.Millisecond)
@@ -409,7 +317,7 @@ func TestUpdatedAtIsTheLastCommit(t *testing.T) {
 			if n := e.checkUpdatedAt(t); n < 50 {
 				t.Fatalf("only %d rows", n)
 			}
-			workload(t, e.store, rand.New(rand.NewPCG(5, 6)), 200, 300) // through the feed
+			pgtest.Workload(t, e.store, rand.New(rand.NewPCG(5, 6)), 200, 300) // through the feed
 			e.caughtUp(t, postgres.DefaultTable, r)
 			e.checkUpdatedAt(t)
 			r.stop(t)

@@ -32,11 +32,7 @@ func openCluster(t *testing.T, opts *redis.Options) *redis.Store {
 	}
 	o.Namespace = fmt.Sprintf("t%d", cluster.ns.Add(1))
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs})
-	s, err := redis.Open(context.Background(), c, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := mustOpen(t, c, &o)
 	return s
 }
 
@@ -93,11 +89,7 @@ func TestClusterExpiry(t *testing.T) {
 		}
 		o := clocked(clock)
 		o.Namespace = ns.(string)
-		s, err := redis.Open(context.Background(), goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := mustOpen(t, goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), o)
 		namespaces.Store(s, ns)
 		return s, sweeper(s)
 	})

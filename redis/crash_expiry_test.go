@@ -3,47 +3,28 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/crashtest"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
 )
 
-// expiryChildEnv holds the seed, socket and database of a writer that
-// TestExpiryCrash kills.
-const expiryChildEnv = "PARTMAP_EXPIRY_CHILD"
-
-// expiryOptions make a killed server's locks expire soon, so that the
-// check after it waits little.
-func expiryOptions(clock func() time.Time, sweep time.Duration) *redis.Options {
-	opts := redis.Options{}
-	opts.LockTTL, opts.Clock, opts.SweepInterval = 300*time.Millisecond, clock, sweep
-	return &opts
-}
-
-func expiryChild(v string) int {
-	var seed uint64
+// openExpiry opens the store on the database where names, "SOCKET DB",
+// with a lock TTL that makes a killed server's locks expire soon, so that
+// the check after it waits little.
+func openExpiry(where string, clock func() time.Time, sweep time.Duration) (crashtest.ExpiryStore, error) {
 	var socket string
 	var db int
-	if _, err := fmt.Sscanf(v, "%d %s %d", &seed, &socket, &db); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	if _, err := fmt.Sscanf(where, "%s %d", &socket, &db); err != nil {
+		return nil, err
 	}
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: socket, DB: db})
-	s, err := redis.Open(context.Background(), c, expiryOptions(nil, 100*time.Millisecond))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fmt.Fprintln(os.Stderr, crashtest.ExpiryChild(context.Background(), s, os.Stdout, seed))
-	return 3
+	opts := redis.Options{}
+	opts.LockTTL, opts.Clock, opts.SweepInterval = 300*time.Millisecond, clock, sweep
+	return redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: socket, DB: db}), &opts)
 }
 
 // The Pebble scenario (pebble/crash_expiry_test.go) on Redis: the partmap
@@ -51,10 +32,7 @@ func expiryChild(v string) int {
 // the Redis server keeps what it was sent.
 func TestExpiryCrash(t *testing.T) {
 	ctx := context.Background()
-	cycles := 6
-	if n, err := strconv.Atoi(os.Getenv("PARTMAP_CRASH_CYCLES")); err == nil && n > 0 {
-		cycles = n // a long run
-	}
+	cycles := storetest.CrashCycles(t, 6)
 	db := int(server.nextDB.Add(1) % databases)
 	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
 	if err := c.FlushDB(ctx).Err(); err != nil {
@@ -64,33 +42,10 @@ func TestExpiryCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// A few partitions, as on Pebble: every check reads each one.
-	for st, err := first.Resize(ctx, 16); st.Running || err != nil; st, err = first.ResizeStatus(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	startOn16(t, first)
 	first.Close()
 	res, err := crashtest.RunExpiry(ctx, crashtest.ExpiryConfig{
-		Cycles: cycles, Seed: 2, Logf: t.Logf,
-		Child: func(cycle int, seed uint64) *exec.Cmd {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s %d", expiryChildEnv, seed, server.socket, db))
-			cmd.Stderr = os.Stderr
-			return cmd
-		},
-		Open: func(clock func() time.Time, sweep time.Duration) (partmap.Store, func(), error) {
-			c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
-			s, err := redis.Open(ctx, c, expiryOptions(clock, sweep))
-			if err != nil {
-				return nil, nil, err
-			}
-			return s, func() { s.Close() }, nil
-		},
+		Cycles: cycles, Seed: 2, Logf: t.Logf, Open: openExpiry, Where: fmt.Sprintf("%s %d", server.socket, db),
 	})
 	t.Log(res)
 	if err != nil {

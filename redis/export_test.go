@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/redis"
 )
@@ -56,7 +54,7 @@ func TestExportFailsWhenItLosesTheLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	c := rawClient()
 	defer c.Close()
 	err := a.ExportProfiles(ctx, func(partmap.Record) error {
 		keys, err := c.Keys(ctx, "*:lock").Result()

@@ -51,11 +51,7 @@ func runFeedConformance(t *testing.T, fresh func(t *testing.T) (func() goredis.U
 		t.Helper()
 		opts := redis.Options{}
 		opts.Namespace, opts.Partitions, opts.FeedRetention, opts.Clock = w.namespace, o.Partitions, o.Retention, o.Clock
-		s, err := redis.Open(context.Background(), w.dial(), &opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := mustOpen(t, w.dial(), &opts)
 		places.Store(s, w)
 		return s
 	}

@@ -23,6 +23,16 @@ import (
 
 type opener func(t *testing.T, opts *redis.Options) *redis.Store
 
+// openStarted opens a store with open and starts it.
+func openStarted(t *testing.T, open opener, opts *redis.Options) *redis.Store {
+	t.Helper()
+	s := open(t, opts)
+	if _, err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // onBoth runs f on one server and on the cluster.
 func onBoth(t *testing.T, f func(t *testing.T, open opener)) {
 	t.Run("Server", func(t *testing.T) { f(t, open) })
@@ -146,10 +156,7 @@ func TestFeedEveryWrite(t *testing.T) {
 		opts := redis.Options{}
 		opts.SweepInterval = -1
 		opts.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-		s := open(t, &opts)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, &opts)
 		e := storetest.Spread(8, "every") // each in a partition of its own
 		var wants []want
 		must := func(err error) {
@@ -249,11 +256,8 @@ func nOf(t *testing.T, c partmap.Change) int {
 
 // A cursor this store did not issue is invalid.
 func TestFeedBadCursors(t *testing.T) {
-	s := open(t, nil)
 	ctx := context.Background()
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openStarted(t, open, nil)
 	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "a@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
@@ -277,10 +281,7 @@ func TestFeedBadCursors(t *testing.T) {
 func TestFeedConcurrentWriters(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		s := open(t, nil)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, nil)
 		emails := storetest.Spread(12, "conc")
 		for _, e := range emails {
 			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": "0"}, partmap.Condition{}); err != nil {
@@ -362,10 +363,7 @@ func TestFeedConcurrentWriters(t *testing.T) {
 func TestFeedAcrossResize(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
-		s := open(t, nil)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, nil)
 		resize := func(n int) {
 			if _, err := s.Resize(ctx, n); err != nil {
 				t.Fatal(err)
@@ -433,10 +431,7 @@ func TestFeedTrimExpiresCursor(t *testing.T) {
 		opts.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		opts.FeedRetention = &partmap.Retention{Age: time.Hour}
 		opts.FeedTrimInterval = -1 // the test trims
-		s := open(t, &opts)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, &opts)
 		emails := storetest.Spread(4, "trim")
 		for _, e := range emails {
 			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.Condition{}); err != nil {
@@ -526,10 +521,7 @@ func TestFeedTrimKeep(t *testing.T) {
 		opts := redis.Options{}
 		opts.FeedRetention = &partmap.Retention{Events: 1} // one per partition, at least
 		opts.FeedTrimInterval = -1                         // the test trims
-		s := open(t, &opts)
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, &opts)
 		for i := range 3 {
 			if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "keep@example.com", "i": strconv.Itoa(i)}, partmap.Condition{}); err != nil {
 				t.Fatal(err)
@@ -588,11 +580,7 @@ func abandonAfterCommitPoint(t *testing.T, s *redis.Store, emails []string) {
 // only the primary partition's change ever showed.
 func TestFeedAbandonedTransactionCompletes(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
-		ctx := context.Background()
-		s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
 		emails := storetest.Spread(3, "abandoned")
 		abandonAfterCommitPoint(t, s, emails)
 		var changes []partmap.Change
@@ -620,12 +608,8 @@ func TestFeedAbandonedTransactionCompletes(t *testing.T) {
 // is appended then, once: the intent carries it.
 func TestFeedRolledForwardTransaction(t *testing.T) {
 	onBoth(t, func(t *testing.T, open opener) {
-		ctx := context.Background()
 		// No finisher, no backstop: the reads must roll it forward.
-		s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := openStarted(t, open, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
 		emails := storetest.Spread(3, "rolled")
 		abandonAfterCommitPoint(t, s, emails)
 		time.Sleep(300 * time.Millisecond) // its locks expire

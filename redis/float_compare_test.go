@@ -21,17 +21,12 @@ import (
 // increment must give the same text, or an error of the code Redis's error
 // stands for. FLOAT_COMPARE_SEED picks another random sample.
 func TestAddFloatMatchesRedis(t *testing.T) {
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-	t.Cleanup(func() { c.Close() })
+	c := redistest.StartTestServer(t).Client(t)
 	ctx := context.Background()
 
 	seed := uint64(20260701)
 	if s := os.Getenv("FLOAT_COMPARE_SEED"); s != "" {
+		var err error
 		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,7 @@ import (
 // has: HSET and HDEL (as patches), HINCRBY, HINCRBYFLOAT and HSETNX.
 func TestHashCommandsMatchRedis(t *testing.T) {
 	ctx := context.Background()
-	store := open(t, nil)
-	if _, err := store.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := openStarted(t, open, nil)
 	db := int(server.nextDB.Add(1) % databases)
 	rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
 	t.Cleanup(func() { rdb.Close() })

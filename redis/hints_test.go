@@ -42,11 +42,7 @@ func sharedStores(t *testing.T, onCluster bool, n int, opts redis.Options) []*re
 	}
 	var out []*redis.Store
 	for _, c := range clients {
-		s, err := redis.Open(context.Background(), c, &opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := mustOpen(t, c, &opts)
 		out = append(out, s)
 	}
 	if _, err := out[0].Start(context.Background()); err != nil {
@@ -188,7 +184,6 @@ func TestSweepsUnderLoad(t *testing.T) {
 // at once, as a server restarted after its crash would.
 func TestBackstopAtStart(t *testing.T) {
 	onBoth(t, func(t *testing.T, _ opener) {
-		ctx := context.Background()
 		opts := redis.Options{}
 		opts.BackstopRate = -1
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
@@ -198,11 +193,7 @@ func TestBackstopAtStart(t *testing.T) {
 			t.Fatalf("%d profiles stored before the backstop ran; want the 20 whose hints were lost", n)
 		}
 		// A round of the paced backstop takes 1,000 s here.
-		other, err := redis.Open(ctx, clientFor(isCluster(t)), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: s.Namespace(), BackstopRate: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		mustOpen(t, clientFor(isCluster(t)), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: s.Namespace(), BackstopRate: 1})
 		waitSwept(t, s)
 	})
 }
@@ -278,7 +269,7 @@ func clientFor(onCluster bool) goredis.UniversalClient {
 	if onCluster {
 		return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs})
 	}
-	return goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	return rawClient()
 }
 
 func rawClientFor(t *testing.T, onCluster bool) goredis.UniversalClient {

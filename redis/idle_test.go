@@ -1,10 +1,8 @@
 package redis_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -43,20 +41,11 @@ func TestIdleCommands(t *testing.T) {
 			name += "WithData"
 		}
 		t.Run(name, func(t *testing.T) {
-			srv, err := redistest.StartServer(t.TempDir(), 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Stop)
-			admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-			t.Cleanup(func() { admin.Close() })
+			srv := redistest.StartTestServer(t)
+			admin := srv.Client(t)
 			opts := redis.Options{}
 			opts.Partitions = partitions
-			s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s := mustOpen(t, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 			ctx := context.Background()
 			if _, err := s.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -82,7 +71,7 @@ func TestIdleCommands(t *testing.T) {
 				}
 			}
 			mon := startMonitor(t, "unix", srv.Socket, admin, nil)
-			checkIdle(t, []*idleMonitor{mon})
+			checkIdle(t, []*monitor{mon})
 		})
 	}
 }
@@ -92,17 +81,13 @@ func TestIdleCommands(t *testing.T) {
 func TestClusterIdleCommands(t *testing.T) {
 	o := redis.Options{}
 	o.Namespace = fmt.Sprintf("idle%d", cluster.ns.Add(1))
-	s, err := redis.Open(context.Background(), goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := mustOpen(t, goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), &o)
 	if _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ns := ":" + o.Namespace
 	mine := func(line string) bool { return strings.Contains(line, ns+":") || strings.Contains(line, ns+"@") }
-	var mons []*idleMonitor
+	var mons []*monitor
 	for _, addr := range cluster.Masters() {
 		c := goredis.NewClient(&goredis.Options{Addr: addr})
 		t.Cleanup(func() { c.Close() })
@@ -115,7 +100,7 @@ func TestClusterIdleCommands(t *testing.T) {
 // round of the backstop, read every partition) until a second sees at
 // most idleBudget commands, then counts what mons see over idleWindow and
 // holds it to idleBudget a second.
-func checkIdle(t *testing.T, mons []*idleMonitor) {
+func checkIdle(t *testing.T, mons []*monitor) {
 	t.Helper()
 	count := func() int {
 		n := 0
@@ -160,87 +145,5 @@ func checkIdle(t *testing.T, mons []*idleMonitor) {
 		total, time.Since(start).Round(time.Millisecond), rate, byCommand, inner, float64(inner)/time.Since(start).Seconds())
 	if rate > idleBudget {
 		t.Errorf("an idle server sent %.1f commands a second; want at most %d", rate, idleBudget)
-	}
-}
-
-// idleMonitor counts, as MONITOR shows them, the commands clients send a
-// Redis node, leaving out the markers and INFO it sends itself, the
-// commands scripts run and, with a filter, the lines it rejects.
-type idleMonitor struct {
-	t      *testing.T
-	c      *goredis.Client // sends the markers, on the node monitored
-	lines  chan string
-	filter func(string) bool
-	seq    int
-}
-
-func startMonitor(t *testing.T, network, addr string, marker *goredis.Client, filter func(string) bool) *idleMonitor {
-	t.Helper()
-	conn, err := net.Dial(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	m := &idleMonitor{t: t, c: marker, lines: make(chan string, 1<<16), filter: filter}
-	go func() {
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				close(m.lines)
-				return
-			}
-			m.lines <- line
-		}
-	}()
-	t.Cleanup(func() { conn.Close() })
-	m.count()
-	return m
-}
-
-func (m *idleMonitor) count() int {
-	n, _ := m.countBy()
-	return n
-}
-
-// countBy returns how many commands were sent since the last count, in
-// all and by command name. It sends a marker and reads up to it.
-func (m *idleMonitor) countBy() (int, map[string]int) {
-	m.t.Helper()
-	m.seq++
-	marker := fmt.Sprintf("partmap-idle-marker-%d", m.seq)
-	n, by := 0, map[string]int{}
-	for deadline := time.After(30 * time.Second); ; {
-		if err := m.c.Echo(context.Background(), marker).Err(); err != nil {
-			m.t.Fatal(err)
-		}
-		for {
-			select {
-			case line, ok := <-m.lines:
-				if !ok {
-					m.t.Fatal("the MONITOR connection closed")
-				}
-				if strings.Contains(line, marker) {
-					return n, by
-				}
-				if strings.Contains(line, "partmap-idle-marker-") || strings.Contains(line, " lua]") || strings.Contains(line, `] "info"`) ||
-					(m.filter != nil && !m.filter(line)) {
-					continue
-				}
-				n++
-				// +1700000000.000000 [0 unix:/path] "zrangebylex" ...
-				if _, rest, ok := strings.Cut(line, "] \""); ok {
-					name, _, _ := strings.Cut(rest, "\"")
-					by[strings.ToLower(name)]++
-				}
-				continue
-			case <-deadline:
-				m.t.Fatalf("MONITOR never showed %s", marker)
-			case <-time.After(100 * time.Millisecond):
-			}
-			break // not shown yet (MONITOR was starting): mark again
-		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
 )
 
@@ -19,7 +20,7 @@ func TestCheckReportsDrift(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, nil)
 	s.Start(ctx)
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	c := rawClient()
 	defer c.Close()
 	const email = "drift@example.com"
 	p := partmap.PartitionOf(email, partmap.DefaultPartitions)
@@ -35,17 +36,7 @@ func TestCheckReportsDrift(t *testing.T) {
 	}
 	c.ZAdd(ctx, key(0), goredis.Z{Member: member("Globex", "ghost@example.com")})
 	c.Set(ctx, fmt.Sprintf("{%s}::count", p), "3", 0)
-	check, err := s.CheckPartition(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []partmap.IndexDrift{
-		{Email: email, Field: "customerTier", Value: "gold", Missing: true},
-		{Email: "ghost@example.com", Field: "companyName", Value: "Globex"},
-	}
-	if check.OK() || check.Profiles != 1 || check.Counted != 3 || !slices.Equal(check.Drift, want) {
-		t.Fatalf("after the damage: %+v", check)
-	}
+	storetest.WantDrift(t, s, p, email)
 }
 
 // Servers that open an existing directory share its indexed fields; one
@@ -53,17 +44,13 @@ func TestCheckReportsDrift(t *testing.T) {
 func TestIndexesArePersisted(t *testing.T) {
 	ctx := context.Background()
 	a := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{"city"}}})
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	c := rawClient()
 	defer c.Close()
 	a.Start(ctx)
 	if _, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Indexes: []string{"companyName"}}}); err == nil {
 		t.Fatal("opened with other indexes")
 	}
-	b, err := redis.Open(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := mustOpen(t, c, nil)
 	if stats, err := b.ListPartitions(ctx); err != nil || !slices.Equal(stats.Indexes, []string{"city"}) {
 		t.Fatalf("indexes %v, %v", stats.Indexes, err)
 	}

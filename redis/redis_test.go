@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/crashtest"
 	"github.com/partmap/partmap/internal/engine"
 	"github.com/partmap/partmap/internal/redistest"
 	"github.com/partmap/partmap/internal/storetest"
@@ -34,9 +35,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashEnv) != "" { // a committer that a crash test kills
 		os.Exit(crashChild())
 	}
-	if v := os.Getenv(expiryChildEnv); v != "" { // a writer that TestExpiryCrash kills
-		os.Exit(expiryChild(v))
-	}
+	crashtest.ExpiryChildMain(openExpiry) // a writer TestExpiryCrash kills
 	dir, err := os.MkdirTemp("", "partmap-redis-")
 	if err != nil {
 		panic(err)
@@ -68,12 +67,38 @@ func open(t *testing.T, opts *redis.Options) *redis.Store {
 	if err := c.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
+	return mustOpen(t, c, opts)
+}
+
+// lockedOn is email's partition in the default layout, and an invocation
+// that loads and locks it.
+func lockedOn(email string) (engine.Part, engine.Invocation) {
+	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
+	part := engine.Part{Partition: p}
+	return part, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
+}
+
+// mustOpen opens a store through c, closed when the test ends.
+func mustOpen(t testing.TB, c goredis.UniversalClient, opts *redis.Options) *redis.Store {
+	t.Helper()
 	s, err := redis.Open(context.Background(), c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// rawClient is a client of the database open took last.
+func rawClient() *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+}
+
+// openAgain opens another store on the database open took last, as a
+// second partmap server sharing the Redis would.
+func openAgain(t *testing.T, opts *redis.Options) *redis.Store {
+	t.Helper()
+	return mustOpen(t, rawClient(), opts)
 }
 
 func TestConformance(t *testing.T) {
@@ -103,14 +128,7 @@ func modelOptions() *redis.Options {
 func openShared(t *testing.T, opts *redis.Options) (*redis.Store, *redis.Store) {
 	t.Helper()
 	a := open(t, opts)
-	db := int(server.nextDB.Load() % databases)
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
-	b, err := redis.Open(context.Background(), c, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return a, b
+	return a, openAgain(t, opts)
 }
 
 // Two servers on one Redis serialise their writes through the locks in
@@ -139,13 +157,11 @@ func TestLostLockCannotCommit(t *testing.T) {
 	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	a.Start(ctx)
 	const email = "slow@example.com"
-	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
-	part := engine.Part{Partition: p}
-	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
-	raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+	part, inv := lockedOn(email)
+	raw := rawClient()
 	defer raw.Close()
 	err := a.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
-		if n, err := raw.Del(ctx, "{"+p.String()+"}::lock").Result(); err != nil || n != 1 {
+		if n, err := raw.Del(ctx, "{"+part.Partition.String()+"}::lock").Result(); err != nil || n != 1 {
 			t.Fatalf("deleting the held lock: %v %v", n, err)
 		}
 		if _, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); err != nil {
@@ -168,9 +184,7 @@ func TestLockRenewedWhileHeld(t *testing.T) {
 	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 200 * time.Millisecond})
 	a.Start(ctx)
 	const email = "long@example.com"
-	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
-	part := engine.Part{Partition: p}
-	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
+	part, inv := lockedOn(email)
 	err := a.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
 		time.Sleep(time.Second) // five TTLs
 		if _, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: email, "fullName": "b"}, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
@@ -200,17 +214,11 @@ func TestLockRenewedThroughBusyConnections(t *testing.T) {
 	if err := c.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := redis.Open(ctx, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1, FeedTrimInterval: -1}, LockTTL: ttl, FinishInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, c, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1, FeedTrimInterval: -1}, LockTTL: ttl, FinishInterval: -1})
 	s.Start(ctx)
 	const email = "patient@example.com"
-	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
-	part := engine.Part{Partition: p}
-	inv := engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}
-	err = s.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
+	part, inv := lockedOn(email)
+	err := s.Engine().Invoke(ctx, inv, func(tx *engine.Tx) error {
 		// Both connections are busy from before the first renewal (at
 		// ttl/3) until over a third of the TTL after it, but not past the
 		// TTL.
@@ -256,12 +264,7 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	}
 	// c opens before the resize and does nothing until it is over: its
 	// first read and write meet the retired version's marks.
-	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	c, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openAgain(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	var done atomic.Bool
 	historyDone := make(chan []porcupine.Operation)
 	go func() {
@@ -302,24 +305,14 @@ func TestResizeSeenByAnotherServer(t *testing.T) {
 	if rec, err := c.FindProfile(ctx, "p7@example.com"); err != nil || rec.Profile["customerTier"] != "gold" {
 		t.Fatalf("a read by a server that missed the resize: %v %v", rec, err)
 	}
-	c2 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	stale, err := redis.Open(ctx, c2, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stale.Close()
-	c3 := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	staleBulk, err := redis.Open(ctx, c3, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer staleBulk.Close()
+	stale := openAgain(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+	staleBulk := openAgain(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, err := a.Resize(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
 	storetest.WaitResized(t, a)
 	// Fail-fast locks: the resize may still be releasing its own.
-	_, _, err = partmap.UpsertProfile(ctx, stale, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
+	_, _, err := partmap.UpsertProfile(ctx, stale, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
 	for try := 0; errors.Is(err, partmap.ErrLockConflict) && try < 100; try++ {
 		time.Sleep(20 * time.Millisecond)
 		_, _, err = partmap.UpsertProfile(ctx, stale, partmap.Profile{partmap.FieldEmail: "late@example.com", "customerTier": "gold"}, partmap.Condition{})
@@ -395,12 +388,7 @@ func TestWholeMapLockOutlivesItsServer(t *testing.T) {
 	if _, err := b.LockWholeMap(ctx, time.Minute); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a second whole-map lock through another server: %v, want a conflict", err)
 	}
-	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	c, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openAgain(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	if _, _, err := partmap.UpsertProfile(ctx, c, alice, partmap.Condition{}); !errors.Is(err, partmap.ErrLockConflict) {
 		t.Fatalf("a write through a server opened under the lock: %v, want a conflict", err)
 	}
@@ -433,19 +421,23 @@ func TestExpiryModel(t *testing.T) {
 		opts := redis.Options{}
 		opts.Clock, opts.SweepInterval = clock, -1
 		s := open(t, &opts)
-		// A few partitions keep the run quick, as on Pebble.
-		ctx := context.Background()
-		if _, err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for st, err := s.Resize(ctx, 16); st.Running || err != nil; st, err = s.ResizeStatus(ctx) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+		startOn16(t, s)
+		return s, sweeper(s)
 	})
+}
+
+// startOn16 starts s and resizes it to 16 partitions, as on Pebble: a
+// check that reads every partition, as the expiry checks do, stays quick.
+func startOn16(t *testing.T, s *redis.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resize(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WaitResized(t, s)
 }
 
 func sweeper(s *redis.Store) func(context.Context) error {
@@ -470,11 +462,7 @@ func TestExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db.(int)})
-		s, err := redis.Open(context.Background(), c, clocked(clock))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := mustOpen(t, c, clocked(clock))
 		dbs.Store(s, db)
 		return s, sweeper(s)
 	})
@@ -484,10 +472,8 @@ func TestExpiry(t *testing.T) {
 // deleted, and counted, once, and nothing drifts.
 func TestTwoSweepers(t *testing.T) {
 	ctx := context.Background()
-	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	var now atomic.Int64
-	now.Store(start)
-	a, b := openShared(t, clocked(func() time.Time { return time.UnixMilli(now.Load()) }))
+	clock := storetest.NewClock(storetest.T0)
+	a, b := openShared(t, clocked(clock.Now))
 	for _, s := range []*redis.Store{a, b} {
 		if _, err := s.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -499,7 +485,7 @@ func TestTwoSweepers(t *testing.T) {
 		if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		op := partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: start + 1000}}
+		op := partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: storetest.T0 + 1000}}
 		if i%2 == 1 {
 			op.Fields = []string{"a"}
 		}
@@ -507,7 +493,7 @@ func TestTwoSweepers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	now.Store(start + 1000)
+	clock.Set(storetest.T0 + 1000)
 	var wg sync.WaitGroup
 	stats := make(chan [2]int, 8)
 	for i := range 8 {

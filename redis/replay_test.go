@@ -14,7 +14,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/redis"
 )
 
 // cutProxy relays TCP connections to the test's redis-server. Once armed
@@ -121,11 +120,7 @@ func TestLostReplyIsNotReplayed(t *testing.T) {
 	if err := c.FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := redis.Open(ctx, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := mustOpen(t, c, nil)
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -45,25 +45,14 @@ func TestResizeBigPartition(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 50 * time.Millisecond}, LockTTL: 300 * time.Millisecond})
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openStarted(t, open, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: 50 * time.Millisecond}, LockTTL: 300 * time.Millisecond})
 	emails, p := collidingFast(n, partmap.DefaultPartitions)
 	for lo := 0; lo < n; lo += partmap.MaxBulkProfiles {
 		var batch []partmap.Profile
 		for _, e := range emails[lo:min(n, lo+partmap.MaxBulkProfiles)] {
 			batch = append(batch, partmap.Profile{partmap.FieldEmail: e, "customerTier": "gold"})
 		}
-		res, err := s.UpsertProfiles(ctx, batch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatal(r.Err)
-			}
-		}
+		storetest.MustUpsert(t, s, batch)
 	}
 	start := time.Now()
 	if _, err := s.Resize(ctx, 2*partmap.DefaultPartitions); err != nil {

@@ -8,16 +8,10 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/redis"
 )
-
-func rawClient() *goredis.Client {
-	return goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-}
 
 // editMeta applies fn to the stored metadata, as the directory does.
 func editMeta(t *testing.T, fn func(m map[string]any)) {

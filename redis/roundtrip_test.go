@@ -1,13 +1,11 @@
 package redis_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,110 +60,19 @@ func settledStats(t *testing.T, c *goredis.Client) map[string]int {
 	}
 }
 
-// monitor counts the commands clients send the server, as MONITOR shows
-// them, leaving out those scripts run and the test's INFO: each is a round
-// trip at most. The writes of hints (a ZADD of a key outside every
-// partition), which a server sends a few times a second whatever its load,
-// it counts apart, in hints. It speaks RESP itself on a connection of its
-// own: MONITOR answers with one status line per command.
-type monitor struct {
-	t     *testing.T
-	c     *goredis.Client // sends the markers
-	conn  net.Conn
-	lines chan string
-	seq   int
-	hints int
-}
-
-func newMonitor(t *testing.T, socket string, marker *goredis.Client) *monitor {
-	conn, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	m := &monitor{t: t, c: marker, conn: conn, lines: make(chan string, 1<<16)}
-	go func() {
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				close(m.lines)
-				return
-			}
-			m.lines <- line
-		}
-	}()
-	t.Cleanup(func() { conn.Close() })
-	m.count() // MONITOR has started once its first marker shows
-	return m
-}
-
-// count returns how many commands clients sent since the last count. It
-// sends a marker and reads up to it.
-func (m *monitor) count() int {
-	m.t.Helper()
-	m.seq++
-	marker := fmt.Sprintf("partmap-marker-%d", m.seq)
-	n := 0
-	for deadline := time.After(30 * time.Second); ; {
-		if err := m.c.Echo(context.Background(), marker).Err(); err != nil {
-			m.t.Fatal(err)
-		}
-		for {
-			select {
-			case line, ok := <-m.lines:
-				if !ok {
-					m.t.Fatal("the MONITOR connection closed")
-				}
-				if strings.Contains(line, marker) {
-					return n
-				}
-				// Markers, the test's own INFO, and what scripts run.
-				if strings.Contains(line, "partmap-marker-") || strings.Contains(line, `"info"`) || strings.Contains(line, " lua]") {
-					continue
-				}
-				if strings.Contains(line, `] "zadd" "partmap:`) {
-					m.hints++
-					continue
-				}
-				if strings.Contains(line, `] "hello" `) {
-					continue // a new connection's, once (the hints' own)
-				}
-				n++
-				continue
-			case <-deadline:
-				m.t.Fatalf("MONITOR never showed %s", marker)
-			case <-time.After(100 * time.Millisecond):
-			}
-			break // not shown yet (MONITOR was starting): mark again
-		}
-	}
-}
-
 // startedOwnServer starts a redis-server for one test alone, so that
 // nothing else counts in its statistics, and a started store on it; it
 // returns the store, a client of the server's own for INFO or MONITOR,
 // and the server, all closed when the test ends.
 func startedOwnServer(t *testing.T) (*redis.Store, *goredis.Client, *redistest.Server) {
 	t.Helper()
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	admin := goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket})
-	t.Cleanup(func() { admin.Close() })
+	srv := redistest.StartTestServer(t)
+	admin := srv.Client(t)
 	// No sweeper, no feed trimmer, no finisher, no backstop: their passes
 	// would land in the commands counted.
 	opts := redis.Options{}
 	opts.SweepInterval, opts.FeedTrimInterval, opts.FinishInterval, opts.BackstopRate = -1, -1, -1, -1
-	s, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := mustOpen(t, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 	if _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +93,17 @@ func TestRoundTrips(t *testing.T) {
 	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "warm@example.com"}, partmap.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	mon := newMonitor(t, srv.Socket, stats)
+	// The writes of hints (a ZADD of a key outside every partition),
+	// which a server sends a few times a second whatever its load, are
+	// counted apart.
+	hints := 0
+	mon := startMonitor(t, "unix", srv.Socket, stats, func(line string) bool {
+		if strings.Contains(line, `] "zadd" "partmap:`) {
+			hints++
+			return false
+		}
+		return !strings.Contains(line, `] "hello" `) // a new connection's, once (the hints' own)
+	})
 	const n = 200
 	email := func(i int) string { return fmt.Sprintf("rt%d@example.com", i) }
 	one := "1"
@@ -225,16 +142,16 @@ func TestRoundTrips(t *testing.T) {
 				t.Fatalf("%s %d: %v", o.name, i, err)
 			}
 		}
-		mon.hints = 0
+		hints = 0
 		sent := mon.count()
 		after := commandStats(t, stats)
 		// A flush of hints per interval at most, whatever the writes.
-		if flushes := 2 + int(time.Since(began)/redis.HintFlush); mon.hints > flushes {
-			t.Errorf("%s: %d writes of hints in %v; want at most %d", o.name, mon.hints, time.Since(began), flushes)
+		if flushes := 2 + int(time.Since(began)/redis.HintFlush); hints > flushes {
+			t.Errorf("%s: %d writes of hints in %v; want at most %d", o.name, hints, time.Since(began), flushes)
 		}
 		scripts := after["evalsha"] + after["eval"] - before["evalsha"] - before["eval"]
 		reads := after["mget"] - before["mget"]
-		t.Logf("%s: %d commands sent for %d operations (%d scripts, %d MGETs), and %d writes of hints", o.name, sent, n, scripts, reads, mon.hints)
+		t.Logf("%s: %d commands sent for %d operations (%d scripts, %d MGETs), and %d writes of hints", o.name, sent, n, scripts, reads, hints)
 		want, wantScripts := n, 0
 		if o.writes {
 			want, wantScripts = 2*n, n
@@ -336,12 +253,7 @@ func TestCheckedWriteRespectsHeldLock(t *testing.T) {
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cc := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
-	fast, err := redis.Open(ctx, cc, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fast.Close()
+	fast := openAgain(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
 	const email = "held@example.com"
 	_, p, _ := partmap.Locate(email, partmap.DefaultPartitions)
 	part := engine.Part{Partition: p}

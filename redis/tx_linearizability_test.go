@@ -20,11 +20,7 @@ func openClusterShared(t *testing.T, opts *redis.Options) (*redis.Store, *redis.
 	a := openCluster(t, opts)
 	o := *opts
 	o.Namespace = fmt.Sprintf("t%d", cluster.ns.Load())
-	b, err := redis.Open(context.Background(), goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := mustOpen(t, goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), &o)
 	return a, b
 }
 

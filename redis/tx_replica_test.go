@@ -56,7 +56,7 @@ func TestTxStepsNoReplicaHas(t *testing.T) {
 			// reports: its readers run only where the test puts them.
 			s := open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: time.Second}, MinReplicasAck: 1,
 				ReplicaAckTimeout: time.Millisecond, LockTTL: 200 * time.Millisecond, FinishInterval: -1, BackstopRate: -1})
-			raw := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: int(server.nextDB.Load() % databases)})
+			raw := rawClient()
 			defer raw.Close()
 			accounts := spread("behind", 2)
 			tags := [2]string{"{" + partOf(accounts[0]).Partition.String() + "}:", "{" + partOf(accounts[1]).Partition.String() + "}:"}

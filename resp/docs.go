@@ -92,12 +92,7 @@ func (w *writer) writeDoc(d doc) {
 		n++
 	}
 	w.mapLen(n)
-	w.WriteBulkString("summary")
-	w.WriteBulkString(d.summary)
-	w.WriteBulkString("since")
-	w.WriteBulkString(d.since)
-	w.WriteBulkString("group")
-	w.WriteBulkString(d.group)
+	w.pairs("summary", d.summary, "since", d.since, "group", d.group)
 	if len(d.args) > 0 {
 		w.WriteBulkString("arguments")
 		w.writeArgDocs(d.args)
@@ -112,6 +107,13 @@ func (w *writer) writeDoc(d doc) {
 	}
 }
 
+// pairs writes keys and their values, alternating, of a map.
+func (w *writer) pairs(kvs ...string) {
+	for _, s := range kvs {
+		w.WriteBulkString(s)
+	}
+}
+
 func (w *writer) writeArgDocs(args []argDoc) {
 	w.WriteArray(len(args))
 	for _, a := range args {
@@ -122,13 +124,9 @@ func (w *writer) writeArgDocs(args []argDoc) {
 			}
 		}
 		w.mapLen(n)
-		w.WriteBulkString("name")
-		w.WriteBulkString(a.name)
-		w.WriteBulkString("type")
-		w.WriteBulkString(a.typ)
+		w.pairs("name", a.name, "type", a.typ)
 		if a.token != "" {
-			w.WriteBulkString("token")
-			w.WriteBulkString(a.token)
+			w.pairs("token", a.token)
 		}
 		if len(a.flags) > 0 {
 			w.WriteBulkString("flags")

@@ -21,6 +21,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	"github.com/partmap/partmap/internal/redistest"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 	"github.com/partmap/partmap/resp"
 )
@@ -696,20 +697,7 @@ func TestSearch(t *testing.T) {
 		{{Field: partmap.FieldCompanyName, Value: "Initech"}, {Field: partmap.FieldCustomerTier, Value: "gold"}},
 		{{Field: partmap.FieldCustomerTier, Value: "none"}},
 	} {
-		var want []string
-		opts := partmap.ListOptions{Where: where}
-		for {
-			page, err := store.ListProfiles(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page.Profiles {
-				want = append(want, r.Profile.Email())
-			}
-			if opts.Cursor = page.NextCursor; opts.Cursor == "" {
-				break
-			}
-		}
+		want := storetest.SearchEmails(t, store, where, 0)
 		var args []any
 		for _, m := range where {
 			args = append(args, m.Field, m.Value)

@@ -21,10 +21,8 @@ import (
 // restore brings it back as a data directory that serves the same
 // profiles, and neither writes into a directory that is not empty.
 func TestBackupAndRestore(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
+	srv := startedServer(t)
 	must := mustRun(t, srv)
-	must("", "start")
 	must("", "put", "ada@example.com", "--name", "Ada", "--field", "visits=3")
 	must("", "put", "bob@example.com", "--name", "Bob")
 	backup := filepath.Join(t.TempDir(), "backup")
@@ -132,9 +130,7 @@ func TestBackupCutShortLeavesNothing(t *testing.T) {
 // but lists none, is restored, with a plain warning that only the count
 // and size could be checked.
 func TestRestoreOlderBackupWarns(t *testing.T) {
-	url, _ := serveInProcess(t)
-	must := mustRun(t, "--server="+url)
-	must("", "start")
+	must := mustRun(t, startedServer(t))
 	must("", "put", "ada@example.com", "--name", "Ada")
 	backup := filepath.Join(t.TempDir(), "backup")
 	must("", "backup", backup)
@@ -165,12 +161,7 @@ func TestRestoreOlderBackupWarns(t *testing.T) {
 
 // On Redis, backup says what to use instead.
 func TestBackupOfRedisPointsToItsPersistence(t *testing.T) {
-	rs, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rs.Stop)
-	url, _ := serveInProcess(t, "--store", "redis://"+rs.Addr)
+	url, _ := serveInProcess(t, "--store", "redis://"+redistest.StartTestServer(t).Addr)
 	dir := filepath.Join(t.TempDir(), "backup")
 	code, _, errOut := run(t, "", "backup", dir, "--server="+url)
 	if code != 1 || !strings.Contains(errOut, "RDB") || !strings.Contains(errOut, "partmap export") {
@@ -187,9 +178,7 @@ func TestBackupOfRedisPointsToItsPersistence(t *testing.T) {
 // with 1,963 or 1,005 profiles; it must refuse, name the file, and leave
 // no data directory behind.
 func TestRestoreRefusesDamagedWAL(t *testing.T) {
-	url, _ := serveInProcess(t)
-	must := mustRun(t, "--server="+url)
-	must("", "start")
+	must := mustRun(t, startedServer(t))
 	var lines strings.Builder
 	for i := range 3000 {
 		fmt.Fprintf(&lines, "{\"emailAddress\":\"p%d@example.com\",\"fullName\":\"Person %d\"}\n", i, i)

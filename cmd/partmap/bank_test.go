@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/crashtest"
 	"github.com/partmap/partmap/internal/redistest"
+	"github.com/partmap/partmap/internal/storetest"
 )
 
 // The bank test: 40 accounts over many partitions, 6 workers moving
@@ -32,33 +30,21 @@ func TestBank(t *testing.T) {
 // commit through the Redis commit protocol (DESIGN.md), and a SIGKILL of
 // the partmap server at any step leaves each wholly applied or not at all.
 func TestBankOnRedis(t *testing.T) {
-	srv, err := redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	runBank(t, []string{"--store", "redis://" + srv.Addr}, 2)
+	runBank(t, []string{"--store", "redis://" + redistest.StartTestServer(t).Addr}, 2)
 }
 
 // The same on the 3+3 Redis Cluster, where a transaction's partitions sit
 // in slots of different masters.
 func TestBankOnRedisCluster(t *testing.T) {
-	c, err := testCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-namespace", "bank" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	store := onSharedCluster(t, "bank")
 	runBank(t, store, 3)
 }
 
 func runBank(t *testing.T, store []string, seed uint64) {
 	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	res, err := crashtest.RunBank(context.Background(), crashtest.BankConfig{
-		Binary: bin, Store: store, Cycles: crashCycles(t, 4), Seed: seed, Logf: t.Logf,
+		Serve: crashtest.Serve{Binary: bin, Store: store}, Cycles: storetest.CrashCycles(t, 4), Seed: seed, Logf: t.Logf,
 	})
 	t.Log(res)
 	if err != nil {
@@ -80,17 +66,8 @@ func runBank(t *testing.T, store []string, seed uint64) {
 // whose new master has no replica keep failing the same way, since no
 // replica can acknowledge them.
 func TestBankAcrossFailover(t *testing.T) {
-	dir, err := os.MkdirTemp("", "partmap-bank-failover-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	c, err := redistest.StartClusterTimeout(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	url, _ := serveInProcess(t, "--store", "redis-cluster://"+strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1")
+	c := redistest.StartTestCluster(t, time.Second)
+	url, _ := serveInProcess(t, "--store", c.URL(), "--redis-min-replicas-ack", "1")
 	ctx := context.Background()
 	bank := crashtest.NewBank(40)
 	if err := bank.Open(ctx, mustClient(t, url, nil)); err != nil {

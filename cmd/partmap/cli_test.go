@@ -69,13 +69,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("get: %d %q, want %q", code, out, want)
 	}
 
-	for _, tc := range []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		msg   string
-	}{
+	runRefusals(t, srv, []refusal{
 		{"ErrBadJSON", `{"emailAddress":`, []string{"put"}, 1, "malformed JSON"},
 		{"ErrNonString", `{"emailAddress":"a@b","n":1}`, []string{"put"}, 1, "must be a string"},
 		{"ErrBadEmail", ``, []string{"put", "é@b", "--name", "x"}, 1, "ASCII"},
@@ -85,14 +79,7 @@ func TestClientCommands(t *testing.T) {
 		{"ErrGetMissing", ``, []string{"get", "nobody@example.com"}, 1, "not-found"},
 		{"ErrGetNone", ``, []string{"get"}, 2, "usage: partmap get"},
 		{"ErrGetManyBadEmail", ``, []string{"get", "a@b", "é@b"}, 1, `emails[1] "\u00e9@b"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
-			}
-		})
-	}
+	})
 	if _, out, _ := run(t, "", "get", srv, "alice@example.com"); out != want {
 		t.Fatalf("a refused command changed the profile: %q", out)
 	}
@@ -120,11 +107,30 @@ func mustRun(t *testing.T, srv string) func(stdin string, args ...string) (strin
 	}
 }
 
+// refusal is a command that must exit with code and say msg.
+type refusal struct {
+	name  string
+	stdin string
+	args  []string
+	code  int
+	msg   string
+}
+
+// runRefusals runs each command against srv, as a subtest of its name.
+func runRefusals(t *testing.T, srv string, cases []refusal) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
 func TestFieldCommands(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
+	srv := startedServer(t)
 	must := mustRun(t, srv)
-	must("", "start")
 	must("", "put", "ada@example.com", "--name", "Ada", "--field", "visits=0")
 	must("", "put", "bob@example.com", "--name", "Bob\tthe\nbuilder")
 
@@ -160,13 +166,7 @@ func TestFieldCommands(t *testing.T) {
 	}
 	must("", "delete", "bob@example.com")
 
-	for _, tc := range []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		msg   string
-	}{
+	runRefusals(t, srv, []refusal{
 		{"ErrIncrNotInteger", "", []string{"incr", "ada@example.com", "city"}, 1, "not-an-integer"},
 		{"ErrIncrBadBy", "", []string{"incr", "ada@example.com", "visits", "--by", "1.5"}, 2, "--by must be a signed 64-bit integer"},
 		{"ErrPatchEmail", "", []string{"patch", "ada@example.com", "--delete", "emailAddress"}, 1, "key-field"},
@@ -176,14 +176,7 @@ func TestFieldCommands(t *testing.T) {
 		{"ErrDeleteStale", "", []string{"delete", "ada@example.com", "--if-match", `"0000000000000001"`}, 1, "precondition-failed"},
 		{"ErrBadETag", "", []string{"delete", "ada@example.com", "--if-match", "abc"}, 2, "not an ETag partmap issued"},
 		{"ErrListPageSize", "", []string{"list", "--page-size", "0"}, 2, "--page-size"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
-			}
-		})
-	}
+	})
 	out, _ = must("", "get", "ada@example.com")
 	if !strings.Contains(out, `"visits": "42"`) || !strings.Contains(out, `"city": "London"`) {
 		t.Fatalf("after the refused commands: %s", out)

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/partmap/partmap/internal/crashtest"
+	"github.com/partmap/partmap/internal/storetest"
 )
 
 // The crash harness: 16 clients put, patch, increment and delete while the
@@ -17,13 +14,10 @@ import (
 //
 //	PARTMAP_CRASH_CYCLES=200 go test -run TestCrashHarness -timeout 60m -v ./cmd/partmap
 func TestCrashHarness(t *testing.T) {
-	cycles := crashCycles(t, 5)
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cycles := storetest.CrashCycles(t, 5)
+	bin := binary(t)
 	res, err := crashtest.Run(context.Background(), crashtest.Config{
-		Binary: bin, Data: t.TempDir(), Clients: 16, Cycles: cycles, Seed: 1, Logf: t.Logf,
+		Serve: crashtest.Serve{Binary: bin, Data: t.TempDir()}, Clients: 16, Cycles: cycles, Seed: 1, Logf: t.Logf,
 	})
 	t.Log(res)
 	if err != nil {
@@ -37,13 +31,10 @@ func TestCrashHarness(t *testing.T) {
 // The same, with the server resizing all along: kills land in the middle
 // of resizes, and every restart must resume the one in progress.
 func TestCrashHarnessDuringResizes(t *testing.T) {
-	cycles := crashCycles(t, 6)
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cycles := storetest.CrashCycles(t, 6)
+	bin := binary(t)
 	res, err := crashtest.Run(context.Background(), crashtest.Config{
-		Binary: bin, Data: t.TempDir(), Clients: 16, Cycles: cycles, Seed: 2, Logf: t.Logf, Resize: true, Preload: 30000,
+		Serve: crashtest.Serve{Binary: bin, Data: t.TempDir()}, Clients: 16, Cycles: cycles, Seed: 2, Logf: t.Logf, Resize: true, Preload: 30000,
 	})
 	t.Log(res)
 	if err != nil {
@@ -58,18 +49,11 @@ func TestCrashHarnessDuringResizes(t *testing.T) {
 // of resizes (holding locks, between a mirrored write's two scripts, in a
 // copy), and the restarted server resumes them from the cluster.
 func TestCrashHarnessDuringResizesOnRedisCluster(t *testing.T) {
-	c, err := testCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cycles := crashCycles(t, 4)
-	store := []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-namespace", "crash" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	bin := binary(t)
+	cycles := storetest.CrashCycles(t, 4)
+	store := onSharedCluster(t, "crash")
 	res, err := crashtest.Run(context.Background(), crashtest.Config{
-		Binary: bin, Clients: 16, Cycles: cycles, Seed: 3, Logf: t.Logf, Resize: true, Preload: 5000, Store: store,
+		Serve: crashtest.Serve{Binary: bin, Store: store}, Clients: 16, Cycles: cycles, Seed: 3, Logf: t.Logf, Resize: true, Preload: 5000,
 	})
 	t.Log(res)
 	if err != nil {
@@ -78,17 +62,4 @@ func TestCrashHarnessDuringResizesOnRedisCluster(t *testing.T) {
 	if res.Acknowledged == 0 || res.Resizes == 0 || res.Resumed == 0 {
 		t.Fatal("no write was acknowledged, or no resize was started and then resumed, so nothing was tested")
 	}
-}
-
-// crashCycles is $PARTMAP_CRASH_CYCLES, or def for `make test`.
-func crashCycles(t *testing.T, def int) int {
-	s := os.Getenv("PARTMAP_CRASH_CYCLES")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("PARTMAP_CRASH_CYCLES=%q is not a positive number", s)
-	}
-	return n
 }

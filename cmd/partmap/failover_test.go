@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,17 +28,8 @@ import (
 // 1 s node timeout on the test machine); the test logs both.
 func TestClusterFailover(t *testing.T) {
 	const takeoverBound = 1500 * time.Millisecond
-	dir, err := os.MkdirTemp("", "partmap-failover-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	c, err := redistest.StartClusterTimeout(dir, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	url, _ := serveInProcess(t, "--store", "redis-cluster://"+strings.Join(c.Addrs, ","))
+	c := redistest.StartTestCluster(t, time.Second)
+	url, _ := serveInProcess(t, "--store", c.URL())
 	ctx := context.Background()
 	if _, err := mustClient(t, url, nil).Start(ctx); err != nil {
 		t.Fatal(err)

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/partmap/partmap/internal/crashtest"
+	"github.com/partmap/partmap/internal/storetest"
 )
 
 // The change feed across SIGKILLs: workers write a pool of profiles every
@@ -20,13 +19,10 @@ import (
 //
 //	PARTMAP_CRASH_CYCLES=50 go test -run TestFeedCrash -v ./cmd/partmap
 func TestFeedCrash(t *testing.T) {
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	res, err := crashtest.RunFeed(context.Background(), crashtest.FeedConfig{
-		Binary: bin, Store: []string{"--data", t.TempDir()}, Backup: t.TempDir(),
-		Workers: 16, Emails: 48, Cycles: crashCycles(t, 3), Seed: 1, Logf: t.Logf,
+		Serve: crashtest.Serve{Binary: bin, Store: []string{"--data", t.TempDir()}}, Backup: t.TempDir(),
+		Workers: 16, Emails: 48, Cycles: storetest.CrashCycles(t, 3), Seed: 1, Logf: t.Logf,
 	})
 	t.Log(res)
 	if err != nil {
@@ -44,17 +40,10 @@ func TestFeedCrash(t *testing.T) {
 // more: a killed server's locks keep its partitions from writers for their
 // TTL.
 func TestFeedCrashOnRedisCluster(t *testing.T) {
-	c, err := testCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-namespace", "feed" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	bin := binary(t)
+	store := onSharedCluster(t, "feed")
 	res, err := crashtest.RunFeed(context.Background(), crashtest.FeedConfig{
-		Binary: bin, Store: store, Workers: 16, Emails: 48, Cycles: crashCycles(t, 3), Seed: 2, Logf: t.Logf,
+		Serve: crashtest.Serve{Binary: bin, Store: store}, Workers: 16, Emails: 48, Cycles: storetest.CrashCycles(t, 3), Seed: 2, Logf: t.Logf,
 		Load: time.Second,
 	})
 	t.Log(res)

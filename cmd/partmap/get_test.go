@@ -11,17 +11,12 @@ import (
 // for a missing profile, through the batch route; with one, a profile as
 // before (TestClientCommands).
 func TestGetMany(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
+	srv := startedServer(t)
 	must := func(args ...string) string {
 		t.Helper()
-		code, out, errOut := run(t, "", append(args, srv)...)
-		if code != 0 {
-			t.Fatalf("partmap %q: exit %d: %s", args, code, errOut)
-		}
+		out, _ := mustRun(t, srv)("", args...)
 		return out
 	}
-	must("start")
 	must("put", "ada@example.com", "--name", "Ada", "--field", "visits=3")
 	must("put", "bob@example.com", "--name", "Bob")
 

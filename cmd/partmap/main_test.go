@@ -101,11 +101,10 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 // buildBinary builds partmap once per test run, for the tests that must
 // kill a real process.
 var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "partmap-bin-")
+	dir, err := shared.TempDir()
 	if err != nil {
 		return "", err
 	}
-	removeAtEnd(dir)
 	bin := filepath.Join(dir, "partmap")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -113,6 +112,16 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// binary is buildBinary's partmap, or the test fails.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
 
 // process is a real `partmap serve` child process.
 type process struct {
@@ -129,10 +138,7 @@ func startProcess(t *testing.T, data string, args ...string) *process {
 // startProcessEnv is startProcess with env added to the child's environment.
 func startProcessEnv(t *testing.T, env []string, data string, args ...string) *process {
 	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	logs := newLogWriter()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
 	if env != nil {

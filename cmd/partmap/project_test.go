@@ -3,28 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/pgtest"
 )
@@ -34,10 +26,7 @@ import (
 // and leaves the table equal to the directory; its lag is in /metrics;
 // SIGINT stops it cleanly.
 func TestProjectKill9(t *testing.T) {
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	url := strings.TrimPrefix(startedServer(t), "--server=")
 	pg := pgtest.Start(t)
 	ctx := context.Background()
@@ -51,43 +40,10 @@ func TestProjectKill9(t *testing.T) {
 	}
 	defer pool.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
-	projectWorkload(t, cl, rng, 1000)
+	pgtest.Workload(t, cl, rng, 300, 1000)
 
-	cursor := func() uint64 {
-		var c *string
-		if pool.QueryRow(ctx, `SELECT cursor FROM partmap_projection WHERE name = 'customer_profiles'`).Scan(&c) != nil || c == nil {
-			return 0
-		}
-		n, err := strconv.ParseUint(*c, 10, 64)
-		if err != nil {
-			t.Errorf("cursor %q", *c)
-		}
-		return n
-	}
-	wctx, stopWork := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		wrng := rand.New(rand.NewPCG(3, 4))
-		for wctx.Err() == nil {
-			projectWorkload(t, cl, wrng, 20)
-		}
-	}()
-	go func() { // the cursor never goes back
-		defer wg.Done()
-		var last uint64
-		for wctx.Err() == nil {
-			if c := cursor(); c < last {
-				t.Errorf("the cursor went back from %d to %d", last, c)
-				return
-			} else {
-				last = c
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() { stopWork(); wg.Wait() })
+	stopWork := pgtest.KeepWriting(t, cl, 3, 300, 20)
+	stopWatch := pgtest.WatchCursor(t, pool, "customer_profiles")
 
 	// drained is closed once the command's stderr has all been read: Wait
 	// closes the pipe, so it must come after, or the last lines are lost.
@@ -128,80 +84,18 @@ func TestProjectKill9(t *testing.T) {
 		cmd.Wait()
 	}
 	stopWork()
-	wg.Wait()
-	if cursor() == 0 {
+	stopWatch()
+	if pgtest.SavedCursor(pool, "customer_profiles") == "" {
 		t.Fatal("the killed projectors committed nothing: the kills tested nothing")
 	}
 
 	cmd, logs, metrics, drained := start()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if c := cursor(); c > 0 {
-			page, err := cl.Changes(ctx, partmap.ChangeQuery{After: strconv.FormatUint(c, 10), Limit: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page.Changes) == 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the projection did not catch up: %s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCaughtUp(t, pool, cl, logs)
 
-	// The table is the directory.
-	want := map[string]partmap.Record{}
-	opts := partmap.ListOptions{Limit: partmap.MaxPageLimit}
-	for {
-		page, err := cl.ListProfiles(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var emails []string
-		for _, r := range page.Profiles {
-			emails = append(emails, r.Profile.Email())
-		}
-		if len(emails) > 0 {
-			recs, err := cl.FindProfiles(ctx, emails)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				want[r.Profile.Email()] = *r
-			}
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		opts.Cursor = page.NextCursor
-	}
-	rows, err := pool.Query(ctx, `SELECT email, profile::text, etag FROM customer_profiles`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for rows.Next() {
-		var email, js, etag string
-		if err := rows.Scan(&email, &js, &etag); err != nil {
-			t.Fatal(err)
-		}
-		var p partmap.Profile
-		if err := json.Unmarshal([]byte(js), &p); err != nil {
-			t.Fatal(err)
-		}
-		got++
-		if w, ok := want[email]; !ok || w.Version.ETag() != etag || !maps.Equal(w.Profile, p) {
-			t.Errorf("%s: table %s %v, directory %s %v (%v)", email, etag, p, w.Version.ETag(), w.Profile, ok)
-		}
-	}
-	if got != len(want) || got == 0 {
-		t.Errorf("table has %d rows, directory %d profiles", got, len(want))
-	}
+	pgtest.CheckEqual(t, pool, cl, "customer_profiles")
 
 	// The searches the directory answers, SQL on the table answers alike.
-	compareSearches(t, pool, cl)
+	pgtest.CompareSearches(t, pool, cl, "customer_profiles", 41)
 
 	// Its lag and count are in /metrics.
 	addr := <-metrics
@@ -223,87 +117,12 @@ func TestProjectKill9(t *testing.T) {
 	}
 }
 
-// compareSearches runs the searches of projectWorkload's values through
-// the server (ListProfiles with Where, on indexed fields) and through SQL
-// on the projected table, and wants the same profiles.
-func compareSearches(t *testing.T, pool *pgxpool.Pool, cl *pmhttp.Client) {
+// waitCaughtUp waits until the projection's cursor has no change after it.
+func waitCaughtUp(t *testing.T, pool *pgxpool.Pool, cl *pmhttp.Client, logs *logWriter) {
 	t.Helper()
-	ctx := context.Background()
-	var searches [][]partmap.Match
-	for c := range 5 {
-		company := partmap.Match{Field: partmap.FieldCompanyName, Value: "Co " + strconv.Itoa(c)}
-		searches = append(searches, []partmap.Match{company})
-		for _, tier := range []string{"gold", "silver", "bronze"} {
-			searches = append(searches, []partmap.Match{company, {Field: partmap.FieldCustomerTier, Value: tier}})
-		}
-	}
-	found := 0
-	for _, where := range searches {
-		query := `SELECT email FROM customer_profiles WHERE true`
-		var args []any
-		for _, m := range where {
-			args = append(args, m.Field, m.Value)
-			query += fmt.Sprintf(` AND profile->>$%d = $%d`, len(args)-1, len(args))
-		}
-		rows, err := pool.Query(ctx, query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		opts := partmap.ListOptions{Where: where, Limit: 41}
-		for {
-			page, err := cl.ListProfiles(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page.Profiles {
-				want = append(want, r.Profile.Email())
-			}
-			if page.NextCursor == "" {
-				break
-			}
-			opts.Cursor = page.NextCursor
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%v: SQL found %d %v, partmap %d %v", where, len(got), got, len(want), want)
-		}
-		found += len(want)
-	}
-	if found == 0 {
-		t.Fatal("no search found anything: the searches test nothing")
-	}
-}
-
-// projectWorkload writes n random changes through the server.
-func projectWorkload(t *testing.T, s partmap.Store, rng *rand.Rand, n int) {
-	ctx := context.Background()
-	tiers := []string{"gold", "silver", "bronze"}
-	for range n {
-		a, b := fmt.Sprintf("u%d@example.com", rng.IntN(300)), fmt.Sprintf("u%d@example.com", rng.IntN(300))
-		var err error
-		switch k := rng.IntN(10); {
-		case k < 5:
-			_, _, err = partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: a, partmap.FieldCompanyName: "Co " + strconv.Itoa(rng.IntN(5)),
-				partmap.FieldCustomerTier: tiers[rng.IntN(3)]}, partmap.Condition{})
-
-		case k < 7:
-			_, err = partmap.IncrementField(ctx, s, a, "visits", 1, partmap.Condition{})
-		case k < 9:
-			err = partmap.DeleteProfile(ctx, s, a, partmap.Condition{})
-		default:
-			_, err = partmap.RenameProfile(ctx, s, a, b, partmap.Condition{})
-		}
-		switch partmap.ErrorCode(err) {
-		case "", partmap.ENOTFOUND, partmap.EEXISTS, partmap.EINVALID, partmap.ELOCKCONFLICT:
-		default:
-			t.Errorf("workload: %v", err)
-			return
+	for deadline := time.Now().Add(60 * time.Second); !pgtest.CaughtUp(t, pool, cl, "customer_profiles"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the projection did not catch up: %s", logs)
 		}
 	}
 }
@@ -341,35 +160,18 @@ func TestProjectSurvivesServerKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	projectWorkload(t, cl, rng, 300)
+	pgtest.Workload(t, cl, rng, 300, 300)
 	srv.kill9(t)
 	time.Sleep(500 * time.Millisecond) // the projector fails and backs off meanwhile
 	srv = startProcess(t, data, "--addr", addr)
-	projectWorkload(t, cl, rng, 300)
+	pgtest.Workload(t, cl, rng, 300, 300)
 
 	pool, err := pgxpool.New(context.Background(), pg.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var c *string
-		pool.QueryRow(context.Background(), `SELECT cursor FROM partmap_projection WHERE name = 'customer_profiles'`).Scan(&c)
-		if c != nil {
-			page, err := cl.Changes(context.Background(), partmap.ChangeQuery{After: *c, Limit: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page.Changes) == 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the projection did not catch up: %s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCaughtUp(t, pool, cl, logs)
 	var rows int
 	pool.QueryRow(context.Background(), `SELECT count(*) FROM customer_profiles`).Scan(&rows)
 	st, err := cl.ListPartitions(context.Background())

@@ -105,12 +105,7 @@ func besideRedis(t *testing.T) (respAddr string, cl *pmhttp.Client, redis *redis
 	if _, err := cl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	redis, err = redistest.StartServer(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(redis.Stop)
-	return respAddr, cl, redis
+	return respAddr, cl, redistest.StartTestServer(t)
 }
 
 // cliSession runs redis-cli on a pseudo-terminal against addr and types

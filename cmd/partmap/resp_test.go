@@ -20,6 +20,7 @@ import (
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/auth"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/internal/testcert"
 )
 
@@ -103,10 +104,7 @@ func TestServeRESPNeedsAuthOffLoopback(t *testing.T) {
 // restart every counter holds at least what its last reply said, and no
 // more than was sent.
 func TestRESPCrash(t *testing.T) {
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	data := t.TempDir()
 	httpAddr, respAddr := freeAddr(t), freeAddr(t)
 	start := func() *exec.Cmd {
@@ -140,7 +138,7 @@ func TestRESPCrash(t *testing.T) {
 	key := func(w, i int) string { return fmt.Sprintf("crash%d-%d@x.io", w, i) }
 	rng := rand.New(rand.NewPCG(1, 2))
 	total := int64(0)
-	for cycle := range crashCycles(t, 3) {
+	for cycle := range storetest.CrashCycles(t, 3) {
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,45 +17,12 @@ import (
 	"github.com/partmap/partmap/internal/storetest"
 )
 
-// startRedis starts a redis-server on a free loopback port for one test.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("redis-server (make test installs it): %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not listen")
-		}
-	}
-}
-
 // serve --store picks the backend by URL scheme; the same CLI works on both.
 func TestServeStores(t *testing.T) {
 	for name, args := range map[string][]string{
-		"pebble": {"--store", "pebble://" + t.TempDir()},
-		"redis":  {"--store", "redis://" + startRedis(t) + "/0"},
-		"redis-cluster": func() []string {
-			c, err := testCluster()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1",
-				"--redis-namespace", "stores" + strconv.FormatInt(time.Now().UnixNano(), 36)} // the cluster is shared
-		}(),
+		"pebble":        {"--store", "pebble://" + t.TempDir()},
+		"redis":         {"--store", "redis://" + redistest.StartTestServer(t).Addr + "/0"},
+		"redis-cluster": append(onSharedCluster(t, "stores"), "--redis-min-replicas-ack", "1"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			url, _ := serveInProcess(t, args...)
@@ -85,56 +48,43 @@ func TestServeStores(t *testing.T) {
 	}
 }
 
-// testCluster starts one Redis Cluster for the tests that need it; TestMain
-// stops it.
-var testCluster = sync.OnceValues(func() (*redistest.Cluster, error) {
-	dir, err := os.MkdirTemp("", "partmap-cluster-")
-	if err != nil {
-		return nil, err
-	}
-	removeAtEnd(dir)
-	return redistest.StartCluster(dir)
-})
-
-// tempDirs are what the package's shared fixtures made outside any test's
-// own directory, removed when the tests end.
-var (
-	tempDirsMu sync.Mutex
-	tempDirs   []string
-)
-
-func removeAtEnd(dir string) {
-	tempDirsMu.Lock()
-	defer tempDirsMu.Unlock()
-	tempDirs = append(tempDirs, dir)
-}
+// shared is the Redis Cluster of the tests that need one, and the built
+// binary's directory.
+var shared = redistest.Shared{Prefix: "partmap-test-"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if c, err := testCluster(); err == nil {
-		c.Stop()
-	}
-	for _, dir := range tempDirs {
-		os.RemoveAll(dir)
-	}
+	shared.Stop()
 	os.Exit(code)
+}
+
+// onSharedCluster is serve's flags for a directory of its own, its
+// namespace named after name, on the shared Redis Cluster.
+func onSharedCluster(t *testing.T, name string) []string {
+	t.Helper()
+	return []string{"--store", sharedCluster(t).URL(), "--redis-namespace", name + strconv.FormatInt(time.Now().UnixNano(), 36)}
+}
+
+// sharedCluster is the shared Redis Cluster, or the test fails.
+func sharedCluster(t *testing.T) *redistest.Cluster {
+	t.Helper()
+	c, err := shared.Cluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Two partmap servers on one Redis Cluster, with 32 clients split between
 // them writing a few colliding profiles of one partition: the history is
 // linearizable, so the locks in Redis serialise the two servers' writes.
 func TestTwoServersOnOneCluster(t *testing.T) {
-	c, err := testCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := "redis-cluster://" + strings.Join(c.Addrs, ",")
 	// A directory of its own: the cluster is shared, and the history must
 	// start from no profiles however often the test runs.
-	ns := "two" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	args := append(onSharedCluster(t, "two"), "--lock-wait", "0")
 	urls := []string{}
 	for range 2 {
-		url, _ := serveInProcess(t, "--store", store, "--lock-wait", "0", "--redis-namespace", ns)
+		url, _ := serveInProcess(t, args...)
 		urls = append(urls, url)
 	}
 	if _, err := mustClient(t, urls[0], nil).Start(context.Background()); err != nil {

@@ -8,10 +8,8 @@ import (
 )
 
 func TestRenameAndTxCommands(t *testing.T) {
-	url, _ := serveInProcess(t)
-	srv := "--server=" + url
+	srv := startedServer(t)
 	must := mustRun(t, srv)
-	must("", "start")
 	must("", "put", "ada@example.com", "--name", "Ada")
 	out, errOut := must("", "rename", "Ada@Example.com", "ADA.L@example.com")
 	if !strings.Contains(out, `"emailAddress": "ada.l@example.com"`) || !strings.Contains(errOut, "renamed Ada@Example.com to ada.l@example.com (ETag \"") {
@@ -38,13 +36,7 @@ func TestRenameAndTxCommands(t *testing.T) {
 		t.Fatalf("tx from stdin: %q", out)
 	}
 
-	for _, tc := range []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-		msg   string
-	}{
+	runRefusals(t, srv, []refusal{
 		{"ErrRenameMissing", "", []string{"rename", "nobody@example.com", "x@example.com"}, 1, "not-found"},
 		{"ErrRenameSame", "", []string{"rename", "ada.l@example.com", "ADA.L@example.com"}, 1, "invalid"},
 		{"ErrRenameArgs", "", []string{"rename", "ada.l@example.com"}, 2, "usage"},
@@ -54,14 +46,7 @@ func TestRenameAndTxCommands(t *testing.T) {
 		// The failed operation is named by its line in the file.
 		{"ErrTxFailedLine", "{\"op\":\"put\",\"profile\":{\"emailAddress\":\"c@example.com\"}}\n\n{\"op\":\"delete\",\"emailAddress\":\"nobody@example.com\"}\n", []string{"tx", "-"}, 1, "stdin line 3: operation 2 (delete nobody@example.com): no profile"},
 		{"ErrTxMissingFile", "", []string{"tx", filepath.Join(t.TempDir(), "none.jsonl")}, 1, "no such file"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := run(t, tc.stdin, append(tc.args, srv)...)
-			if code != tc.code || !strings.Contains(errOut, tc.msg) {
-				t.Fatalf("got %d %q, want %d and %q", code, errOut, tc.code, tc.msg)
-			}
-		})
-	}
+	})
 	// Nothing of the failed transactions was written.
 	if code, _, _ := run(t, "", "get", "c@example.com", srv); code == 0 {
 		t.Fatal("a failed transaction wrote its first operation")

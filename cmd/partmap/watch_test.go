@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,33 +21,17 @@ import (
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/redistest"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 )
 
-// syncBuffer is a writer a running command and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startWatch runs `partmap watch` in the background until stop, which
 // returns its exit code.
-func startWatch(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func() int) {
+func startWatch(t *testing.T, args ...string) (out, errOut *storetest.SyncBuffer, stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut = &syncBuffer{}, &syncBuffer{}
+	out, errOut = &storetest.SyncBuffer{}, &storetest.SyncBuffer{}
 	exit := make(chan int, 1)
 	go func() { exit <- Main(ctx, append([]string{"watch"}, args...), strings.NewReader(""), out, errOut) }()
 	var once sync.Once
@@ -191,14 +174,9 @@ func TestWatchOnceEndsOnEveryStore(t *testing.T) {
 			var args []string
 			switch store {
 			case "redis":
-				args = []string{"--store", "redis://" + startRedis(t) + "/0"}
+				args = []string{"--store", "redis://" + redistest.StartTestServer(t).Addr + "/0"}
 			case "redis-cluster":
-				c, err := testCluster()
-				if err != nil {
-					t.Fatal(err)
-				}
-				args = []string{"--store", "redis-cluster://" + strings.Join(c.Addrs, ","), "--redis-min-replicas-ack", "1",
-					"--redis-namespace", "once" + strconv.FormatInt(time.Now().UnixNano(), 36)} // the cluster is shared
+				args = append(onSharedCluster(t, "once"), "--redis-min-replicas-ack", "1")
 			}
 			url, _ := serveInProcess(t, args...)
 			must := mustRun(t, "--server="+url)

@@ -1,12 +1,12 @@
 package crashtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,12 +18,10 @@ import (
 // balance, spread over many partitions; workers move amounts between them
 // in transactions while the server is SIGKILLed and restarted.
 type BankConfig struct {
-	Binary   string   // the partmap binary
-	Data     string   // its data directory, unless Store is set
-	Store    []string // serve's --store and its flags, instead of --data
-	Accounts int      // at most partmap.MaxTransactionOps; 40 by default
-	Workers  int      // concurrent transferrers; 8 by default
-	Cycles   int      // kill-and-restart cycles
+	Serve
+	Accounts int // at most partmap.MaxTransactionOps; 40 by default
+	Workers  int // concurrent transferrers; 8 by default
+	Cycles   int // kill-and-restart cycles
 	Seed     uint64
 	Logf     func(format string, args ...any)
 }
@@ -87,28 +85,15 @@ func (b Bank) Check(ctx context.Context, cl *pmhttp.Client) error {
 // balances never changes, in any atomic read or export taken during the
 // run or any check after a restart, and no account goes missing.
 func RunBank(ctx context.Context, cfg BankConfig) (BankResult, error) {
-	if cfg.Accounts == 0 {
-		cfg.Accounts = 40
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 8
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
+	cfg.Accounts, cfg.Workers = cmp.Or(cfg.Accounts, 40), cmp.Or(cfg.Workers, 8)
+	cfg.Logf = orDiscard(cfg.Logf)
 	bank := NewBank(cfg.Accounts)
 	accounts, total := bank.Accounts, bank.Total
-	serve := Config{Binary: cfg.Binary, Data: cfg.Data, Store: cfg.Store}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 11))
 	var res BankResult
 	for cycle := 0; ; cycle++ {
-		srv, err := start(ctx, serve)
+		srv, cl, err := cfg.startCycle(ctx, cycle)
 		if err != nil {
-			return res, fmt.Errorf("cycle %d: %w", cycle, err)
-		}
-		cl, err := pmhttp.NewClient(srv.url, nil)
-		if err != nil {
-			srv.kill()
 			return res, err
 		}
 		if cycle == 0 {
@@ -129,52 +114,39 @@ func RunBank(ctx context.Context, cfg BankConfig) (BankResult, error) {
 		}
 
 		var transfers, reads, exports atomic.Int64
-		var mu sync.Mutex
-		var violation error
-		fail := func(err error) {
-			mu.Lock()
-			if violation == nil {
-				violation = fmt.Errorf("cycle %d: %w", cycle, err)
-			}
-			mu.Unlock()
-		}
-		var wg sync.WaitGroup
-		for w := range cfg.Workers {
-			seed := rng.Uint64()
-			wg.Go(func() {
-				r := rand.New(rand.NewPCG(seed, uint64(w)))
-				for {
-					var err error
-					switch {
-					case w == 0:
-						err = atomicRead(ctx, cl, accounts, total)
-						if err == nil {
-							reads.Add(1)
-						}
-					case w == 1 && r.IntN(4) == 0:
-						err = exportTotal(ctx, cl, accounts, total)
-						if err == nil {
-							exports.Add(1)
-						}
-					default:
-						err = transfer(ctx, cl, r, accounts)
-						if err == nil {
-							transfers.Add(1)
-						}
+		ws := &workers{cycle: cycle}
+		ws.start(cfg.Workers, rng, func(w int, r *rand.Rand) {
+			for {
+				var err error
+				switch {
+				case w == 0:
+					err = atomicRead(ctx, cl, accounts, total)
+					if err == nil {
+						reads.Add(1)
 					}
-					var answered *partmap.Error
-					switch {
-					case err == nil, errors.Is(err, partmap.ErrLockConflict):
-						// A conflict the client gave up retrying wrote nothing.
-					case errors.As(err, &answered) && answered.Code == partmap.EUNAVAILABLE, !errors.As(err, &answered):
-						return // the server is gone: whatever was in flight landed wholly or not at all
-					default:
-						fail(err)
-						return
+				case w == 1 && r.IntN(4) == 0:
+					err = exportTotal(ctx, cl, accounts, total)
+					if err == nil {
+						exports.Add(1)
+					}
+				default:
+					err = transfer(ctx, cl, r, accounts)
+					if err == nil {
+						transfers.Add(1)
 					}
 				}
-			})
-		}
+				var answered *partmap.Error
+				switch {
+				case err == nil, errors.Is(err, partmap.ErrLockConflict):
+					// A conflict the client gave up retrying wrote nothing.
+				case errors.As(err, &answered) && answered.Code == partmap.EUNAVAILABLE, !errors.As(err, &answered):
+					return // the server is gone: whatever was in flight landed wholly or not at all
+				default:
+					ws.fail(err)
+					return
+				}
+			}
+		})
 		// Kill at a random moment, but not before a read has checked the
 		// total under way (an export can take a while on a busy cluster).
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
@@ -182,9 +154,8 @@ func RunBank(ctx context.Context, cfg BankConfig) (BankResult, error) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		srv.kill()
-		wg.Wait()
-		if violation != nil {
-			return res, violation
+		if err := ws.wait(); err != nil {
+			return res, err
 		}
 		res.Cycles++
 		res.Transfers += transfers.Load()

@@ -12,6 +12,7 @@ package crashtest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,22 +29,25 @@ import (
 	"github.com/partmap/partmap/internal/model"
 )
 
+// Serve is how a run starts `partmap serve`.
+type Serve struct {
+	Binary string   // the partmap binary
+	Data   string   // its data directory, unless Store is set
+	Store  []string // serve's --store and its flags, instead of --data
+}
+
 // Config describes a run.
 type Config struct {
-	Binary  string // the partmap binary
-	Data    string // its data directory
-	Clients int    // concurrent writers; at least 16 by the default
-	Emails  int    // per client
-	Cycles  int    // kill-and-restart cycles
+	Serve
+	Clients int // concurrent writers; at least 16 by the default
+	Emails  int // per client
+	Cycles  int // kill-and-restart cycles
 	Seed    uint64
 	Logf    func(format string, args ...any)
 	// Resize starts a resize to another partition count at every cycle
 	// that has none in progress, so that kills land in the middle of
 	// resizes and restarts must resume them.
 	Resize bool
-	// Store, if set, is serve's --store (with its other flags, such as
-	// --redis-namespace) instead of --data Data.
-	Store []string
 	// Preload bulk-loads this many more profiles, which no client touches,
 	// at the first cycle: with Resize, enough make a resize last longer
 	// than a cycle.
@@ -79,15 +83,8 @@ var addrRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
 
 // Run runs the harness. It returns an error describing the first violation.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Clients == 0 {
-		cfg.Clients = 16
-	}
-	if cfg.Emails == 0 {
-		cfg.Emails = 3
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
+	cfg.Clients, cfg.Emails = cmp.Or(cfg.Clients, 16), cmp.Or(cfg.Emails, 3)
+	cfg.Logf = orDiscard(cfg.Logf)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
 	// Emails of four partitions, dealt round-robin, so that every client
 	// writes into partitions that other clients write too.
@@ -112,18 +109,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	var res Result
 	for cycle := range cfg.Cycles {
-		srv, err := start(ctx, cfg)
+		srv, cl, err := cfg.startCycle(ctx, cycle)
 		if err != nil {
-			return res, fmt.Errorf("cycle %d: %w", cycle, err)
-		}
-		cl, err := pmhttp.NewClient(srv.url, nil)
-		if err != nil {
-			srv.kill()
 			return res, err
-		}
-		if _, err := cl.Start(ctx); err != nil {
-			srv.kill()
-			return res, fmt.Errorf("cycle %d: start: %w", cycle, err)
 		}
 		if cycle == 0 && cfg.Preload > 0 {
 			if err := preload(ctx, cl, cfg.Preload); err != nil {
@@ -144,50 +132,39 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 		// Write until a random moment, then kill the server mid-flight.
 		var acked atomic.Int64
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var violation error
-		for c := range cfg.Clients {
-			seed := rng.Uint64()
-			wg.Go(func() {
-				cl, _ := pmhttp.NewClient(srv.url, nil)
-				r := rand.New(rand.NewPCG(seed, uint64(c)))
-				for {
-					op := write(r, emails[c])
-					mu.Lock()
-					k := keys[op.Email]
-					mu.Unlock()
-					got, err := op.Do(ctx, cl)
-					var answered *partmap.Error
-					if err != nil && !errors.As(err, &answered) {
-						// No answer at all: the server is gone. The write may or may
-						// not have landed. (A 500 is an answer, and the model judges it.)
-						mu.Lock()
-						k.pending = &op
-						mu.Unlock()
-						return
-					}
-					next, want := op.Apply(k.state)
-					if !want.Same(got) {
-						mu.Lock()
-						if violation == nil {
-							violation = fmt.Errorf("cycle %d: %v answered %v, but the model says %v", cycle, op, got, want)
-						}
-						mu.Unlock()
-						return
-					}
-					mu.Lock()
-					k.state = next
-					mu.Unlock()
-					acked.Add(1)
+		ws := &workers{cycle: cycle}
+		ws.start(cfg.Clients, rng, func(c int, r *rand.Rand) {
+			cl, _ := pmhttp.NewClient(srv.url, nil)
+			for {
+				op := write(r, emails[c])
+				ws.mu.Lock()
+				k := keys[op.Email]
+				ws.mu.Unlock()
+				got, err := op.Do(ctx, cl)
+				var answered *partmap.Error
+				if err != nil && !errors.As(err, &answered) {
+					// No answer at all: the server is gone. The write may or may
+					// not have landed. (A 500 is an answer, and the model judges it.)
+					ws.mu.Lock()
+					k.pending = &op
+					ws.mu.Unlock()
+					return
 				}
-			})
-		}
+				next, want := op.Apply(k.state)
+				if !want.Same(got) {
+					ws.fail(fmt.Errorf("%v answered %v, but the model says %v", op, got, want))
+					return
+				}
+				ws.mu.Lock()
+				k.state = next
+				ws.mu.Unlock()
+				acked.Add(1)
+			}
+		})
 		time.Sleep(time.Duration(20+rng.IntN(280)) * time.Millisecond)
 		srv.kill()
-		wg.Wait()
-		if violation != nil {
-			return res, violation
+		if err := ws.wait(); err != nil {
+			return res, err
 		}
 		res.Acknowledged += acked.Load()
 		res.Cycles++
@@ -199,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Logf("cycle %d: killed after %d acknowledged writes", cycle, acked.Load())
 	}
 	// One last restart checks the writes of the last cycle.
-	srv, err := start(ctx, cfg)
+	srv, err := start(ctx, cfg.Serve)
 	if err != nil {
 		return res, err
 	}
@@ -368,12 +345,70 @@ func landed(op model.Op, before, got partmap.Profile) bool {
 	return model.Equal(after, got)
 }
 
+// orDiscard is logf, or a function that logs nothing when logf is nil.
+func orDiscard(logf func(format string, args ...any)) func(format string, args ...any) {
+	if logf == nil {
+		return func(string, ...any) {}
+	}
+	return logf
+}
+
+// workers are a cycle's goroutines, each with a random source of its own.
+type workers struct {
+	cycle int
+	wg    sync.WaitGroup
+	mu    sync.Mutex // guards err, and what the workers share
+	err   error      // the first violation
+}
+
+// start runs work in n goroutines, the w-th with a source seeded from rng.
+func (ws *workers) start(n int, rng *rand.Rand, work func(w int, r *rand.Rand)) {
+	for w := range n {
+		seed := rng.Uint64()
+		ws.wg.Go(func() { work(w, rand.New(rand.NewPCG(seed, uint64(w)))) })
+	}
+}
+
+// fail reports a violation; the first one is the cycle's.
+func (ws *workers) fail(err error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.err == nil {
+		ws.err = fmt.Errorf("cycle %d: %w", ws.cycle, err)
+	}
+}
+
+// wait waits for every worker to return, and returns the first violation.
+func (ws *workers) wait() error {
+	ws.wg.Wait()
+	return ws.err
+}
+
 type server struct {
 	cmd *exec.Cmd
 	url string
 }
 
-func start(ctx context.Context, cfg Config) (*server, error) {
+// startCycle starts the server of a cycle, and the directory through a
+// client of it.
+func (s Serve) startCycle(ctx context.Context, cycle int) (*server, *pmhttp.Client, error) {
+	srv, err := start(ctx, s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cycle %d: %w", cycle, err)
+	}
+	cl, err := pmhttp.NewClient(srv.url, nil)
+	if err != nil {
+		srv.kill()
+		return nil, nil, err
+	}
+	if _, err := cl.Start(ctx); err != nil {
+		srv.kill()
+		return nil, nil, fmt.Errorf("cycle %d: start: %w", cycle, err)
+	}
+	return srv, cl, nil
+}
+
+func start(ctx context.Context, cfg Serve) (*server, error) {
 	// The model writes the fields a and n: indexing them makes every write
 	// maintain index entries, which the check after each restart verifies.
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--lock-wait", "10ms", "--index", "a,n"}

@@ -9,8 +9,11 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,14 +121,58 @@ func expiryOp(r *rand.Rand, email string) partmap.Operation {
 type ExpiryConfig struct {
 	Cycles int
 	Seed   uint64
-	// Child returns the writer process of one cycle: one that runs
-	// ExpiryChild on the store with the real clock and its sweeper, with
-	// its stdout for the reports.
-	Child func(cycle int, seed uint64) *exec.Cmd
-	// Open opens the store, between cycles, with the given clock and a
-	// sweeper every sweep; close releases it.
-	Open func(clock func() time.Time, sweep time.Duration) (s partmap.Store, close func(), err error)
-	Logf func(format string, args ...any)
+	// Open opens the store at where, with the given clock (nil: the real
+	// one) and a sweeper every sweep: between cycles in the test, and in
+	// the writer of each cycle, the test binary run again, whose TestMain
+	// calls ExpiryChildMain with the same Open.
+	Open  ExpiryOpener
+	Where string
+	Logf  func(format string, args ...any)
+}
+
+// ExpiryOpener opens the store of an expiry run; see ExpiryConfig.
+type ExpiryOpener func(where string, clock func() time.Time, sweep time.Duration) (ExpiryStore, error)
+
+// ExpiryStore is a store that the run closes.
+type ExpiryStore interface {
+	partmap.Store
+	Close() error
+}
+
+// expiryChildEnv holds the seed and the store's where of a writer that
+// RunExpiry kills.
+const expiryChildEnv = "PARTMAP_EXPIRY_CHILD"
+
+// ExpiryChildMain is for a test binary's TestMain, first: in a writer that
+// RunExpiry started, it runs ExpiryChild on the store open opens, with the
+// real clock and a sweeper every 100 ms, and exits; elsewhere it returns.
+func ExpiryChildMain(open ExpiryOpener) {
+	v := os.Getenv(expiryChildEnv)
+	if v == "" {
+		return
+	}
+	seed, where, _ := strings.Cut(v, " ")
+	n, err := strconv.ParseUint(seed, 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	s, err := open(where, nil, 100*time.Millisecond)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Fprintln(os.Stderr, ExpiryChild(context.Background(), s, os.Stdout, n))
+	os.Exit(3)
+}
+
+// child is the writer of a cycle: the test binary again, which reports on
+// its stdout.
+func (cfg ExpiryConfig) child(seed uint64) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s", expiryChildEnv, seed, cfg.Where))
+	cmd.Stderr = os.Stderr
+	return cmd
 }
 
 // ExpiryResult counts what a run checked.
@@ -147,14 +194,12 @@ func (r ExpiryResult) String() string {
 // sweeper must reclaim every expired profile from the stored counts
 // without drift.
 func RunExpiry(ctx context.Context, cfg ExpiryConfig) (ExpiryResult, error) {
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
+	cfg.Logf = orDiscard(cfg.Logf)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 11))
 	state := model.ExpiryState{}
 	var res ExpiryResult
 	for cycle := range cfg.Cycles {
-		cmd := cfg.Child(cycle, rng.Uint64())
+		cmd := cfg.child(rng.Uint64())
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return res, err
@@ -276,11 +321,11 @@ func verifyExpiry(ctx context.Context, cfg ExpiryConfig, state *model.ExpiryStat
 	var frozen atomic.Int64
 	frozen.Store(time.Now().UnixMilli())
 	now := frozen.Load()
-	s, closeStore, err := cfg.Open(func() time.Time { return time.UnixMilli(frozen.Load()) }, 50*time.Millisecond)
+	s, err := cfg.Open(cfg.Where, func() time.Time { return time.UnixMilli(frozen.Load()) }, 50*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer s.Close()
 	for c := range ExpiryClients {
 		for _, email := range expiryEmails(c) {
 			got, err := readLive(ctx, s, email)

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,24 +13,22 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
+	"github.com/partmap/partmap/internal/storetest"
 )
 
 // FeedConfig describes a change feed run: workers write a shared pool of
 // profiles in every way there is while the server is SIGKILLed and
 // restarted, and a reader follows the feed across the restarts.
 type FeedConfig struct {
-	Binary  string   // the partmap binary
-	Data    string   // its data directory, unless Store is set
-	Store   []string // serve's --store and its flags, instead of --data
-	Workers int      // concurrent writers; 8 by default
-	Emails  int      // the pool they write; 24 by default
-	Cycles  int      // kill-and-restart cycles
+	Serve
+	Workers int // concurrent writers; 8 by default
+	Emails  int // the pool they write; 24 by default
+	Cycles  int // kill-and-restart cycles
 	Seed    uint64
 	Logf    func(format string, args ...any)
 	// Backup, a scratch directory, takes a backup with `partmap backup`
@@ -70,19 +69,8 @@ type ack struct {
 // cursor, read exactly the same changes, no gap and no repeat; and a
 // backup plus the feed after its cursor is the directory too.
 func RunFeed(ctx context.Context, cfg FeedConfig) (FeedResult, error) {
-	if cfg.Workers == 0 {
-		cfg.Workers = 8
-	}
-	if cfg.Emails == 0 {
-		cfg.Emails = 24
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
-	if cfg.Load == 0 {
-		cfg.Load = 50 * time.Millisecond
-	}
-	serve := Config{Binary: cfg.Binary, Data: cfg.Data, Store: cfg.Store}
+	cfg.Workers, cfg.Emails, cfg.Load = cmp.Or(cfg.Workers, 8), cmp.Or(cfg.Emails, 24), cmp.Or(cfg.Load, 50*time.Millisecond)
+	cfg.Logf = orDiscard(cfg.Logf)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 13))
 	// Half the pool shares a partition, so that writers meet each
 	// other's locks; the rest is spread.
@@ -97,75 +85,53 @@ func RunFeed(ctx context.Context, cfg FeedConfig) (FeedResult, error) {
 	var backup *partmap.BackupInfo
 	restored := ""
 	for cycle := 0; ; cycle++ {
-		srv, err := start(ctx, serve)
+		srv, cl, err := cfg.startCycle(ctx, cycle)
 		if err != nil {
-			return res, fmt.Errorf("cycle %d: %w", cycle, err)
-		}
-		cl, err := pmhttp.NewClient(srv.url, nil)
-		if err != nil {
-			srv.kill()
 			return res, err
-		}
-		if _, err := cl.Start(ctx); err != nil {
-			srv.kill()
-			return res, fmt.Errorf("cycle %d: start: %w", cycle, err)
 		}
 		if cycle == cfg.Cycles {
 			defer srv.kill()
 			return res, checkFeed(ctx, cfg, cl, acks, followed, after, backup, restored, &res)
 		}
 
-		var mu sync.Mutex
-		var violation error
-		fail := func(err error) {
-			mu.Lock()
-			if violation == nil {
-				violation = fmt.Errorf("cycle %d: %w", cycle, err)
-			}
-			mu.Unlock()
-		}
 		var acked atomic.Int64
-		var wg sync.WaitGroup
-		for w := range cfg.Workers {
-			seed := rng.Uint64()
-			wg.Go(func() {
-				r := rand.New(rand.NewPCG(seed, uint64(w)))
-				for {
-					got, err := feedWrite(ctx, cl, r, emails)
-					var answered *partmap.Error
-					switch {
-					case err == nil:
-						mu.Lock()
-						acks = append(acks, got...)
-						mu.Unlock()
-						acked.Add(1)
-					case errors.As(err, &answered) && answered.Code == partmap.EUNAVAILABLE, !errors.As(err, &answered):
-						return // the server is gone
-					case slices.Contains([]partmap.Code{partmap.ENOTFOUND, partmap.EEXISTS, partmap.ELOCKCONFLICT, partmap.EPRECONDITION}, answered.Code):
-						// refused, and wrote nothing
-					default:
-						fail(err)
-						return
-					}
+		ws := &workers{cycle: cycle}
+		ws.start(cfg.Workers, rng, func(_ int, r *rand.Rand) {
+			for {
+				got, err := feedWrite(ctx, cl, r, emails)
+				var answered *partmap.Error
+				switch {
+				case err == nil:
+					ws.mu.Lock()
+					acks = append(acks, got...)
+					ws.mu.Unlock()
+					acked.Add(1)
+				case errors.As(err, &answered) && answered.Code == partmap.EUNAVAILABLE, !errors.As(err, &answered):
+					return // the server is gone
+				case slices.Contains([]partmap.Code{partmap.ENOTFOUND, partmap.EEXISTS, partmap.ELOCKCONFLICT, partmap.EPRECONDITION}, answered.Code):
+					// refused, and wrote nothing
+				default:
+					ws.fail(err)
+					return
 				}
-			})
-		}
+			}
+		})
 		// The reader follows the feed in small long-polled pages, from
 		// where it was when the last server died.
-		wg.Go(func() {
+		ws.wg.Go(func() {
 			for {
 				page, err := cl.Changes(ctx, partmap.ChangeQuery{After: after, Limit: 7, Wait: 100 * time.Millisecond})
 				var answered *partmap.Error
 				switch {
 				case err == nil:
-					mu.Lock()
+					ws.mu.Lock()
 					followed = append(followed, page.Changes...)
 					after = page.Next
-					mu.Unlock()
+					ws.mu.Unlock()
 				case errors.As(err, &answered) && answered.Code == partmap.EUNAVAILABLE, !errors.As(err, &answered):
 					return
 				default:
-					fail(fmt.Errorf("reading the feed after %q: %w", after, err))
+					ws.fail(fmt.Errorf("reading the feed after %q: %w", after, err))
 					return
 				}
 			}
@@ -175,7 +141,7 @@ func RunFeed(ctx context.Context, cfg FeedConfig) (FeedResult, error) {
 			info, dir, err := takeBackup(ctx, cfg, srv.url)
 			if err != nil {
 				srv.kill()
-				wg.Wait()
+				ws.wait()
 				return res, fmt.Errorf("cycle %d: %w", cycle, err)
 			}
 			backup, restored = &info, dir
@@ -183,9 +149,8 @@ func RunFeed(ctx context.Context, cfg FeedConfig) (FeedResult, error) {
 			time.Sleep(time.Duration(20+rng.IntN(100)) * time.Millisecond)
 		}
 		srv.kill()
-		wg.Wait()
-		if violation != nil {
-			return res, violation
+		if err := ws.wait(); err != nil {
+			return res, err
 		}
 		res.Cycles++
 		cfg.Logf("cycle %d: killed after %d acknowledged writes; the reader has followed %d changes", cycle, acked.Load(), len(followed))
@@ -287,7 +252,7 @@ func checkFeed(ctx context.Context, cfg FeedConfig, cl *pmhttp.Client, acks []ac
 	// The directory first: its export ends the transactions a kill left
 	// (on Redis, rolling a committed one forward on its other partitions),
 	// which appends their events; a feed read before would lack them.
-	live, err := state(ctx, cl)
+	live, err := storetest.StoreState(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -296,7 +261,7 @@ func checkFeed(ctx context.Context, cfg FeedConfig, cl *pmhttp.Client, acks []ac
 		return err
 	}
 	res.Changes, res.Acknowledged = len(all), len(acks)
-	if d := diffStates(replay(nil, all), live); d != "" {
+	if d := storetest.DiffStates(storetest.Replay(all), live); d != "" {
 		return fmt.Errorf("replaying the %d changes of the feed does not give the directory's %d profiles: %s", len(all), len(live), d)
 	}
 	versions := map[ack]bool{}
@@ -322,7 +287,7 @@ func checkFeed(ctx context.Context, cfg FeedConfig, cl *pmhttp.Client, acks []ac
 		return fmt.Errorf("a reader that followed the feed across the kills read %d changes; it holds %d", len(followed), len(all))
 	}
 	for i := range all {
-		if a, b := all[i], followed[i]; a.Cursor != b.Cursor || a.Email != b.Email || a.Op != b.Op || !sameRecord(a.Record, b.Record) {
+		if a, b := all[i], followed[i]; a.Cursor != b.Cursor || a.Email != b.Email || a.Op != b.Op || !storetest.SameRecord(a.Record, b.Record) {
 			return fmt.Errorf("change %d: the feed has %s %s %s, the reader that followed it read %s %s %s", i, a.Cursor, a.Op, a.Email, b.Cursor, b.Op, b.Email)
 		}
 	}
@@ -335,7 +300,7 @@ func checkFeed(ctx context.Context, cfg FeedConfig, cl *pmhttp.Client, acks []ac
 	if backup == nil {
 		return fmt.Errorf("no backup was taken")
 	}
-	srv, err := start(ctx, Config{Binary: cfg.Binary, Data: restored})
+	srv, err := start(ctx, Serve{Binary: cfg.Binary, Data: restored})
 	if err != nil {
 		return fmt.Errorf("serving the restored backup: %w", err)
 	}
@@ -344,7 +309,7 @@ func checkFeed(ctx context.Context, cfg FeedConfig, cl *pmhttp.Client, acks []ac
 	if err != nil {
 		return err
 	}
-	base, err := state(ctx, rc)
+	base, err := storetest.StoreState(ctx, rc)
 	if err != nil {
 		return fmt.Errorf("the restored backup: %w", err)
 	}
@@ -353,86 +318,9 @@ func checkFeed(ctx context.Context, cfg FeedConfig, cl *pmhttp.Client, acks []ac
 		return fmt.Errorf("the backup's feed cursor: %w", err)
 	}
 	res.AfterBackup = len(since)
-	if d := diffStates(replay(base, since), live); d != "" {
+	storetest.ReplayOnto(base, since)
+	if d := storetest.DiffStates(base, live); d != "" {
 		return fmt.Errorf("the backup of feed cursor %s with the %d changes after it is not the directory: %s", backup.Feed, len(since), d)
 	}
 	return nil
-}
-
-// state reads every profile of the directory with its version.
-func state(ctx context.Context, cl *pmhttp.Client) (map[string]partmap.Record, error) {
-	out := map[string]partmap.Record{}
-	var emails []string
-	err := cl.ExportProfiles(ctx, func(rec partmap.Record) error {
-		out[rec.Profile.Email()] = rec
-		emails = append(emails, rec.Profile.Email())
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	for len(emails) > 0 {
-		batch := emails[:min(len(emails), partmap.MaxBatchEmails)]
-		emails = emails[len(batch):]
-		recs, err := cl.FindProfiles(ctx, batch)
-		if err != nil {
-			return nil, err
-		}
-		for i, rec := range recs {
-			if rec == nil || !maps.Equal(rec.Profile, out[batch[i]].Profile) {
-				return nil, fmt.Errorf("%s changed between the export and the lookup", batch[i])
-			}
-			exported := out[batch[i]]
-			exported.Version = rec.Version
-			out[batch[i]] = exported
-		}
-	}
-	return out, nil
-}
-
-// replay applies changes to a copy of base.
-func replay(base map[string]partmap.Record, changes []partmap.Change) map[string]partmap.Record {
-	out := maps.Clone(base)
-	if out == nil {
-		out = map[string]partmap.Record{}
-	}
-	for _, c := range changes {
-		if c.Record == nil {
-			delete(out, c.Email)
-		} else {
-			out[c.Email] = *c.Record
-		}
-	}
-	return out
-}
-
-func sameRecord(a, b *partmap.Record) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Version == b.Version && maps.Equal(a.Profile, b.Profile) &&
-		a.Deadlines.Profile == b.Deadlines.Profile && maps.Equal(a.Deadlines.Fields, b.Deadlines.Fields)
-}
-
-// diffStates describes the first few differences of got from want.
-func diffStates(got, want map[string]partmap.Record) string {
-	var diffs []string
-	for _, e := range slices.Sorted(maps.Keys(want)) {
-		w, g := want[e], got[e]
-		if _, ok := got[e]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s missing", e))
-		} else if !sameRecord(&g, &w) {
-			diffs = append(diffs, fmt.Sprintf("%s is %s %v, want %s %v", e, g.Version.ETag(), g.Profile, w.Version.ETag(), w.Profile))
-		}
-	}
-	for _, e := range slices.Sorted(maps.Keys(got)) {
-		if _, ok := want[e]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s should not exist", e))
-		}
-	}
-	if len(diffs) == 0 {
-		return ""
-	}
-	n := len(diffs)
-	return fmt.Sprintf("%d differences: %q", n, diffs[:min(n, 10)])
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -146,10 +145,8 @@ func (d *Directory) changeFilter(q partmap.ChangeQuery) (func(string) bool, int,
 
 // trimmer keeps the feed within its retention and reports its size.
 type trimmer struct {
+	background
 	retention partmap.Retention
-	stop      chan struct{}
-	done      chan struct{}
-	once      sync.Once
 	events    prometheus.Gauge
 	bytes     prometheus.Gauge
 	oldest    prometheus.Gauge
@@ -160,16 +157,11 @@ type trimmer struct {
 func newTrimmer(r partmap.Retention) *trimmer {
 	t := &trimmer{
 		retention: r,
-		events: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_events",
-			Help: "Changes the feed holds (as of its last trim)."}),
-		bytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_bytes",
-			Help: "About how much space the feed takes on disk, where the store knows (as of its last trim)."}),
-		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_oldest_change_seconds",
-			Help: "Unix time of the oldest change the feed holds; 0 when empty."}),
-		age: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_retention_seconds",
-			Help: "How long the feed keeps a change (--feed-retention); 0: no bound."}),
-		keep: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_feed_retention_events",
-			Help: "How many changes the feed keeps at most (--feed-retention); 0: no bound."}),
+		events:    gauge("partmap_feed_events", "Changes the feed holds (as of its last trim)."),
+		bytes:     gauge("partmap_feed_bytes", "About how much space the feed takes on disk, where the store knows (as of its last trim)."),
+		oldest:    gauge("partmap_feed_oldest_change_seconds", "Unix time of the oldest change the feed holds; 0 when empty."),
+		age:       gauge("partmap_feed_retention_seconds", "How long the feed keeps a change (--feed-retention); 0: no bound."),
+		keep:      gauge("partmap_feed_retention_events", "How many changes the feed keeps at most (--feed-retention); 0: no bound."),
 	}
 	t.age.Set(r.Age.Seconds())
 	t.keep.Set(float64(r.Events))
@@ -209,16 +201,7 @@ func (d *Directory) trimFeed(ctx context.Context, written bool) (partmap.FeedSta
 // feed first, then, on a backend with hints, only what they say was
 // written or aged since.
 func (d *Directory) startTrimmer(interval time.Duration) {
-	t := d.trimmer
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(t.done)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			<-t.stop
-			cancel()
-		}()
+	d.trimmer.start(func(ctx context.Context, stop <-chan struct{}) {
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		var lastLog time.Time
@@ -232,19 +215,10 @@ func (d *Directory) startTrimmer(interval time.Duration) {
 				lastLog = time.Now()
 			}
 			select {
-			case <-t.stop:
+			case <-stop:
 				return
 			case <-tick.C:
 			}
 		}
-	}()
-}
-
-func (d *Directory) stopTrimmer() {
-	t := d.trimmer
-	if t.stop == nil {
-		return
-	}
-	t.once.Do(func() { close(t.stop) })
-	<-t.done
+	})
 }

@@ -3,8 +3,8 @@ package directory_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -33,24 +33,11 @@ func TestChangesFilteredCaughtUp(t *testing.T) {
 			return s
 		},
 		"Redis": func(t *testing.T) storetest.FeedStore {
-			srv, err := redistest.StartServer(t.TempDir(), 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Stop)
+			srv := redistest.StartTestServer(t)
 			return openRedis(t, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}))
 		},
 		"Cluster": func(t *testing.T) storetest.FeedStore {
-			dir, err := os.MkdirTemp("", "partmap-cluster-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			c, err := redistest.StartCluster(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Stop)
+			c := redistest.StartTestCluster(t, 2*time.Second)
 			return openRedis(t, goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs}))
 		},
 	}

@@ -1,7 +1,9 @@
 package directory
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +31,46 @@ func newStoreMetrics() *storeMetrics {
 			Help: "Time from a write's commit until it is durable (fsync, or Redis replication when required); outcome is ok or error.",
 		}, []string{"outcome"}),
 	}
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// background is a goroutine of the directory's that runs until it closes.
+type background struct {
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// start runs loop in a goroutine of its own; its context ends, and stop
+// closes, when halt is called.
+func (b *background) start(loop func(ctx context.Context, stop <-chan struct{})) {
+	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.done)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-b.stop
+			cancel()
+		}()
+		loop(ctx, b.stop)
+	}()
+}
+
+// halt ends the goroutine, if it started, and waits for it.
+func (b *background) halt() {
+	if b.stop == nil {
+		return
+	}
+	b.once.Do(func() { close(b.stop) })
+	<-b.done
 }
 
 func outcome(err error) string {

@@ -241,8 +241,8 @@ func (r *resizer) setErr(err error) {
 // removal of an old generation (a later open finishes it). A whole-map lock
 // an operator holds stays held, in the store, until released or over.
 func (d *Directory) Close() {
-	d.stopSweeper()
-	d.stopTrimmer()
+	d.sweeper.halt() // and waits for its pass to end
+	d.trimmer.halt()
 	r := &d.resizer
 	r.mu.Lock()
 	r.closed = true

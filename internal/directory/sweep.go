@@ -6,7 +6,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +20,7 @@ const sweepBatch = 50000
 
 // sweeper runs Sweep every interval until the directory closes.
 type sweeper struct {
-	stop     chan struct{}
-	done     chan struct{}
-	once     sync.Once
+	background
 	profiles prometheus.Counter
 	fields   prometheus.Counter
 	passes   prometheus.Counter
@@ -33,16 +30,11 @@ type sweeper struct {
 
 func newSweeperMetrics() *sweeper {
 	return &sweeper{
-		profiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_profiles_reclaimed_total",
-			Help: "Expired profiles the sweeper deleted."}),
-		fields: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_records_reclaimed_total",
-			Help: "Records the sweeper rewrote without their expired fields."}),
-		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_sweeps_total",
-			Help: "Passes of the sweeper over the expiry entries."}),
-		cpu: prometheus.NewCounter(prometheus.CounterOpts{Name: "partmap_expiry_sweeper_cpu_seconds_total",
-			Help: "CPU time of the sweeper's own thread (user and system)."}),
-		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "partmap_expiry_oldest_due_seconds",
-			Help: "How long the oldest deadline the last pass met had been due: how far the sweeper is behind."}),
+		profiles: counter("partmap_expiry_profiles_reclaimed_total", "Expired profiles the sweeper deleted."),
+		fields:   counter("partmap_expiry_records_reclaimed_total", "Records the sweeper rewrote without their expired fields."),
+		passes:   counter("partmap_expiry_sweeps_total", "Passes of the sweeper over the expiry entries."),
+		cpu:      counter("partmap_expiry_sweeper_cpu_seconds_total", "CPU time of the sweeper's own thread (user and system)."),
+		lag:      gauge("partmap_expiry_oldest_due_seconds", "How long the oldest deadline the last pass met had been due: how far the sweeper is behind."),
 	}
 }
 
@@ -54,22 +46,15 @@ func (s *sweeper) collectors() []prometheus.Collector {
 // one OS thread, so that its CPU can be read from the thread's usage.
 func (d *Directory) startSweeper(interval time.Duration) {
 	s := d.sweeper
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.done)
+	s.start(func(ctx context.Context, stop <-chan struct{}) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			<-s.stop
-			cancel()
-		}()
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		var warned time.Time // when a failure was last logged
 		for {
 			select {
-			case <-s.stop:
+			case <-stop:
 				return
 			case <-t.C:
 			}
@@ -102,17 +87,7 @@ func (d *Directory) startSweeper(interval time.Duration) {
 				warned = time.Time{}
 			}
 		}
-	}()
-}
-
-// stopSweeper ends the sweeper, and waits for its pass to end.
-func (d *Directory) stopSweeper() {
-	s := d.sweeper
-	if s.stop == nil {
-		return
-	}
-	s.once.Do(func() { close(s.stop) })
-	<-s.done
+	})
 }
 
 // Sweep reclaims everything due by now: it deletes expired profiles, with

@@ -126,6 +126,9 @@ func (c *Cluster) ready() bool {
 	return true
 }
 
+// URL is the cluster as partmap serve's --store names it.
+func (c *Cluster) URL() string { return "redis-cluster://" + strings.Join(c.Addrs, ",") }
+
 // Masters returns the nodes that are masters now.
 func (c *Cluster) Masters() []string {
 	var out []string

@@ -22,30 +22,39 @@ type ClockOpener func(t *testing.T, clock func() time.Time) (store partmap.Store
 // opens its data again, as a restarted server would.
 type ClockReopener func(t *testing.T, old partmap.Store, clock func() time.Time) (store partmap.Store, sweep func(context.Context) error)
 
-// testClock is a clock that moves only when a test moves it, or, ticking,
+// Clock is a clock that moves only when a test moves it, or, ticking,
 // by a millisecond each time it is read.
-type testClock struct {
+type Clock struct {
 	ms   atomic.Int64
 	tick atomic.Bool
 }
 
-func (c *testClock) now() time.Time {
+// Now is the clock's time, for a store's DirectoryOptions.Clock.
+func (c *Clock) Now() time.Time {
 	if c.tick.Load() {
 		return time.UnixMilli(c.ms.Add(1) - 1)
 	}
 	return time.UnixMilli(c.ms.Load())
 }
 
-func (c *testClock) set(ms int64) { c.ms.Store(ms) }
+// Set moves the clock to ms, in Unix milliseconds.
+func (c *Clock) Set(ms int64) { c.ms.Store(ms) }
 
-// t0 is when the clock suite starts, a round and unremarkable instant.
-var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+// NewClock is a Clock at ms, in Unix milliseconds.
+func NewClock(ms int64) *Clock {
+	c := &Clock{}
+	c.Set(ms)
+	return c
+}
 
-// startClocked opens a started store on a clock of its own, at t0.
-func startClocked(t *testing.T, open ClockOpener) (partmap.Store, func(context.Context) error, *testClock) {
-	c := &testClock{}
-	c.set(t0)
-	s, sweep := open(t, c.now)
+// T0 is when the clock suite starts, a round and unremarkable instant,
+// in Unix milliseconds.
+var T0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+
+// startClocked opens a started store on a clock of its own, at T0.
+func startClocked(t *testing.T, open ClockOpener) (partmap.Store, func(context.Context) error, *Clock) {
+	c := NewClock(T0)
+	s, sweep := open(t, c.Now)
 	if _, err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +74,7 @@ func mustSweep(t *testing.T, sweep func(context.Context) error) {
 // deadlines survive a restart (reopen) and a resize.
 func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 	ctx := context.Background()
-	start := func(t *testing.T) (partmap.Store, func(context.Context) error, *testClock) {
+	start := func(t *testing.T) (partmap.Store, func(context.Context) error, *Clock) {
 		return startClocked(t, open)
 	}
 
@@ -83,10 +92,10 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		for _, e := range []string{e0, e1, e2, lone} {
 			putProfile(t, s, gold(e))
 		}
-		wantCodes(t, "field", expireFields(t, s, e0, at(t0+1000), "", partmap.FieldCustomerTier), 1)
-		wantCodes(t, "later field", expireFields(t, s, e2, at(t0+5000), "", "fullName"), 1)
+		wantCodes(t, "field", expireFields(t, s, e0, at(T0+1000), "", partmap.FieldCustomerTier), 1)
+		wantCodes(t, "later field", expireFields(t, s, e2, at(T0+5000), "", "fullName"), 1)
 		for _, e := range []string{e1, lone} {
-			wantCodes(t, "profile", apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 1000)}).Codes, 1)
+			wantCodes(t, "profile", apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 1000)}).Codes, 1)
 		}
 		all := []string{e0, e1, e2, lone}
 
@@ -187,11 +196,11 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		}
 
 		v0 := view(t, false)
-		clock.set(t0 + 999)
+		clock.Set(T0 + 999)
 		if v := view(t, false); v != v0 {
 			t.Fatalf("version %v a ms before the deadline, %v before", v, v0)
 		}
-		clock.set(t0 + 1000)
+		clock.Set(T0 + 1000)
 		v1 := view(t, true)
 		if v1 == v0 {
 			t.Fatal("a field expired and the version stayed")
@@ -230,7 +239,7 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 
 		// e2's later field: gone at its own deadline, swept or not.
 		v2 := mustFind(t, s, e2).Version
-		clock.set(t0 + 5000)
+		clock.Set(T0 + 5000)
 		rec := mustFind(t, s, e2)
 		if _, ok := rec.Profile["fullName"]; ok || rec.Version == v2 {
 			t.Fatalf("%s after its field's deadline: %v, version %v (was %v)", e2, rec.Profile, rec.Version, v2)
@@ -250,15 +259,15 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 			putProfile(t, s, partmap.Profile{partmap.FieldEmail: x, partmap.FieldCustomerTier: "gold", "a": "1", "b": "2"})
 		}
 		for _, x := range []string{e, g, h, k} {
-			apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: x, When: at(t0 + 1000)})
+			apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: x, When: at(T0 + 1000)})
 		}
-		expireFields(t, s, f, at(t0+1000), "", "a")
+		expireFields(t, s, f, at(T0+1000), "", "a")
 		src := Spread(1, "src")[0]
 		for partitionOf(src) == p.String() {
 			src = "x" + src
 		}
 		putProfile(t, s, partmap.Profile{partmap.FieldEmail: src, "z": "26"})
-		clock.set(t0 + 1000)
+		clock.Set(T0 + 1000)
 
 		// A put creates the expired profile anew; the count, which still
 		// holds the unswept one, stays right.
@@ -320,7 +329,7 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		for _, x := range emails {
 			mustFind(t, s, x)
 		}
-		clock.set(t0 + 1_000_000)
+		clock.Set(T0 + 1_000_000)
 		mustSweep(t, sweep)
 		check()
 	})
@@ -331,19 +340,19 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		s, sweep, clock := start(t)
 		const e = "ifmatch@example.com"
 		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"})
-		expireFields(t, s, e, at(t0+1000), "", "a")
+		expireFields(t, s, e, at(T0+1000), "", "a")
 		v0 := mustFind(t, s, e).Version
-		clock.set(t0 + 1000)
+		clock.Set(T0 + 1000)
 		v1 := mustFind(t, s, e).Version
 		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"b": ptr("3")}, partmap.IfMatch(v0)); !errors.Is(err, partmap.ErrPrecondition) {
 			t.Fatalf("If-Match of the version before the field expired: %v, want precondition failed", err)
 		}
-		if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 9000), Cond: partmap.IfMatch(v1)}); err != nil {
+		if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 9000), Cond: partmap.IfMatch(v1)}); err != nil {
 			t.Fatalf("If-Match of the live version: %v", err)
 		}
-		expireFields(t, s, e, at(t0+2000), "", "b")
+		expireFields(t, s, e, at(T0+2000), "", "b")
 		v2 := mustFind(t, s, e).Version
-		clock.set(t0 + 2000)
+		clock.Set(T0 + 2000)
 		v3 := mustFind(t, s, e).Version
 		mustSweep(t, sweep)
 		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e}, partmap.IfMatch(v2)); !errors.Is(err, partmap.ErrPrecondition) {
@@ -362,10 +371,10 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		s, _, clock := start(t)
 		const e = "instant@example.com"
 		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1"})
-		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 10_000)})
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 10_000)})
 		for k := int64(1); k <= 5; k++ {
-			clock.set(t0)
-			expireFields(t, s, e, at(t0+k), "", "a")
+			clock.Set(T0)
+			expireFields(t, s, e, at(T0+k), "", "a")
 			clock.tick.Store(true)
 			d, err := s.Deadlines(ctx, e, []string{"a"})
 			clock.tick.Store(false)
@@ -397,14 +406,14 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 			putProfile(t, s, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("stays%d@example.com", i)})
 		}
 		for round := range rounds {
-			now := t0 + int64(round)*10_000
-			clock.set(now)
+			now := T0 + int64(round)*10_000
+			clock.Set(now)
 			for i := range 40 {
 				e := fmt.Sprintf("goes%d-%d@example.com", round, i)
 				putProfile(t, s, partmap.Profile{partmap.FieldEmail: e})
 				apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(now + 1000)})
 			}
-			clock.set(now + 2000)
+			clock.Set(now + 2000)
 			done := make(chan error, 1)
 			go func() { done <- sweep(ctx) }()
 			var bad error // reported once the sweep is over, not under it
@@ -439,40 +448,40 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		e, x := apart("durable", "doomed")
 		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2", "c": "3"})
 		putProfile(t, s, partmap.Profile{partmap.FieldEmail: x, "a": "1"})
-		expireFields(t, s, e, at(t0+1000), "", "a")
-		expireFields(t, s, e, at(t0+5000), "", "b")
-		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 10_000)})
-		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: x, When: at(t0 + 1000)})
+		expireFields(t, s, e, at(T0+1000), "", "a")
+		expireFields(t, s, e, at(T0+5000), "", "b")
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 10_000)})
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: x, When: at(T0 + 1000)})
 		fields := []string{"a", "b", "c"}
 		again := func() {
 			t.Helper()
-			s, sweep = reopen(t, s, clock.now)
+			s, sweep = reopen(t, s, clock.Now)
 			if _, err := s.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 		again()
-		wantDeadlines(t, s, e, t0+10_000, fields, t0+1000, t0+5000, -1)
-		wantDeadlines(t, s, x, t0+1000, nil)
+		wantDeadlines(t, s, e, T0+10_000, fields, T0+1000, T0+5000, -1)
+		wantDeadlines(t, s, x, T0+1000, nil)
 
-		clock.set(t0 + 1000)
+		clock.Set(T0 + 1000)
 		v := mustFind(t, s, e).Version
 		again()
 		wantVersion(t, s, e, v, true)
-		wantDeadlines(t, s, e, t0+10_000, fields, -2, t0+5000, -1)
+		wantDeadlines(t, s, e, T0+10_000, fields, -2, T0+5000, -1)
 		mustBeGone(t, s, x)
 		wantPartitions(t, s, map[string]int64{partitionOf(e): 1})
 		mustSweep(t, sweep)
 		again()
 		wantVersion(t, s, e, v, true)
 		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e, "b": "2", "c": "3"})
-		wantDeadlines(t, s, e, t0+10_000, fields, -2, t0+5000, -1)
+		wantDeadlines(t, s, e, T0+10_000, fields, -2, T0+5000, -1)
 		mustBeGone(t, s, x)
 		wantPartitions(t, s, map[string]int64{partitionOf(e): 1})
 		CheckAll(t, s)
 
 		// The sweep after a restart finds what expired since.
-		clock.set(t0 + 10_000)
+		clock.Set(T0 + 10_000)
 		mustSweep(t, sweep)
 		mustBeGone(t, s, e)
 		wantPartitions(t, s, map[string]int64{})
@@ -488,16 +497,16 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		fields := []string{"a", "b", "c"}
 		for i, e := range emails {
 			putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, partmap.FieldCustomerTier: "gold", "a": "1", "b": "2", "c": "3"})
-			expireFields(t, s, e, at(t0+1000), "", "a", partmap.FieldCustomerTier)
-			expireFields(t, s, e, at(t0+2000), "", "b")
+			expireFields(t, s, e, at(T0+1000), "", "a", partmap.FieldCustomerTier)
+			expireFields(t, s, e, at(T0+2000), "", "b")
 			switch i % 3 {
 			case 1: // expired before the resize
-				apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 1000)})
+				apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 1000)})
 			case 2: // expires after it
-				apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(t0 + 2000)})
+				apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 2000)})
 			}
 		}
-		clock.set(t0 + 1000)
+		clock.Set(T0 + 1000)
 		versions := map[string]partmap.Version{}
 		for i, e := range emails {
 			if i%3 != 1 {
@@ -510,24 +519,24 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 			now := clock.ms.Load()
 			alive := 0
 			for i, e := range emails {
-				gone := i%3 == 1 || (i%3 == 2 && now >= t0+2000)
+				gone := i%3 == 1 || (i%3 == 2 && now >= T0+2000)
 				if gone {
 					mustBeGone(t, s, e)
 					continue
 				}
 				alive++
 				want := partmap.Profile{partmap.FieldEmail: e, "b": "2", "c": "3"}
-				profile, b := int64(-1), int64(t0+2000)
+				profile, b := int64(-1), int64(T0+2000)
 				if i%3 == 2 {
-					profile = t0 + 2000
+					profile = T0 + 2000
 				}
-				if now >= t0+2000 {
+				if now >= T0+2000 {
 					delete(want, "b")
 					b = -2
 				}
 				assertProfile(t, mustFind(t, s, e).Profile, want)
 				wantDeadlines(t, s, e, profile, fields, -2, b, -1)
-				if now < t0+2000 {
+				if now < T0+2000 {
 					wantVersion(t, s, e, versions[e], true)
 				}
 			}
@@ -572,7 +581,7 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		}
 		// The expiry entries moved with the records: the next deadlines
 		// pass, and are swept, in the new layout.
-		clock.set(t0 + 2000)
+		clock.Set(T0 + 2000)
 		live(t, 7)
 		mustSweep(t, sweep)
 		live(t, 7)
@@ -582,11 +591,11 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 
 		// And back, with an expired, unswept field in every record.
 		for _, e := range emails[:3] {
-			if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpSetFields, Email: e, Set: partmap.Patch{"d": ptr("4")}, Expiry: partmap.FieldExpiry{When: ptrWhen(at(t0 + 3000))}}); err != nil {
+			if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpSetFields, Email: e, Set: partmap.Patch{"d": ptr("4")}, Expiry: partmap.FieldExpiry{When: ptrWhen(at(T0 + 3000))}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		clock.set(t0 + 3000)
+		clock.Set(T0 + 3000)
 		if _, err := s.Resize(ctx, partmap.DefaultPartitions); err != nil {
 			t.Fatal(err)
 		}
@@ -636,20 +645,20 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 	for _, e := range []string{fields, whole, both, plain, early} {
 		putProfile(t, src, partmap.Profile{partmap.FieldEmail: e, "soon": "1", "later": "2", "never": "3"})
 	}
-	expireFields(t, src, fields, at(t0+1000), "", "soon")
-	expireFields(t, src, fields, at(t0+5000), "", "later")
-	apply(t, src, partmap.Operation{Op: partmap.OpExpire, Email: whole, When: at(t0 + 1000)})
-	apply(t, src, partmap.Operation{Op: partmap.OpExpire, Email: both, When: at(t0 + 5000)})
-	expireFields(t, src, both, at(t0+1000), "", "soon")
-	expireFields(t, src, both, at(t0+5000), "", "later")
-	expireFields(t, src, early, at(t0+500), "", "soon") // passes before the export
-	srcClock.set(t0 + 500)
+	expireFields(t, src, fields, at(T0+1000), "", "soon")
+	expireFields(t, src, fields, at(T0+5000), "", "later")
+	apply(t, src, partmap.Operation{Op: partmap.OpExpire, Email: whole, When: at(T0 + 1000)})
+	apply(t, src, partmap.Operation{Op: partmap.OpExpire, Email: both, When: at(T0 + 5000)})
+	expireFields(t, src, both, at(T0+1000), "", "soon")
+	expireFields(t, src, both, at(T0+5000), "", "later")
+	expireFields(t, src, early, at(T0+500), "", "soon") // passes before the export
+	srcClock.Set(T0 + 500)
 	exported := exportAll(t, src)
 	all := partmap.Profile{"soon": "1", "later": "2", "never": "3"}
 	want := map[string]partmap.Record{
-		fields: {Profile: all, Deadlines: partmap.Deadlines{Fields: map[string]int64{"soon": t0 + 1000, "later": t0 + 5000}}},
-		whole:  {Profile: all, Deadlines: partmap.Deadlines{Profile: t0 + 1000}},
-		both:   {Profile: all, Deadlines: partmap.Deadlines{Profile: t0 + 5000, Fields: map[string]int64{"soon": t0 + 1000, "later": t0 + 5000}}},
+		fields: {Profile: all, Deadlines: partmap.Deadlines{Fields: map[string]int64{"soon": T0 + 1000, "later": T0 + 5000}}},
+		whole:  {Profile: all, Deadlines: partmap.Deadlines{Profile: T0 + 1000}},
+		both:   {Profile: all, Deadlines: partmap.Deadlines{Profile: T0 + 5000, Fields: map[string]int64{"soon": T0 + 1000, "later": T0 + 5000}}},
 		plain:  {Profile: all},
 		early:  {Profile: partmap.Profile{"later": "2", "never": "3"}},
 	}
@@ -673,7 +682,7 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 
 	dst, sweep, clock := startClocked(t, open)
 	putProfile(t, dst, partmap.Profile{partmap.FieldEmail: whole, "mine": "x"}) // replaced by an expired one
-	clock.set(t0 + 1000)                                                        // the deadlines at t0+1000 pass
+	clock.Set(T0 + 1000)                                                        // the deadlines at T0+1000 pass
 	results, err := dst.UpsertRecords(ctx, exported)
 	if err != nil || len(results) != len(exported) {
 		t.Fatalf("import: %d results, %v", len(results), err)
@@ -684,8 +693,8 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 		}
 	}
 	now := map[string]partmap.Record{
-		fields: {Profile: partmap.Profile{"later": "2", "never": "3"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"later": t0 + 5000}}},
-		both:   {Profile: partmap.Profile{"later": "2", "never": "3"}, Deadlines: partmap.Deadlines{Profile: t0 + 5000, Fields: map[string]int64{"later": t0 + 5000}}},
+		fields: {Profile: partmap.Profile{"later": "2", "never": "3"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"later": T0 + 5000}}},
+		both:   {Profile: partmap.Profile{"later": "2", "never": "3"}, Deadlines: partmap.Deadlines{Profile: T0 + 5000, Fields: map[string]int64{"later": T0 + 5000}}},
 		plain:  want[plain],
 		early:  want[early],
 	}
@@ -727,7 +736,7 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 	mustSweep(t, sweep)
 	seen(t, now)
 	CheckAll(t, dst)
-	clock.set(t0 + 5000)
+	clock.Set(T0 + 5000)
 	delete(now, both)
 	now[fields] = partmap.Record{Profile: partmap.Profile{"never": "3"}}
 	seen(t, now)
@@ -738,11 +747,11 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 	// Deadlines a store cannot keep fail their profile alone.
 	e := "bad@example.com"
 	results, err = dst.UpsertRecords(ctx, []partmap.Record{
-		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{partmap.FieldEmail: t0 + 9000}}},
-		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"absent": t0 + 9000}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{partmap.FieldEmail: T0 + 9000}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"absent": T0 + 9000}}},
 		{Profile: partmap.Profile{partmap.FieldEmail: e, "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": partmap.MaxDeadline + 1}}},
 		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Profile: -1}},
-		{Profile: partmap.Profile{partmap.FieldEmail: "good@example.com", "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": t0 + 9000}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: "good@example.com", "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": T0 + 9000}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -756,7 +765,7 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 	if results[4].Err != nil {
 		t.Fatalf("good deadlines beside bad ones: %v", results[4].Err)
 	}
-	wantDeadlines(t, dst, "good@example.com", partmap.ExpiryNone, []string{"a"}, t0+9000)
+	wantDeadlines(t, dst, "good@example.com", partmap.ExpiryNone, []string{"a"}, T0+9000)
 }
 
 func ptrWhen(w partmap.When) *partmap.When { return &w }

@@ -125,15 +125,7 @@ func runExport(t *testing.T, open Opener, started func(*testing.T) partmap.Store
 		for i := range initial {
 			initial[i] = partmap.Profile{partmap.FieldEmail: keys[i], "seq": strconv.Itoa(i)}
 		}
-		if results, err := s.UpsertProfiles(ctx, initial); err != nil {
-			t.Fatal(err)
-		} else {
-			for _, r := range results {
-				if r.Err != nil {
-					t.Fatal(r.Err)
-				}
-			}
-		}
+		MustUpsert(t, s, initial)
 		seq.Store(n)
 		wctx, stopWriter := context.WithCancel(ctx)
 		var wg sync.WaitGroup

@@ -509,7 +509,7 @@ func runFeedWrites(t *testing.T, s FeedStore) {
 			return err
 		}, change(partmap.OpPatch, a, &rec))
 		expect(t, "patch deleting a field", func() error {
-			res, err := partmap.PatchProfile(ctx, s, strings2upper(a), partmap.Patch{"gone": nil}, partmap.Condition{})
+			res, err := partmap.PatchProfile(ctx, s, strings.ToUpper(a), partmap.Patch{"gone": nil}, partmap.Condition{})
 			rec = res.Record
 			return err
 		}, change(partmap.OpPatch, a, &rec))
@@ -556,7 +556,7 @@ func runFeedWrites(t *testing.T, s FeedStore) {
 		put(t, s, d, "to rename")
 		var moved partmap.Record
 		expect(t, "rename", func() (err error) {
-			moved, err = partmap.RenameProfile(ctx, s, d, " "+strings2upper(emails[4]), partmap.Condition{})
+			moved, err = partmap.RenameProfile(ctx, s, d, " "+strings.ToUpper(emails[4]), partmap.Condition{})
 			return err
 		}, change(partmap.OpRename, d, nil), change(partmap.OpRename, emails[4], &moved))
 		none(t, "rename onto an existing profile", func() error {
@@ -651,16 +651,6 @@ func runFeedWrites(t *testing.T, s FeedStore) {
 		}
 	})
 	t.Run("Replay", func(t *testing.T) { assertReplay(t, s, feedAll(t, s, partmap.ChangeQuery{})) })
-}
-
-func strings2upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
 
 // runFeedResume checks that every cursor, of a change or of a page,
@@ -1245,17 +1235,39 @@ func runFeedConcurrent(t *testing.T, s FeedStore) {
 	assertReplay(t, s, all)
 }
 
+// counters upserts n profiles, the i-th's email format with i, each with
+// a counter n at 0, and returns them.
+func counters(t *testing.T, s partmap.Store, format string, n int) []partmap.Profile {
+	t.Helper()
+	profiles := make([]partmap.Profile, n)
+	for i := range profiles {
+		profiles[i] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf(format, i), "n": "0"}
+	}
+	MustUpsert(t, s, profiles)
+	return profiles
+}
+
+// whileResizing calls write(i), i = 0, 1, 2..., until the resize s runs
+// is over.
+func whileResizing(t *testing.T, s partmap.Store, write func(i int)) {
+	t.Helper()
+	for i := 0; ; i++ {
+		st, err := s.ResizeStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Running {
+			return
+		}
+		write(i)
+	}
+}
+
 // runFeedResize checks that a resize emits nothing and that a cursor from
 // before it resumes across it.
 func runFeedResize(t *testing.T, s FeedStore) {
 	ctx := context.Background()
-	profiles := make([]partmap.Profile, 2000)
-	for i := range profiles {
-		profiles[i] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("rs%05d@example.com", i), "n": "0"}
-	}
-	if _, err := s.UpsertProfiles(ctx, profiles); err != nil {
-		t.Fatal(err)
-	}
+	profiles := counters(t, s, "rs%05d@example.com", 2000)
 	mark := feedNow(t, s)
 	want := map[string]partmap.Version{} // cursor-free: email#version of every write after mark
 	writes := 0
@@ -1280,17 +1292,10 @@ func runFeedResize(t *testing.T, s FeedStore) {
 		t.Fatal(err)
 	}
 	during := 0
-	for i := 0; ; i++ {
-		st, err := s.ResizeStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Running {
-			break
-		}
+	whileResizing(t, s, func(i int) {
 		write(i * 13)
 		during++
-	}
+	})
 	if st := WaitResized(t, s); st.Partitions != 24 {
 		t.Fatalf("resized to %d partitions, want 24", st.Partitions)
 	}
@@ -1434,13 +1439,7 @@ func assertTrimmed(t *testing.T, s FeedStore, all, want []partmap.Change) {
 // keep the times they copy.
 func runFeedCommitTimes(t *testing.T, s FeedStore, traits FeedTraits) {
 	ctx := context.Background()
-	bulk := make([]partmap.Profile, 200)
-	for i := range bulk {
-		bulk[i] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("ct%03d@example.com", i), "n": "0"}
-	}
-	if _, err := s.UpsertProfiles(ctx, bulk); err != nil {
-		t.Fatal(err)
-	}
+	bulk := counters(t, s, "ct%03d@example.com", 200)
 	mixedWrites(t, s, 300, 20, 5)
 	// check compares each profile's commit time, as every read gives it,
 	// with its last event's; slack allows a profile of written (the
@@ -1504,20 +1503,13 @@ func runFeedCommitTimes(t *testing.T, s FeedStore, traits FeedTraits) {
 		t.Fatal(err)
 	}
 	written := map[string]bool{}
-	for i := 0; ; i++ {
-		st, err := s.ResizeStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Running {
-			break
-		}
+	whileResizing(t, s, func(i int) {
 		e := bulk[(i*37)%len(bulk)].Email()
 		if err := retry(func() error { _, err := partmap.IncrementField(ctx, s, e, "n", 1, partmap.Condition{}); return err }); err != nil {
 			t.Fatalf("write during the resize: %v", err)
 		}
 		written[e] = true
-	}
+	})
 	if st := WaitResized(t, s); st.Partitions != 24 {
 		t.Fatalf("resized to %d partitions, want 24", st.Partitions)
 	}

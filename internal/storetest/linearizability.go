@@ -99,7 +99,14 @@ func RecordHistory(t *testing.T, newClient func(i int) partmap.Store, opts Linea
 // system's temporary directory) and its path is logged.
 func CheckHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	res, info := porcupine.CheckOperationsVerbose(LinearizabilityModel, history, time.Minute)
+	return checkAndVisualize(t, LinearizabilityModel, history, time.Minute)
+}
+
+// checkAndVisualize runs porcupine on a history of model; when it is not
+// linearizable, it writes the visualisation as CheckHistory says.
+func checkAndVisualize(t *testing.T, model porcupine.Model, history []porcupine.Operation, limit time.Duration) porcupine.CheckResult {
+	t.Helper()
+	res, info := porcupine.CheckOperationsVerbose(model, history, limit)
 	if res == porcupine.Illegal {
 		dir := os.Getenv("PARTMAP_ARTIFACTS")
 		if dir == "" {
@@ -107,7 +114,7 @@ func CheckHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckRe
 		}
 		os.MkdirAll(dir, 0o755)
 		path := filepath.Join(dir, fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
-		if err := porcupine.VisualizePath(LinearizabilityModel, info, path); err != nil {
+		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			t.Logf("writing the visualisation: %v", err)
 		} else {
 			t.Logf("history is not linearizable; visualisation: %s", path)

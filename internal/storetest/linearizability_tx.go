@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,36 +127,12 @@ func CheckTxHistory(t *testing.T, history []porcupine.Operation) porcupine.Check
 	t.Helper()
 	// One partition is searched as a whole: give a long run's time.
 	limit := max(time.Minute, time.Duration(len(history))*10*time.Millisecond)
-	res, info := porcupine.CheckOperationsVerbose(TxLinearizabilityModel, history, limit)
-	if res == porcupine.Illegal {
-		dir := os.Getenv("PARTMAP_ARTIFACTS")
-		if dir == "" {
-			dir = os.TempDir()
-		}
-		os.MkdirAll(dir, 0o755)
-		path := filepath.Join(dir, fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
-		if err := porcupine.VisualizePath(TxLinearizabilityModel, info, path); err != nil {
-			t.Logf("writing the visualisation: %v", err)
-		} else {
-			t.Logf("history is not linearizable; visualisation: %s", path)
-		}
-	}
-	return res
+	return checkAndVisualize(t, TxLinearizabilityModel, history, limit)
 }
 
 // TxCalls is $PARTMAP_TX_CALLS, the calls per client of the transaction
 // linearizability checks, or def for the normal run.
-func TxCalls(t *testing.T, def int) int {
-	s := os.Getenv("PARTMAP_TX_CALLS")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("PARTMAP_TX_CALLS=%q is not a positive number", s)
-	}
-	return n
-}
+func TxCalls(t *testing.T, def int) int { return EnvCount(t, "PARTMAP_TX_CALLS", def) }
 
 // CheckTxLinearizable records a history of newClient's stores and fails t
 // unless it is linearizable.

@@ -71,6 +71,26 @@ func listWhere(t interface{ Fatalf(string, ...any) }, s partmap.Store, limit int
 	}
 }
 
+// SearchEmails lists the profiles of s that match where, limit a page
+// (0: the store's default), and returns their emails in the order listed.
+func SearchEmails(t testing.TB, s partmap.Store, where []partmap.Match, limit int) []string {
+	t.Helper()
+	var out []string
+	opts := partmap.ListOptions{Where: where, Limit: limit}
+	for {
+		page, err := s.ListProfiles(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Profiles {
+			out = append(out, r.Profile.Email())
+		}
+		if opts.Cursor = page.NextCursor; opts.Cursor == "" {
+			return out
+		}
+	}
+}
+
 func runList(t *testing.T, started func(*testing.T) partmap.Store) {
 	ctx := context.Background()
 

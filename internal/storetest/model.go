@@ -21,12 +21,13 @@ func matchesAll(p partmap.Profile, where []partmap.Match) bool {
 	return true
 }
 
-// RunModel checks random operation sequences against the sequential model
-// (internal/model), comparing every answer and, after each sequence, the
-// whole enumeration and the partition counts.
-func RunModel(t *testing.T, open Opener) {
+// modelEmails starts s and returns its partitions' stats and the emails
+// a model draws from: two, in several spellings, and two that share one
+// of the store's partitions, whatever their count (a store whose listing
+// reads every partition, Redis, runs the model on a few).
+func modelEmails(t *testing.T, s partmap.Store, prefix string) (partmap.PartitionStats, []string) {
+	t.Helper()
 	ctx := context.Background()
-	s := open(t)
 	if _, err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +35,18 @@ func RunModel(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The store's partition count, whatever it is: a store whose listing
-	// reads every partition (Redis) runs the model on a few.
+	colliding, _ := Colliding(2, stats.MapPartitions(), prefix)
+	return stats, append([]string{"a@x.io", " A@X.io\t", "b@x.io", "B@x.IO"}, colliding...)
+}
+
+// RunModel checks random operation sequences against the sequential model
+// (internal/model), comparing every answer and, after each sequence, the
+// whole enumeration and the partition counts.
+func RunModel(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	stats, spellings := modelEmails(t, s, "model")
 	partitions := stats.MapPartitions()
-	colliding, _ := Colliding(2, partitions, "model")
-	spellings := append([]string{"a@x.io", " A@X.io\t", "b@x.io", "B@x.IO"}, colliding...)
 	genEmail := rapid.SampledFrom(spellings)
 	indexes := stats.Indexes
 	genField := rapid.SampledFrom(append([]string{"fullName", "visits", "n.x"}, indexes...))

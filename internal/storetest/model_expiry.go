@@ -27,19 +27,10 @@ type ExpiryOpener func(t *testing.T, clock func() time.Time) (partmap.Store, fun
 // enumeration and the partition counts, at the store's clock.
 func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 	ctx := context.Background()
-	clock := &testClock{}
-	clock.ms.Store(1_900_000_000_000) // in 2030
-	s, sweep := open(t, clock.now)
-	if _, err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stats, err := s.ListPartitions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock := NewClock(1_900_000_000_000) // in 2030
+	s, sweep := open(t, clock.Now)
+	stats, spellings := modelEmails(t, s, "expiry")
 	n := stats.MapPartitions()
-	colliding, _ := Colliding(2, n, "expiry")
-	spellings := append([]string{"a@x.io", " A@X.io\t", "b@x.io", "B@x.IO"}, colliding...)
 	canon := func(e string) string { c, _ := partmap.CanonicalEmail(e); return c }
 	partitions := map[partmap.Partition]bool{}
 	for _, e := range spellings {
@@ -63,6 +54,17 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 		at := clock.ms.Load() + rapid.SampledFrom([]int64{-1000, -1, 0, 1, 500, 1500, 3000}).Draw(rt, "offset")
 		return partmap.When{Millis: at}
 	}
+	// expiryOr draws a deadline for when, or sets other, or neither.
+	expiryOr := func(rt *rapid.T, when **partmap.When, other *bool) {
+		switch rapid.IntRange(0, 2).Draw(rt, "expiry") {
+		case 0:
+			w := genWhen(rt)
+			*when = &w
+		case 1:
+			*other = true
+		}
+	}
+
 	genPut := func(rt *rapid.T, email string) partmap.Profile {
 		p := partmap.Profile{partmap.FieldEmail: email}
 		for _, f := range distinct(genField, 0).Draw(rt, "fields") {
@@ -124,13 +126,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 			op.Fields = distinct(genFieldOrKey, 1).Draw(rt, "fields")
 		case partmap.OpGetExpire:
 			op.Fields = distinct(genFieldOrKey, 1).Draw(rt, "fields")
-			switch rapid.IntRange(0, 2).Draw(rt, "expiry") {
-			case 0:
-				w := genWhen(rt)
-				op.Expiry.When = &w
-			case 1:
-				op.Expiry.Persist = true
-			}
+			expiryOr(rt, &op.Expiry.When, &op.Expiry.Persist)
 		case partmap.OpSetFields:
 			op.Set = partmap.Patch{}
 			for _, f := range distinct(genField, 1).Draw(rt, "fields") {
@@ -142,13 +138,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 				op.Set[partmap.FieldEmail] = &v
 			}
 			op.FieldSet = rapid.SampledFrom([]partmap.FieldSetCondition{partmap.SetFieldsAlways, partmap.SetIfNoFieldExist, partmap.SetIfAllExist}).Draw(rt, "fieldSet")
-			switch rapid.IntRange(0, 2).Draw(rt, "expiry") {
-			case 0:
-				w := genWhen(rt)
-				op.Expiry.When = &w
-			case 1:
-				op.Expiry.KeepTTL = true
-			}
+			expiryOr(rt, &op.Expiry.When, &op.Expiry.KeepTTL)
 		}
 		return op
 	}

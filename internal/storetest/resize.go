@@ -34,6 +34,33 @@ func WaitResized(t testing.TB, s partmap.Store) partmap.ResizeStatus {
 	}
 }
 
+// HoldMidResize starts resizes of s, to 1500 partitions and then more,
+// until one still runs once the whole-map lock is taken, which holds it
+// midway; it returns that resize's status and the lock, for the caller
+// to release.
+func HoldMidResize(t testing.TB, s partmap.Store) (partmap.ResizeStatus, partmap.WholeMapLock) {
+	t.Helper()
+	ctx := context.Background()
+	for n := 1500; n <= 6500; n += 500 {
+		if _, err := s.Resize(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := s.LockWholeMap(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.ResizeStatus(ctx)
+		if err == nil && st.Running {
+			return st, lock
+		}
+		if err := s.UnlockWholeMap(ctx, lock.Lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("every resize ended before the whole-map lock was taken")
+	return partmap.ResizeStatus{}, partmap.WholeMapLock{}
+}
+
 // CheckAll checks every partition of the current layout.
 func CheckAll(t testing.TB, s partmap.Store) {
 	t.Helper()
@@ -75,14 +102,7 @@ func RunResize(t *testing.T, open Opener) {
 		for len(profiles) > 0 {
 			batch := profiles[:min(len(profiles), 5000)]
 			profiles = profiles[len(batch):]
-			res, err := s.UpsertProfiles(ctx, batch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range res {
-				if r.Err != nil {
-					t.Fatal(r.Err)
-				}
+			for _, r := range MustUpsert(t, s, batch) {
 				want[r.Record.Profile.Email()] = r.Record
 			}
 		}
@@ -135,31 +155,16 @@ func RunResize(t *testing.T, open Opener) {
 	t.Run("ErrConflictWhileAResizeRuns", func(t *testing.T) {
 		s := started(t)
 		load(t, s, 200)
-		for n := 1500; ; n += 500 {
-			if _, err := s.Resize(ctx, n); err != nil {
-				t.Fatal(err)
-			}
-			lock, err := s.LockWholeMap(ctx, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := s.ResizeStatus(ctx)
-			if err == nil && st.Running {
-				if _, err := s.Resize(ctx, n+1); partmap.ErrorCode(err) != partmap.ECONFLICT {
-					t.Errorf("resize to %d while one to %d runs: got %v, want conflict", n+1, n, err)
-				}
-				if _, err := s.Resize(ctx, n); err != nil {
-					t.Errorf("resize to %d again while it runs: %v", n, err)
-				}
-				s.UnlockWholeMap(ctx, lock.Lease)
-				WaitResized(t, s)
-				return
-			}
-			s.UnlockWholeMap(ctx, lock.Lease)
-			if n > 5000 {
-				t.Fatalf("every resize ended before the whole-map lock was taken: %+v %v", st, err)
-			}
+		st, lock := HoldMidResize(t, s)
+		n := st.To
+		if _, err := s.Resize(ctx, n+1); partmap.ErrorCode(err) != partmap.ECONFLICT {
+			t.Errorf("resize to %d while one to %d runs: got %v, want conflict", n+1, n, err)
 		}
+		if _, err := s.Resize(ctx, n); err != nil {
+			t.Errorf("resize to %d again while it runs: %v", n, err)
+		}
+		s.UnlockWholeMap(ctx, lock.Lease)
+		WaitResized(t, s)
 	})
 
 	// The mover's failures, which it retries, are its status while it
@@ -170,45 +175,30 @@ func RunResize(t *testing.T, open Opener) {
 	t.Run("NoLastErrorOnceResized", func(t *testing.T) {
 		s := started(t)
 		load(t, s, 200)
-		for n := 1500; ; n += 500 {
-			if _, err := s.Resize(ctx, n); err != nil {
+		st, lock := HoldMidResize(t, s)
+		n := st.To
+		var err error
+		// The mover meets the lock, and says so.
+		for deadline := time.Now().Add(time.Minute); st.LastError == ""; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the mover met no lock conflict under the whole-map lock: %+v", st)
+			}
+			time.Sleep(5 * time.Millisecond)
+			if st, err = s.ResizeStatus(ctx); err != nil {
 				t.Fatal(err)
 			}
-			lock, err := s.LockWholeMap(ctx, time.Minute)
-			if err != nil {
+		}
+		s.UnlockWholeMap(ctx, lock.Lease)
+		for deadline := time.Now().Add(2 * time.Minute); st.Running; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the resize did not finish: %+v", st)
+			}
+			if st, err = s.ResizeStatus(ctx); err != nil {
 				t.Fatal(err)
 			}
-			st, err := s.ResizeStatus(ctx)
-			if err != nil || !st.Running {
-				s.UnlockWholeMap(ctx, lock.Lease)
-				if n > 5000 {
-					t.Fatalf("every resize ended before the whole-map lock was taken: %+v %v", st, err)
-				}
-				continue
-			}
-			// The mover meets the lock, and says so.
-			for deadline := time.Now().Add(time.Minute); st.LastError == ""; {
-				if time.Now().After(deadline) {
-					t.Fatalf("the mover met no lock conflict under the whole-map lock: %+v", st)
-				}
-				time.Sleep(5 * time.Millisecond)
-				if st, err = s.ResizeStatus(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s.UnlockWholeMap(ctx, lock.Lease)
-			for deadline := time.Now().Add(2 * time.Minute); st.Running; {
-				if time.Now().After(deadline) {
-					t.Fatalf("the resize did not finish: %+v", st)
-				}
-				if st, err = s.ResizeStatus(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if st.Partitions != n || st.LastError != "" {
-				t.Fatalf("the first status after the resize: %+v, want %d partitions and no error", st, n)
-			}
-			return
+		}
+		if st.Partitions != n || st.LastError != "" {
+			t.Fatalf("the first status after the resize: %+v, want %d partitions and no error", st, n)
 		}
 	})
 

@@ -79,15 +79,7 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 			profiles = append(profiles, p)
 		}
 		// Half through the bulk path, half one by one: both index.
-		if res, err := s.UpsertProfiles(ctx, profiles[:20]); err != nil {
-			t.Fatal(err)
-		} else {
-			for _, r := range res {
-				if r.Err != nil {
-					t.Fatal(r.Err)
-				}
-			}
-		}
+		MustUpsert(t, s, profiles[:20])
 		for _, p := range profiles[20:] {
 			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
 				t.Fatal(err)

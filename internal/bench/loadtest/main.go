@@ -190,18 +190,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("wrk is not on PATH (Debian: apt-get install wrk)")
 		}
 	}
-	clkTck, err := procstat.ClockTick()
+	ses, err := procstat.NewSession("loadtest", stderr)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "partmap-loadtest-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
-	}
+	defer ses.Close()
+	tmp, clkTck, logf := ses.Dir, ses.ClockTick, ses.Logf
 
 	// Binaries.
 	bare := filepath.Join(tmp, "bare")

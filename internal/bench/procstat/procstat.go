@@ -6,10 +6,12 @@ package procstat
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CPUTicks is utime+stime of process pid, in clock ticks (ClockTick).
@@ -84,3 +86,30 @@ func ParseVmHWM(status string) (int64, error) {
 	}
 	return 0, errors.New("/proc status: no VmHWM")
 }
+
+// Session is a measuring command's scratch directory, which Close
+// removes, the clock tick that CPUTicks counts in, and a log that stamps
+// each line with the time.
+type Session struct {
+	Dir       string
+	ClockTick float64
+	Logf      func(format string, a ...any)
+}
+
+// NewSession starts a session of the command name, logging to w.
+func NewSession(name string, w io.Writer) (*Session, error) {
+	tck, err := ClockTick()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "partmap-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Dir: dir, ClockTick: tck, Logf: func(format string, a ...any) {
+		fmt.Fprintf(w, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}}, nil
+}
+
+// Close removes the scratch directory.
+func (s *Session) Close() error { return os.RemoveAll(s.Dir) }

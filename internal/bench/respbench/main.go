@@ -116,18 +116,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return errors.New("redis-server is not on PATH (Debian: apt-get install redis-server)")
 	}
-	tck, err := procstat.ClockTick()
+	ses, err := procstat.NewSession("respbench", stderr)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "partmap-respbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
-	}
+	defer ses.Close()
+	tmp, tck, logf := ses.Dir, ses.ClockTick, ses.Logf
 	if *bin == "" {
 		*bin = filepath.Join(tmp, "partmap")
 		logf("building ./cmd/partmap")
