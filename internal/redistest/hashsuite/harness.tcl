@@ -103,8 +103,9 @@ proc ::hashsuite::read_sources {file} {
     close $fd
 }
 
-# The line of the test named name: the first that matches at or after the
-# previous test's (a loop runs the same lines again), else the first.
+# The line of the test named name: the first that matches after the
+# previous test's, else the first that matches (a loop runs its tests
+# again; two tests may share a name).
 proc ::hashsuite::line_of {name} {
     variable sources
     variable last_line
@@ -112,7 +113,7 @@ proc ::hashsuite::line_of {name} {
     foreach {n re} $sources {
         if {![regexp $re $name]} continue
         if {$first eq ""} {set first $n}
-        if {$n >= $last_line} {
+        if {$n > $last_line} {
             set last_line $n
             return $n
         }
