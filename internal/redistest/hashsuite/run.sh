@@ -48,6 +48,8 @@ cleanup() {
 	rm -rf "$data"
 }
 trap cleanup EXIT
+trap 'exit 130' INT # so that EXIT's trap stops the server
+trap 'exit 143' TERM
 
 # wait_log FILE REGEX: the first match of REGEX's group in FILE, within 20 s.
 wait_log() {
