@@ -124,42 +124,45 @@ var strictFaults = []jsonFault{
 	{"ErrNumberName", `{1:"b"}`, partmap.EMALFORMEDJSON, ""},
 }
 
+// validProfiles are read by ParseProfileJSON as want, and by
+// ParsePatchJSON as the patch that sets each field of want.
+var validProfiles = []struct {
+	name string
+	in   string
+	want partmap.Profile
+}{
+	{"OKEmptyObject", `{}`, partmap.Profile{}},
+	{"OKEmptyObjectSpaced", " \t\r\n{ \t\r\n} \t\r\n", partmap.Profile{}},
+	{"OKDocumented", `{"emailAddress":"alice@example.com","fullName":"Alice","companyName":"Acme","customerTier":"gold"}`,
+		partmap.Profile{"emailAddress": "alice@example.com", "fullName": "Alice", "companyName": "Acme", "customerTier": "gold"}},
+	{"OKWhitespaceAroundTokens", " \n{ \t\"a\" \r\n: \t\"b\" \n, \"c\"\t:\"d\"\r\n}\n ", partmap.Profile{"a": "b", "c": "d"}},
+	{"OKEmptyValue", `{"fullName":""}`, partmap.Profile{"fullName": ""}},
+	{"OKShortEscapes", `{"v":"q\" b\\ s\/ \b \f \n \r \t"}`, partmap.Profile{"v": "q\" b\\ s/ \b \f \n \r \t"}},
+	{"OKOnlyEscapes", `{"v":"\"\\\/\b\f\n\r\t"}`, partmap.Profile{"v": "\"\\/\b\f\n\r\t"}},
+	{"OKUnicodeEscape", `{"v":"caf\u00e9"}`, partmap.Profile{"v": "caf\u00e9"}},
+	{"OKUnicodeEscapeUpper", `{"v":"caf\u00E9 \u20AC"}`, partmap.Profile{"v": "caf\u00e9 \u20ac"}},
+	{"OKEscapedNUL", `{"v":"a\u0000b"}`, partmap.Profile{"v": "a\x00b"}},
+	{"OKEscapedControls", `{"v":"\u0001\u001f\u007f"}`, partmap.Profile{"v": "\x01\x1f\x7f"}},
+	{"OKSurrogatePair", `{"v":"\ud83d\ude00"}`, partmap.Profile{"v": "\U0001F600"}},
+	{"OKSurrogatePairUpper", `{"v":"\uD83D\uDE00"}`, partmap.Profile{"v": "\U0001F600"}},
+	{"OKSurrogatePairInText", `{"v":"a\ud83d\ude00b\ud83d\ude01"}`, partmap.Profile{"v": "a\U0001F600b\U0001F601"}},
+	{"OKSurrogatePairBounds", `{"v":"\ud800\udc00\udbff\udfff"}`, partmap.Profile{"v": "\U00010000\U0010FFFF"}},
+	{"OKEscapeNextToSurrogateRange", `{"v":"\ud7ff\ue000\uffff\ufffd"}`, partmap.Profile{"v": "\ud7ff\ue000\uffff\ufffd"}},
+	{"OKRawMultibyte", `{"名前":"日本語 é 😀 \u2028"}`, partmap.Profile{"名前": "日本語 é 😀 \u2028"}},
+	{"OKRawAndEscapedMixed", `{"v":"é\u00e9😀\ud83d\ude00"}`, partmap.Profile{"v": "éé😀😀"}},
+	{"OKRawBOMInValue", "{\"v\":\"\uFEFFx\"}", partmap.Profile{"v": "\uFEFFx"}},
+	{"OKNFDUnchanged", "{\"v\":\"e\u0301\"}", partmap.Profile{"v": "e\u0301"}},
+	{"OKDottedNamesLiteral", `{"name.first":"Alice","a.b.c":"x","a":"y"}`, partmap.Profile{"name.first": "Alice", "a.b.c": "x", "a": "y"}},
+	{"OKEscapedName", `{"\u0066ullName":"x","a\"b":"y","c\\d":"z"}`, partmap.Profile{"fullName": "x", "a\"b": "y", "c\\d": "z"}},
+	{"OKCaseSensitiveNames", `{"a":"1","A":"2"}`, partmap.Profile{"a": "1", "A": "2"}},
+	{"OKBackslashBeforeQuote", `{"v":"\\"}`, partmap.Profile{"v": "\\"}},
+	{"OKManyBackslashes", `{"v":"\\\\\"\\"}`, partmap.Profile{"v": "\\\\\"\\"}},
+	{"OKBracesInString", `{"v":"}{,:\"[]"}`, partmap.Profile{"v": "}{,:\"[]"}},
+	{"OKLiteralNullText", `{"v":"null"}`, partmap.Profile{"v": "null"}},
+}
+
 func TestParseProfileJSON(t *testing.T) {
-	ok := []struct {
-		name string
-		in   string
-		want partmap.Profile
-	}{
-		{"OKEmptyObject", `{}`, partmap.Profile{}},
-		{"OKEmptyObjectSpaced", " \t\r\n{ \t\r\n} \t\r\n", partmap.Profile{}},
-		{"OKDocumented", `{"emailAddress":"alice@example.com","fullName":"Alice","companyName":"Acme","customerTier":"gold"}`,
-			partmap.Profile{"emailAddress": "alice@example.com", "fullName": "Alice", "companyName": "Acme", "customerTier": "gold"}},
-		{"OKWhitespaceAroundTokens", " \n{ \t\"a\" \r\n: \t\"b\" \n, \"c\"\t:\"d\"\r\n}\n ", partmap.Profile{"a": "b", "c": "d"}},
-		{"OKEmptyValue", `{"fullName":""}`, partmap.Profile{"fullName": ""}},
-		{"OKShortEscapes", `{"v":"q\" b\\ s\/ \b \f \n \r \t"}`, partmap.Profile{"v": "q\" b\\ s/ \b \f \n \r \t"}},
-		{"OKOnlyEscapes", `{"v":"\"\\\/\b\f\n\r\t"}`, partmap.Profile{"v": "\"\\/\b\f\n\r\t"}},
-		{"OKUnicodeEscape", `{"v":"caf\u00e9"}`, partmap.Profile{"v": "caf\u00e9"}},
-		{"OKUnicodeEscapeUpper", `{"v":"caf\u00E9 \u20AC"}`, partmap.Profile{"v": "caf\u00e9 \u20ac"}},
-		{"OKEscapedNUL", `{"v":"a\u0000b"}`, partmap.Profile{"v": "a\x00b"}},
-		{"OKEscapedControls", `{"v":"\u0001\u001f\u007f"}`, partmap.Profile{"v": "\x01\x1f\x7f"}},
-		{"OKSurrogatePair", `{"v":"\ud83d\ude00"}`, partmap.Profile{"v": "\U0001F600"}},
-		{"OKSurrogatePairUpper", `{"v":"\uD83D\uDE00"}`, partmap.Profile{"v": "\U0001F600"}},
-		{"OKSurrogatePairInText", `{"v":"a\ud83d\ude00b\ud83d\ude01"}`, partmap.Profile{"v": "a\U0001F600b\U0001F601"}},
-		{"OKSurrogatePairBounds", `{"v":"\ud800\udc00\udbff\udfff"}`, partmap.Profile{"v": "\U00010000\U0010FFFF"}},
-		{"OKEscapeNextToSurrogateRange", `{"v":"\ud7ff\ue000\uffff\ufffd"}`, partmap.Profile{"v": "\ud7ff\ue000\uffff\ufffd"}},
-		{"OKRawMultibyte", `{"名前":"日本語 é 😀 \u2028"}`, partmap.Profile{"名前": "日本語 é 😀 \u2028"}},
-		{"OKRawAndEscapedMixed", `{"v":"é\u00e9😀\ud83d\ude00"}`, partmap.Profile{"v": "éé😀😀"}},
-		{"OKRawBOMInValue", "{\"v\":\"\uFEFFx\"}", partmap.Profile{"v": "\uFEFFx"}},
-		{"OKNFDUnchanged", "{\"v\":\"e\u0301\"}", partmap.Profile{"v": "e\u0301"}},
-		{"OKDottedNamesLiteral", `{"name.first":"Alice","a.b.c":"x","a":"y"}`, partmap.Profile{"name.first": "Alice", "a.b.c": "x", "a": "y"}},
-		{"OKEscapedName", `{"\u0066ullName":"x","a\"b":"y","c\\d":"z"}`, partmap.Profile{"fullName": "x", "a\"b": "y", "c\\d": "z"}},
-		{"OKCaseSensitiveNames", `{"a":"1","A":"2"}`, partmap.Profile{"a": "1", "A": "2"}},
-		{"OKBackslashBeforeQuote", `{"v":"\\"}`, partmap.Profile{"v": "\\"}},
-		{"OKManyBackslashes", `{"v":"\\\\\"\\"}`, partmap.Profile{"v": "\\\\\"\\"}},
-		{"OKBracesInString", `{"v":"}{,:\"[]"}`, partmap.Profile{"v": "}{,:\"[]"}},
-		{"OKLiteralNullText", `{"v":"null"}`, partmap.Profile{"v": "null"}},
-	}
-	for _, tt := range ok {
+	for _, tt := range validProfiles {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := partmap.ParseProfileJSON([]byte(tt.in))
 			if err != nil {
@@ -255,19 +258,24 @@ func TestParseProfileJSON(t *testing.T) {
 }
 
 func TestParsePatchJSON(t *testing.T) {
-	ok := []struct {
-		name string
-		in   string
-		want partmap.Patch
-	}{
-		{"OKEmpty", `{}`, partmap.Patch{}},
+	type patchCase struct {
+		name, in string
+		want     partmap.Patch
+	}
+	ok := []patchCase{
 		{"OKSet", `{"fullName":"Alice"}`, partmap.Patch{"fullName": strp("Alice")}},
-		{"OKSetEmpty", `{"fullName":""}`, partmap.Patch{"fullName": strp("")}},
 		{"OKNullDeletes", `{"companyName":null}`, partmap.Patch{"companyName": nil}},
 		{"OKMixed", ` { "a" : null , "b" : "x\u00e9" , "c":null,"d.e":"\ud83d\ude00" } `,
 			partmap.Patch{"a": nil, "b": strp("x\u00e9"), "c": nil, "d.e": strp("\U0001F600")}},
 		{"OKNullText", `{"a":"null"}`, partmap.Patch{"a": strp("null")}},
 		{"OKEscapes", `{"a":"\"\\\/\b\f\n\r\t"}`, partmap.Patch{"a": strp("\"\\/\b\f\n\r\t")}},
+	}
+	for _, p := range validProfiles {
+		want := partmap.Patch{}
+		for name, v := range p.want {
+			want[name] = strp(v)
+		}
+		ok = append(ok, patchCase{p.name, p.in, want})
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
