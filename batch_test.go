@@ -9,6 +9,23 @@ import (
 	"github.com/partmap/partmap"
 )
 
+// wantSays fails unless err has code and a message that says says.
+func wantSays(t *testing.T, err error, code partmap.Code, says string) {
+	t.Helper()
+	if partmap.ErrorCode(err) != code || !strings.Contains(partmap.ErrorMessage(err), says) {
+		t.Fatalf("got %v, want %s saying %s", err, code, says)
+	}
+}
+
+// A listRefusal is a list of emails or fields that a batch read refuses
+// with code, in a message that says says.
+type listRefusal struct {
+	name string
+	list []string
+	code partmap.Code
+	says string
+}
+
 func TestParseStringListsJSON(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -35,9 +52,7 @@ func TestParseStringListsJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := partmap.ParseStringListsJSON([]byte(tc.in))
 			if tc.code != "" {
-				if partmap.ErrorCode(err) != tc.code || !strings.Contains(partmap.ErrorMessage(err), tc.says) {
-					t.Fatalf("got %v, want %s saying %s", err, tc.code, tc.says)
-				}
+				wantSays(t, err, tc.code, tc.says)
 				return
 			}
 			if err != nil {
@@ -61,21 +76,17 @@ func TestCanonicalEmails(t *testing.T) {
 		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}
 	long := strings.Repeat("x", 1000)
-	for _, tc := range []struct {
-		name   string
-		emails []string
-		code   partmap.Code
-		says   string
-	}{
+	for _, tc := range []listRefusal{
 		{"ErrNone", nil, partmap.EINVALID, "at least one email"},
 		{"ErrTooMany", make([]string, partmap.MaxBatchEmails+1), partmap.EINVALID, "1001 emails in one batch read; the limit is 1000"},
 		{"ErrBlank", []string{"a@b", "  "}, partmap.EINVALIDEMAIL, `emails[1] "  ": email address is empty`},
 		{"ErrLongShownShort", []string{long}, partmap.ETOOLARGE, `emails[0] "` + long[:64] + `"…: email address is 1000 bytes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := partmap.CanonicalEmails(tc.emails)
-			if got != nil || partmap.ErrorCode(err) != tc.code || !strings.Contains(partmap.ErrorMessage(err), tc.says) {
-				t.Fatalf("got %q, %v; want %s saying %s", got, err, tc.code, tc.says)
+			got, err := partmap.CanonicalEmails(tc.list)
+			wantSays(t, err, tc.code, tc.says)
+			if got != nil {
+				t.Fatalf("got %q with the error", got)
 			}
 		})
 	}
@@ -89,12 +100,7 @@ func TestCheckBatchFields(t *testing.T) {
 	if err := partmap.CheckBatchFields([]string{"a", "a,b", "name.first", "é"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name   string
-		fields []string
-		code   partmap.Code
-		says   string
-	}{
+	for _, tc := range []listRefusal{
 		{"ErrNil", nil, partmap.EINVALID, "fields is empty"},
 		{"ErrEmpty", []string{}, partmap.EINVALID, "fields is empty"},
 		{"ErrEmptyName", []string{"a", ""}, partmap.EINVALID, "fields[1] is an empty field name"},
@@ -102,10 +108,7 @@ func TestCheckBatchFields(t *testing.T) {
 		{"ErrNotUTF8", []string{"\xc3"}, partmap.EINVALIDUTF8, `fields[0] "\xc3" is not valid UTF-8`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := partmap.CheckBatchFields(tc.fields)
-			if partmap.ErrorCode(err) != tc.code || !strings.Contains(partmap.ErrorMessage(err), tc.says) {
-				t.Fatalf("got %v, want %s saying %s", err, tc.code, tc.says)
-			}
+			wantSays(t, partmap.CheckBatchFields(tc.list), tc.code, tc.says)
 		})
 	}
 }

@@ -19,13 +19,9 @@ import (
 // decoded here, strictly. Errors name the offending field. Limits and the
 // email are checked by the store, which every write path goes through.
 func ParseProfileJSON(data []byte) (Profile, error) {
-	fields, err := parseFlatObject(data, false)
-	if err != nil {
+	var p Profile
+	if err := p.UnmarshalJSON(data); err != nil {
 		return nil, err
-	}
-	p := make(Profile, len(fields))
-	for _, f := range fields {
-		p[f.name] = *f.value
 	}
 	return p, nil
 }

@@ -17,42 +17,152 @@ import (
 // strp returns a pointer to s, for Patch values.
 func strp(s string) *string { return &s }
 
-func TestParseProfileJSON(t *testing.T) {
-	ok := []struct {
-		name string
-		in   string
-		want partmap.Profile
-	}{
-		{"OKEmptyObject", `{}`, partmap.Profile{}},
-		{"OKEmptyObjectSpaced", " \t\r\n{ \t\r\n} \t\r\n", partmap.Profile{}},
-		{"OKDocumented", `{"emailAddress":"alice@example.com","fullName":"Alice","companyName":"Acme","customerTier":"gold"}`,
-			partmap.Profile{"emailAddress": "alice@example.com", "fullName": "Alice", "companyName": "Acme", "customerTier": "gold"}},
-		{"OKWhitespaceAroundTokens", " \n{ \t\"a\" \r\n: \t\"b\" \n, \"c\"\t:\"d\"\r\n}\n ", partmap.Profile{"a": "b", "c": "d"}},
-		{"OKEmptyValue", `{"fullName":""}`, partmap.Profile{"fullName": ""}},
-		{"OKShortEscapes", `{"v":"q\" b\\ s\/ \b \f \n \r \t"}`, partmap.Profile{"v": "q\" b\\ s/ \b \f \n \r \t"}},
-		{"OKOnlyEscapes", `{"v":"\"\\\/\b\f\n\r\t"}`, partmap.Profile{"v": "\"\\/\b\f\n\r\t"}},
-		{"OKUnicodeEscape", `{"v":"caf\u00e9"}`, partmap.Profile{"v": "caf\u00e9"}},
-		{"OKUnicodeEscapeUpper", `{"v":"caf\u00E9 \u20AC"}`, partmap.Profile{"v": "caf\u00e9 \u20ac"}},
-		{"OKEscapedNUL", `{"v":"a\u0000b"}`, partmap.Profile{"v": "a\x00b"}},
-		{"OKEscapedControls", `{"v":"\u0001\u001f\u007f"}`, partmap.Profile{"v": "\x01\x1f\x7f"}},
-		{"OKSurrogatePair", `{"v":"\ud83d\ude00"}`, partmap.Profile{"v": "\U0001F600"}},
-		{"OKSurrogatePairUpper", `{"v":"\uD83D\uDE00"}`, partmap.Profile{"v": "\U0001F600"}},
-		{"OKSurrogatePairInText", `{"v":"a\ud83d\ude00b\ud83d\ude01"}`, partmap.Profile{"v": "a\U0001F600b\U0001F601"}},
-		{"OKSurrogatePairBounds", `{"v":"\ud800\udc00\udbff\udfff"}`, partmap.Profile{"v": "\U00010000\U0010FFFF"}},
-		{"OKEscapeNextToSurrogateRange", `{"v":"\ud7ff\ue000\uffff\ufffd"}`, partmap.Profile{"v": "\ud7ff\ue000\uffff\ufffd"}},
-		{"OKRawMultibyte", `{"名前":"日本語 é 😀 \u2028"}`, partmap.Profile{"名前": "日本語 é 😀 \u2028"}},
-		{"OKRawAndEscapedMixed", `{"v":"é\u00e9😀\ud83d\ude00"}`, partmap.Profile{"v": "éé😀😀"}},
-		{"OKRawBOMInValue", "{\"v\":\"\uFEFFx\"}", partmap.Profile{"v": "\uFEFFx"}},
-		{"OKNFDUnchanged", "{\"v\":\"e\u0301\"}", partmap.Profile{"v": "e\u0301"}},
-		{"OKDottedNamesLiteral", `{"name.first":"Alice","a.b.c":"x","a":"y"}`, partmap.Profile{"name.first": "Alice", "a.b.c": "x", "a": "y"}},
-		{"OKEscapedName", `{"\u0066ullName":"x","a\"b":"y","c\\d":"z"}`, partmap.Profile{"fullName": "x", "a\"b": "y", "c\\d": "z"}},
-		{"OKCaseSensitiveNames", `{"a":"1","A":"2"}`, partmap.Profile{"a": "1", "A": "2"}},
-		{"OKBackslashBeforeQuote", `{"v":"\\"}`, partmap.Profile{"v": "\\"}},
-		{"OKManyBackslashes", `{"v":"\\\\\"\\"}`, partmap.Profile{"v": "\\\\\"\\"}},
-		{"OKBracesInString", `{"v":"}{,:\"[]"}`, partmap.Profile{"v": "}{,:\"[]"}},
-		{"OKLiteralNullText", `{"v":"null"}`, partmap.Profile{"v": "null"}},
+// A jsonFault is a text a strict JSON parser refuses with code, naming
+// field ("" for none).
+type jsonFault struct {
+	name, in string
+	code     partmap.Code
+	field    string
+}
+
+// wantFault fails unless err is tt's code naming tt's field, with a
+// message and field that are valid UTF-8 (they are echoed to clients).
+func wantFault(t *testing.T, tt jsonFault, err error) {
+	t.Helper()
+	e := wantCode(t, err, tt.code)
+	if tt.field != "" && e.Field != tt.field {
+		t.Fatalf("Field = %q, want %q (error: %v)", e.Field, tt.field, err)
 	}
-	for _, tt := range ok {
+	if e.Message == "" || !utf8.ValidString(e.Message) || !utf8.ValidString(e.Field) {
+		t.Fatalf("error message %q or field %q is empty or not valid UTF-8", e.Message, e.Field)
+	}
+}
+
+// strictFaults are refused by ParseProfileJSON and, as strictly, by
+// ParsePatchJSON.
+var strictFaults = []jsonFault{
+	// Values that are not strings name their field.
+	{"ErrNumber", `{"age":42}`, partmap.ENONSTRING, "age"},
+	{"ErrNegativeNumber", `{"age":-1.5e3}`, partmap.ENONSTRING, "age"},
+	{"ErrTrue", `{"vip":true}`, partmap.ENONSTRING, "vip"},
+	{"ErrFalse", `{"vip":false}`, partmap.ENONSTRING, "vip"},
+	{"ErrObject", `{"name":{"first":"A"}}`, partmap.ENONSTRING, "name"},
+	{"ErrEmptyObjectValue", `{"name":{}}`, partmap.ENONSTRING, "name"},
+	{"ErrArray", `{"tags":["a"]}`, partmap.ENONSTRING, "tags"},
+	{"ErrEmptyArrayValue", `{"tags":[]}`, partmap.ENONSTRING, "tags"},
+	{"ErrNonStringAfterGoodOnes", `{"a":"x","b":"y","c":7}`, partmap.ENONSTRING, "c"},
+	{"ErrNonStringEscapedName", `{"f\u00fcr":1}`, partmap.ENONSTRING, "f\u00fcr"},
+
+	// Raw invalid UTF-8 in a value names the field.
+	{"ErrValueByteFF", "{\"fullName\":\"a\xffb\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueByteFE", "{\"fullName\":\"\xfe\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueLoneContinuation", "{\"fullName\":\"\x80\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueOverlongSlash", "{\"fullName\":\"\xc0\xaf\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueOverlongNUL", "{\"fullName\":\"\xc0\x80\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueOverlongThreeByte", "{\"fullName\":\"\xe0\x80\xaf\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueEncodedHighSurrogate", "{\"fullName\":\"\xed\xa0\x80\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueEncodedLowSurrogate", "{\"fullName\":\"\xed\xbf\xbf\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueEncodedPairCESU8", "{\"fullName\":\"\xed\xa0\xbd\xed\xb8\x80\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueAboveMax", "{\"fullName\":\"\xf4\x90\x80\x80\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueFiveByteForm", "{\"fullName\":\"\xf8\x88\x80\x80\x80\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueTruncated", "{\"fullName\":\"\xe4\xb8\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueTruncatedBeforeASCII", "{\"fullName\":\"\xe4\xb8x\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueTruncatedFourByte", "{\"fullName\":\"\xf0\x9f\x98\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueInvalidWithEscapes", "{\"fullName\":\"\\n\xff\\u00e9\"}", partmap.EINVALIDUTF8, "fullName"},
+	{"ErrValueInvalidAfterGoodField", "{\"a\":\"ok\",\"companyName\":\"\xff\"}", partmap.EINVALIDUTF8, "companyName"},
+
+	// Escaped surrogates that do not form a pair.
+	{"ErrLoneHigh", `{"fullName":"\ud800"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLoneHighInText", `{"fullName":"ab\ud83dcd"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLoneHighAtEnd", `{"fullName":"abc\ud83d"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLoneLow", `{"fullName":"\udc00"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLoneLowUpper", `{"fullName":"\uDFFF"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenNonLow", `{"fullName":"\ud800\u0041"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenHigh", `{"fullName":"\ud800\ud800"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLowThenHigh", `{"fullName":"\ude00\ud83d"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLowThenLow", `{"fullName":"\udc00\udc00"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrLowThenLowUpper", `{"fullName":"\uDE00\uDFFF"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenAboveLowRange", `{"fullName":"\ud83d\ue000"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenFFFF", `{"fullName":"\udbff\uffff"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenBelowLowRange", `{"fullName":"\ud83d\udbff"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenShortEscape", `{"fullName":"\ud83d\n"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenEscapedBackslash", `{"fullName":"\ud83d\\ude00"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrHighThenRawLowText", `{"fullName":"\ud83dude00"}`, partmap.EINVALIDUTF8, "fullName"},
+	{"ErrPairThenLoneLow", `{"fullName":"\ud83d\ude00\ude00"}`, partmap.EINVALIDUTF8, "fullName"},
+
+	// Duplicate names, also when spelled differently.
+	{"ErrDuplicate", `{"a":"1","a":"2"}`, partmap.EMALFORMEDJSON, "a"},
+	{"ErrDuplicateSameValue", `{"fullName":"x","b":"y","fullName":"x"}`, partmap.EMALFORMEDJSON, "fullName"},
+	{"ErrDuplicateEscaped", `{"a":"1","\u0061":"2"}`, partmap.EMALFORMEDJSON, "a"},
+
+	// Not a JSON object.
+	{"ErrEmptyBody", ``, partmap.EMALFORMEDJSON, ""},
+	{"ErrBlankBody", " \t\r\n", partmap.EMALFORMEDJSON, ""},
+	{"ErrTopLevelArray", `[]`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTopLevelArrayOfObject", `[{"a":"b"}]`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTopLevelString", `"alice@example.com"`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTopLevelNumber", `12`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTopLevelNull", `null`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTopLevelTrue", `true`, partmap.EMALFORMEDJSON, ""},
+	{"ErrUnclosed", `{"a":"b"`, partmap.EMALFORMEDJSON, ""},
+	{"ErrUnclosedString", `{"a":"b}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrOnlyOpen", `{`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTrailingComma", `{"a":"b",}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrMissingColon", `{"a" "b"}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrMissingComma", `{"a":"b" "c":"d"}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrMissingValue", `{"a":}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrSingleQuotes", `{'a':'b'}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrBareName", `{a:"b"}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTrailingGarbage", `{"a":"b"} x`, partmap.EMALFORMEDJSON, ""},
+	{"ErrTwoObjects", `{"a":"b"}{}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrRawControlInString", "{\"a\":\"x\ty\"}", partmap.EMALFORMEDJSON, ""},
+	{"ErrRawNewlineInString", "{\"a\":\"x\ny\"}", partmap.EMALFORMEDJSON, ""},
+	{"ErrBadEscape", `{"a":"\x41"}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrShortUnicodeEscape", `{"a":"\u12"}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrNonHexUnicodeEscape", `{"a":"\u12g4"}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrComment", `{"a":"b" /* c */}`, partmap.EMALFORMEDJSON, ""},
+	{"ErrNumberName", `{1:"b"}`, partmap.EMALFORMEDJSON, ""},
+}
+
+// validProfiles are read by ParseProfileJSON as want, and by
+// ParsePatchJSON as the patch that sets each field of want.
+var validProfiles = []struct {
+	name string
+	in   string
+	want partmap.Profile
+}{
+	{"OKEmptyObject", `{}`, partmap.Profile{}},
+	{"OKEmptyObjectSpaced", " \t\r\n{ \t\r\n} \t\r\n", partmap.Profile{}},
+	{"OKDocumented", `{"emailAddress":"alice@example.com","fullName":"Alice","companyName":"Acme","customerTier":"gold"}`,
+		partmap.Profile{"emailAddress": "alice@example.com", "fullName": "Alice", "companyName": "Acme", "customerTier": "gold"}},
+	{"OKWhitespaceAroundTokens", " \n{ \t\"a\" \r\n: \t\"b\" \n, \"c\"\t:\"d\"\r\n}\n ", partmap.Profile{"a": "b", "c": "d"}},
+	{"OKEmptyValue", `{"fullName":""}`, partmap.Profile{"fullName": ""}},
+	{"OKShortEscapes", `{"v":"q\" b\\ s\/ \b \f \n \r \t"}`, partmap.Profile{"v": "q\" b\\ s/ \b \f \n \r \t"}},
+	{"OKOnlyEscapes", `{"v":"\"\\\/\b\f\n\r\t"}`, partmap.Profile{"v": "\"\\/\b\f\n\r\t"}},
+	{"OKUnicodeEscape", `{"v":"caf\u00e9"}`, partmap.Profile{"v": "caf\u00e9"}},
+	{"OKUnicodeEscapeUpper", `{"v":"caf\u00E9 \u20AC"}`, partmap.Profile{"v": "caf\u00e9 \u20ac"}},
+	{"OKEscapedNUL", `{"v":"a\u0000b"}`, partmap.Profile{"v": "a\x00b"}},
+	{"OKEscapedControls", `{"v":"\u0001\u001f\u007f"}`, partmap.Profile{"v": "\x01\x1f\x7f"}},
+	{"OKSurrogatePair", `{"v":"\ud83d\ude00"}`, partmap.Profile{"v": "\U0001F600"}},
+	{"OKSurrogatePairUpper", `{"v":"\uD83D\uDE00"}`, partmap.Profile{"v": "\U0001F600"}},
+	{"OKSurrogatePairInText", `{"v":"a\ud83d\ude00b\ud83d\ude01"}`, partmap.Profile{"v": "a\U0001F600b\U0001F601"}},
+	{"OKSurrogatePairBounds", `{"v":"\ud800\udc00\udbff\udfff"}`, partmap.Profile{"v": "\U00010000\U0010FFFF"}},
+	{"OKEscapeNextToSurrogateRange", `{"v":"\ud7ff\ue000\uffff\ufffd"}`, partmap.Profile{"v": "\ud7ff\ue000\uffff\ufffd"}},
+	{"OKRawMultibyte", `{"名前":"日本語 é 😀 \u2028"}`, partmap.Profile{"名前": "日本語 é 😀 \u2028"}},
+	{"OKRawAndEscapedMixed", `{"v":"é\u00e9😀\ud83d\ude00"}`, partmap.Profile{"v": "éé😀😀"}},
+	{"OKRawBOMInValue", "{\"v\":\"\uFEFFx\"}", partmap.Profile{"v": "\uFEFFx"}},
+	{"OKNFDUnchanged", "{\"v\":\"e\u0301\"}", partmap.Profile{"v": "e\u0301"}},
+	{"OKDottedNamesLiteral", `{"name.first":"Alice","a.b.c":"x","a":"y"}`, partmap.Profile{"name.first": "Alice", "a.b.c": "x", "a": "y"}},
+	{"OKEscapedName", `{"\u0066ullName":"x","a\"b":"y","c\\d":"z"}`, partmap.Profile{"fullName": "x", "a\"b": "y", "c\\d": "z"}},
+	{"OKCaseSensitiveNames", `{"a":"1","A":"2"}`, partmap.Profile{"a": "1", "A": "2"}},
+	{"OKBackslashBeforeQuote", `{"v":"\\"}`, partmap.Profile{"v": "\\"}},
+	{"OKManyBackslashes", `{"v":"\\\\\"\\"}`, partmap.Profile{"v": "\\\\\"\\"}},
+	{"OKBracesInString", `{"v":"}{,:\"[]"}`, partmap.Profile{"v": "}{,:\"[]"}},
+	{"OKLiteralNullText", `{"v":"null"}`, partmap.Profile{"v": "null"}},
+}
+
+func TestParseProfileJSON(t *testing.T) {
+	for _, tt := range validProfiles {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := partmap.ParseProfileJSON([]byte(tt.in))
 			if err != nil {
@@ -72,107 +182,14 @@ func TestParseProfileJSON(t *testing.T) {
 		})
 	}
 
-	errs := []struct {
-		name  string
-		in    string
-		code  partmap.Code
-		field string
-	}{
-		// Values that are not strings name their field.
-		{"ErrNumber", `{"age":42}`, partmap.ENONSTRING, "age"},
-		{"ErrNegativeNumber", `{"age":-1.5e3}`, partmap.ENONSTRING, "age"},
-		{"ErrTrue", `{"vip":true}`, partmap.ENONSTRING, "vip"},
-		{"ErrFalse", `{"vip":false}`, partmap.ENONSTRING, "vip"},
-		{"ErrObject", `{"name":{"first":"A"}}`, partmap.ENONSTRING, "name"},
-		{"ErrEmptyObjectValue", `{"name":{}}`, partmap.ENONSTRING, "name"},
-		{"ErrArray", `{"tags":["a"]}`, partmap.ENONSTRING, "tags"},
-		{"ErrEmptyArrayValue", `{"tags":[]}`, partmap.ENONSTRING, "tags"},
-		{"ErrNull", `{"fullName":null}`, partmap.ENONSTRING, "fullName"},
-		{"ErrNonStringAfterGoodOnes", `{"a":"x","b":"y","c":7}`, partmap.ENONSTRING, "c"},
-		{"ErrNonStringEscapedName", `{"f\u00fcr":1}`, partmap.ENONSTRING, "f\u00fcr"},
-
-		// Raw invalid UTF-8 in a value names the field.
-		{"ErrValueByteFF", "{\"fullName\":\"a\xffb\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueByteFE", "{\"fullName\":\"\xfe\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueLoneContinuation", "{\"fullName\":\"\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueOverlongSlash", "{\"fullName\":\"\xc0\xaf\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueOverlongNUL", "{\"fullName\":\"\xc0\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueOverlongThreeByte", "{\"fullName\":\"\xe0\x80\xaf\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueEncodedHighSurrogate", "{\"fullName\":\"\xed\xa0\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueEncodedLowSurrogate", "{\"fullName\":\"\xed\xbf\xbf\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueEncodedPairCESU8", "{\"fullName\":\"\xed\xa0\xbd\xed\xb8\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueAboveMax", "{\"fullName\":\"\xf4\x90\x80\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueFiveByteForm", "{\"fullName\":\"\xf8\x88\x80\x80\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueTruncated", "{\"fullName\":\"\xe4\xb8\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueTruncatedBeforeASCII", "{\"fullName\":\"\xe4\xb8x\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueTruncatedFourByte", "{\"fullName\":\"\xf0\x9f\x98\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueInvalidWithEscapes", "{\"fullName\":\"\\n\xff\\u00e9\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueInvalidAfterGoodField", "{\"a\":\"ok\",\"companyName\":\"\xff\"}", partmap.EINVALIDUTF8, "companyName"},
-
-		// Escaped surrogates that do not form a pair.
-		{"ErrLoneHigh", `{"fullName":"\ud800"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLoneHighInText", `{"fullName":"ab\ud83dcd"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLoneHighAtEnd", `{"fullName":"abc\ud83d"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLoneLow", `{"fullName":"\udc00"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLoneLowUpper", `{"fullName":"\uDFFF"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenNonLow", `{"fullName":"\ud800\u0041"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenHigh", `{"fullName":"\ud800\ud800"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLowThenHigh", `{"fullName":"\ude00\ud83d"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLowThenLow", `{"fullName":"\udc00\udc00"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLowThenLowUpper", `{"fullName":"\uDE00\uDFFF"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenAboveLowRange", `{"fullName":"\ud83d\ue000"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenFFFF", `{"fullName":"\udbff\uffff"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenBelowLowRange", `{"fullName":"\ud83d\udbff"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenShortEscape", `{"fullName":"\ud83d\n"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenEscapedBackslash", `{"fullName":"\ud83d\\ude00"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenRawLowText", `{"fullName":"\ud83dude00"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrPairThenLoneLow", `{"fullName":"\ud83d\ude00\ude00"}`, partmap.EINVALIDUTF8, "fullName"},
-
-		// Duplicate names, also when spelled differently.
-		{"ErrDuplicate", `{"a":"1","a":"2"}`, partmap.EMALFORMEDJSON, "a"},
-		{"ErrDuplicateSameValue", `{"fullName":"x","b":"y","fullName":"x"}`, partmap.EMALFORMEDJSON, "fullName"},
-		{"ErrDuplicateEscaped", `{"a":"1","\u0061":"2"}`, partmap.EMALFORMEDJSON, "a"},
-
-		// Not a JSON object.
-		{"ErrEmptyBody", ``, partmap.EMALFORMEDJSON, ""},
-		{"ErrBlankBody", " \t\r\n", partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelArray", `[]`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelArrayOfObject", `[{"a":"b"}]`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelString", `"alice@example.com"`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelNumber", `12`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelNull", `null`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelTrue", `true`, partmap.EMALFORMEDJSON, ""},
-		{"ErrUnclosed", `{"a":"b"`, partmap.EMALFORMEDJSON, ""},
-		{"ErrUnclosedString", `{"a":"b}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrOnlyOpen", `{`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTrailingComma", `{"a":"b",}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrMissingColon", `{"a" "b"}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrMissingComma", `{"a":"b" "c":"d"}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrMissingValue", `{"a":}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrSingleQuotes", `{'a':'b'}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrBareName", `{a:"b"}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTrailingGarbage", `{"a":"b"} x`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTwoObjects", `{"a":"b"}{}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrRawControlInString", "{\"a\":\"x\ty\"}", partmap.EMALFORMEDJSON, ""},
-		{"ErrRawNewlineInString", "{\"a\":\"x\ny\"}", partmap.EMALFORMEDJSON, ""},
-		{"ErrBadEscape", `{"a":"\x41"}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrShortUnicodeEscape", `{"a":"\u12"}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrNonHexUnicodeEscape", `{"a":"\u12g4"}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrComment", `{"a":"b" /* c */}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrNumberName", `{1:"b"}`, partmap.EMALFORMEDJSON, ""},
-	}
+	// null deletes a field in a patch; in a profile it is not a string.
+	errs := append([]jsonFault{{"ErrNull", `{"fullName":null}`, partmap.ENONSTRING, "fullName"}}, strictFaults...)
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := partmap.ParseProfileJSON([]byte(tt.in))
-			e := wantCode(t, err, tt.code)
-			if tt.field != "" && e.Field != tt.field {
-				t.Fatalf("Field = %q, want %q (error: %v)", e.Field, tt.field, err)
-			}
+			wantFault(t, tt, err)
 			if got != nil {
 				t.Fatalf("ParseProfileJSON(%q) = %q with an error, want nil", tt.in, got)
-			}
-			if e.Message == "" || !utf8.ValidString(e.Message) || !utf8.ValidString(e.Field) {
-				t.Fatalf("error message %q or field %q is empty or not valid UTF-8", e.Message, e.Field)
 			}
 		})
 	}
@@ -241,19 +258,24 @@ func TestParseProfileJSON(t *testing.T) {
 }
 
 func TestParsePatchJSON(t *testing.T) {
-	ok := []struct {
-		name string
-		in   string
-		want partmap.Patch
-	}{
-		{"OKEmpty", `{}`, partmap.Patch{}},
+	type patchCase struct {
+		name, in string
+		want     partmap.Patch
+	}
+	ok := []patchCase{
 		{"OKSet", `{"fullName":"Alice"}`, partmap.Patch{"fullName": strp("Alice")}},
-		{"OKSetEmpty", `{"fullName":""}`, partmap.Patch{"fullName": strp("")}},
 		{"OKNullDeletes", `{"companyName":null}`, partmap.Patch{"companyName": nil}},
 		{"OKMixed", ` { "a" : null , "b" : "x\u00e9" , "c":null,"d.e":"\ud83d\ude00" } `,
 			partmap.Patch{"a": nil, "b": strp("x\u00e9"), "c": nil, "d.e": strp("\U0001F600")}},
 		{"OKNullText", `{"a":"null"}`, partmap.Patch{"a": strp("null")}},
 		{"OKEscapes", `{"a":"\"\\\/\b\f\n\r\t"}`, partmap.Patch{"a": strp("\"\\/\b\f\n\r\t")}},
+	}
+	for _, p := range validProfiles {
+		want := partmap.Patch{}
+		for name, v := range p.want {
+			want[name] = strp(v)
+		}
+		ok = append(ok, patchCase{p.name, p.in, want})
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,42 +289,24 @@ func TestParsePatchJSON(t *testing.T) {
 		})
 	}
 
-	errs := []struct {
-		name  string
-		in    string
-		code  partmap.Code
-		field string
-	}{
-		{"ErrNumber", `{"a":null,"age":1}`, partmap.ENONSTRING, "age"},
-		{"ErrTrue", `{"vip":true}`, partmap.ENONSTRING, "vip"},
-		{"ErrFalse", `{"vip":false}`, partmap.ENONSTRING, "vip"},
-		{"ErrObject", `{"name":{"first":null}}`, partmap.ENONSTRING, "name"},
-		{"ErrArray", `{"tags":[null]}`, partmap.ENONSTRING, "tags"},
-		{"ErrValueInvalidUTF8", "{\"fullName\":\"\xff\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueOverlong", "{\"fullName\":\"\xc0\xaf\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueSurrogate", "{\"fullName\":\"\xed\xa0\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueAboveMax", "{\"fullName\":\"\xf4\x90\x80\x80\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrValueTruncated", "{\"fullName\":\"\xe4\xb8\"}", partmap.EINVALIDUTF8, "fullName"},
-		{"ErrNameInvalidUTF8", "{\"\xff\":null}", partmap.EINVALIDUTF8, ""},
-		{"ErrLoneHigh", `{"fullName":"\ud800"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrLoneLow", `{"fullName":"\udc00"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrHighThenNonLow", `{"fullName":"\ud800\u0041"}`, partmap.EINVALIDUTF8, "fullName"},
-		{"ErrDuplicate", `{"a":null,"a":"x"}`, partmap.EMALFORMEDJSON, "a"},
+	// Every fault of a profile (strictFaults), and those that involve null.
+	errs := append([]jsonFault{
+		{"ErrNumberAfterNull", `{"a":null,"age":1}`, partmap.ENONSTRING, "age"},
+		{"ErrObjectOfNull", `{"name":{"first":null}}`, partmap.ENONSTRING, "name"},
+		{"ErrArrayOfNull", `{"tags":[null]}`, partmap.ENONSTRING, "tags"},
+		{"ErrValueOnlyByteFF", "{\"fullName\":\"\xff\"}", partmap.EINVALIDUTF8, "fullName"},
+		{"ErrNameInvalidUTF8WithNull", "{\"\xff\":null}", partmap.EINVALIDUTF8, ""},
+		{"ErrDuplicateNullFirst", `{"a":null,"a":"x"}`, partmap.EMALFORMEDJSON, "a"},
 		{"ErrDuplicateNulls", `{"a":null,"a":null}`, partmap.EMALFORMEDJSON, "a"},
-		{"ErrEmptyBody", ``, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelNull", `null`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelArray", `[null]`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTopLevelString", `"x"`, partmap.EMALFORMEDJSON, ""},
-		{"ErrMalformed", `{"a":nul}`, partmap.EMALFORMEDJSON, ""},
-		{"ErrTrailingComma", `{"a":null,}`, partmap.EMALFORMEDJSON, ""},
-	}
+		{"ErrTopLevelArrayOfNull", `[null]`, partmap.EMALFORMEDJSON, ""},
+		{"ErrTopLevelShortString", `"x"`, partmap.EMALFORMEDJSON, ""},
+		{"ErrMalformedNull", `{"a":nul}`, partmap.EMALFORMEDJSON, ""},
+		{"ErrTrailingCommaAfterNull", `{"a":null,}`, partmap.EMALFORMEDJSON, ""},
+	}, strictFaults...)
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := partmap.ParsePatchJSON([]byte(tt.in))
-			e := wantCode(t, err, tt.code)
-			if tt.field != "" && e.Field != tt.field {
-				t.Fatalf("Field = %q, want %q (error: %v)", e.Field, tt.field, err)
-			}
+			wantFault(t, tt, err)
 			if got != nil {
 				t.Fatalf("ParsePatchJSON(%q) = %s with an error, want nil", tt.in, showPatch(got))
 			}

@@ -26,6 +26,31 @@ func wantCode(t *testing.T, err error, want partmap.Code) *partmap.Error {
 	return e
 }
 
+// invalidEmails are refused by CanonicalEmail, and so by Locate, with
+// the code each names.
+var invalidEmails = []struct {
+	name, in string
+	want     partmap.Code
+}{
+	{"ErrEmpty", "", partmap.EINVALIDEMAIL},
+	{"ErrSpace", " ", partmap.EINVALIDEMAIL},
+	{"ErrTab", "\t", partmap.EINVALIDEMAIL},
+	{"ErrNewline", "\n", partmap.EINVALIDEMAIL},
+	{"ErrVerticalTab", "\v", partmap.EINVALIDEMAIL},
+	{"ErrFormFeed", "\f", partmap.EINVALIDEMAIL},
+	{"ErrCarriageReturn", "\r", partmap.EINVALIDEMAIL},
+	{"ErrBlank", " \t\n\v\f\r", partmap.EINVALIDEMAIL},
+	{"ErrAllSixWhitespace", " \t\n\v\f\r \t\n\v\f\r", partmap.EINVALIDEMAIL},
+	{"ErrByte80", "a\x80@example.com", partmap.EINVALIDEMAIL},
+	{"ErrByteFF", "\xff", partmap.EINVALIDEMAIL},
+	{"ErrNonASCII", "\u00e9@example.com", partmap.EINVALIDEMAIL},
+	{"ErrValidUTF8NonASCII", "jos\u00e9@example.com", partmap.EINVALIDEMAIL},
+	{"ErrNonASCIIInTrimmedSpace", " a@b.c \u00a0", partmap.EINVALIDEMAIL},
+	{"ErrNBSPOnly", "\u00a0", partmap.EINVALIDEMAIL},
+	{"ErrFullwidthAt", "a\uff20b", partmap.EINVALIDEMAIL},
+	{"ErrTooLarge", strings.Repeat("a", partmap.MaxEmailBytes+1), partmap.ETOOLARGE},
+}
+
 func TestCanonicalEmail(t *testing.T) {
 	ok := []struct {
 		name, in, want string
@@ -58,27 +83,7 @@ func TestCanonicalEmail(t *testing.T) {
 		})
 	}
 
-	errs := []struct {
-		name, in string
-		want     partmap.Code
-	}{
-		{"ErrEmpty", "", partmap.EINVALIDEMAIL},
-		{"ErrSpace", " ", partmap.EINVALIDEMAIL},
-		{"ErrTab", "\t", partmap.EINVALIDEMAIL},
-		{"ErrNewline", "\n", partmap.EINVALIDEMAIL},
-		{"ErrVerticalTab", "\v", partmap.EINVALIDEMAIL},
-		{"ErrFormFeed", "\f", partmap.EINVALIDEMAIL},
-		{"ErrCarriageReturn", "\r", partmap.EINVALIDEMAIL},
-		{"ErrAllSixWhitespace", " \t\n\v\f\r \t\n\v\f\r", partmap.EINVALIDEMAIL},
-		{"ErrByte80", "a\x80@example.com", partmap.EINVALIDEMAIL},
-		{"ErrByteFF", "\xff", partmap.EINVALIDEMAIL},
-		{"ErrValidUTF8NonASCII", "jos\u00e9@example.com", partmap.EINVALIDEMAIL},
-		{"ErrNonASCIIInTrimmedSpace", " a@b.c \u00a0", partmap.EINVALIDEMAIL},
-		{"ErrNBSPOnly", "\u00a0", partmap.EINVALIDEMAIL},
-		{"ErrFullwidthAt", "a\uff20b", partmap.EINVALIDEMAIL},
-		{"ErrTooLarge", strings.Repeat("a", partmap.MaxEmailBytes+1), partmap.ETOOLARGE},
-	}
-	for _, tt := range errs {
+	for _, tt := range invalidEmails {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := partmap.CanonicalEmail(tt.in)
 			wantCode(t, err, tt.want)
@@ -245,16 +250,7 @@ func TestLocate(t *testing.T) {
 		})
 	}
 
-	errs := []struct {
-		name, in string
-		want     partmap.Code
-	}{
-		{"ErrEmpty", "", partmap.EINVALIDEMAIL},
-		{"ErrBlank", " \t\n\v\f\r", partmap.EINVALIDEMAIL},
-		{"ErrNonASCII", "\u00e9@example.com", partmap.EINVALIDEMAIL},
-		{"ErrTooLarge", strings.Repeat("b", partmap.MaxEmailBytes+1), partmap.ETOOLARGE},
-	}
-	for _, tt := range errs {
+	for _, tt := range invalidEmails {
 		t.Run(tt.name, func(t *testing.T) {
 			canonical, p, err := partmap.Locate(tt.in, partmap.DefaultPartitions)
 			wantCode(t, err, tt.want)

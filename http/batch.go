@@ -77,11 +77,7 @@ func (b batchReply) MarshalJSON() ([]byte, error) {
 // handleGetProfiles looks up many profiles at once. Nothing is answered
 // unless every email and field is good.
 func (s *Server) handleGetProfiles(w http.ResponseWriter, r *http.Request, _ url.Values) error {
-	body, err := s.readBody(w, r, "application/json")
-	if err != nil {
-		return err
-	}
-	lists, err := partmap.ParseStringListsJSON(body)
+	lists, err := readJSON(s, w, r, partmap.ParseStringListsJSON, "application/json")
 	if err != nil {
 		return err
 	}

@@ -225,6 +225,12 @@ func TestBadInput(t *testing.T) {
 	put := func(body string) func() response {
 		return func() response { return send(t, "PUT", profileURL, strings.NewReader(body)) }
 	}
+	// putWith sends a valid profile with header, which is what is wrong.
+	putWith := func(header ...string) func() response {
+		return func() response {
+			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), header...)
+		}
+	}
 	get := func(query string) func() response {
 		return func() response { return send(t, "GET", profileURL+query, nil) }
 	}
@@ -254,27 +260,13 @@ func TestBadInput(t *testing.T) {
 		{"Err8MiBFieldChunked", func() response {
 			return send(t, "PUT", profileURL, io.MultiReader(strings.NewReader(huge))) // no Content-Length
 		}, 413, partmap.ETOOLARGE, ""},
-		{"ErrBadIfMatch", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", `0000000000000001`)
-		}, 400, partmap.EINVALID, ""},
-		{"ErrEmptyIfMatch", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", "")
-		}, 400, partmap.EINVALID, ""},
-		{"ErrUnterminatedIfMatch", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "If-Match", `W/"00`)
-		}, 400, partmap.EINVALID, ""},
-		{"ErrTextPlain", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Type", "text/plain")
-		}, 415, partmap.EMEDIATYPE, ""},
-		{"ErrLatin1", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Type", "application/json; charset=iso-8859-1")
-		}, 415, partmap.EMEDIATYPE, ""},
-		{"ErrMergePatchOnPut", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Type", "application/merge-patch+json")
-		}, 415, partmap.EMEDIATYPE, ""},
-		{"ErrGzip", func() response {
-			return send(t, "PUT", profileURL, strings.NewReader(`{"emailAddress":"`+email+`"}`), "Content-Encoding", "gzip")
-		}, 415, partmap.EMEDIATYPE, ""},
+		{"ErrBadIfMatch", putWith("If-Match", `0000000000000001`), 400, partmap.EINVALID, ""},
+		{"ErrEmptyIfMatch", putWith("If-Match", ""), 400, partmap.EINVALID, ""},
+		{"ErrUnterminatedIfMatch", putWith("If-Match", `W/"00`), 400, partmap.EINVALID, ""},
+		{"ErrTextPlain", putWith("Content-Type", "text/plain"), 415, partmap.EMEDIATYPE, ""},
+		{"ErrLatin1", putWith("Content-Type", "application/json; charset=iso-8859-1"), 415, partmap.EMEDIATYPE, ""},
+		{"ErrMergePatchOnPut", putWith("Content-Type", "application/merge-patch+json"), 415, partmap.EMEDIATYPE, ""},
+		{"ErrGzip", putWith("Content-Encoding", "gzip"), 415, partmap.EMEDIATYPE, ""},
 		{"ErrPutURLDisagrees", func() response {
 			return send(t, "PUT", profileURL+"?emailAddress=other@example.com", strings.NewReader(`{"emailAddress":"`+email+`"}`))
 		}, 400, partmap.EKEYFIELD, "emailAddress"},

@@ -67,11 +67,7 @@ func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request, q url.
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r, "application/json")
-	if err != nil {
-		return err
-	}
-	profile, err := partmap.ParseProfileJSON(body)
+	profile, err := readJSON(s, w, r, partmap.ParseProfileJSON, "application/json")
 	if err != nil {
 		return err
 	}
@@ -144,11 +140,7 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q ur
 	if err != nil {
 		return err
 	}
-	body, err := s.readBody(w, r, "application/merge-patch+json", "application/json")
-	if err != nil {
-		return err
-	}
-	patch, err := partmap.ParsePatchJSON(body)
+	patch, err := readJSON(s, w, r, partmap.ParsePatchJSON, "application/merge-patch+json", "application/json")
 	if err != nil {
 		return err
 	}

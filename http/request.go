@@ -24,6 +24,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, mediaTypes ...
 	return s.readBodyLimit(w, r, s.limits.MaxBodyBytes, mediaTypes...)
 }
 
+// readJSON reads the request body, of one of mediaTypes, and parses it.
+func readJSON[T any](s *Server, w http.ResponseWriter, r *http.Request, parse func([]byte) (T, error), mediaTypes ...string) (T, error) {
+	body, err := s.readBody(w, r, mediaTypes...)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return parse(body)
+}
+
 func (s *Server) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int, mediaTypes ...string) ([]byte, error) {
 	if err := checkMediaType(r, mediaTypes); err != nil {
 		return nil, err

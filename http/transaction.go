@@ -177,11 +177,7 @@ func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
 }
 
 func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request, _ url.Values) error {
-	body, err := s.readBody(w, r, "application/json")
-	if err != nil {
-		return err
-	}
-	ops, err := parseTxOps(body)
+	ops, err := readJSON(s, w, r, parseTxOps, "application/json")
 	if err != nil {
 		return err
 	}

@@ -47,29 +47,51 @@ func keys(ks ...string) [][]byte {
 	return out
 }
 
+// readThrough is a lookup that misses and fills the cache with what it
+// read, no commit of key between the two.
+func readThrough(t *testing.T, c *recordCache, key, value string) {
+	t.Helper()
+	c.fill([]byte(key), ticket(t, c, key), []byte(value))
+}
+
+// commit is a successful commit that writes value to key.
+func commit(c *recordCache, key, value string) {
+	c.begin(keys(key))
+	c.end(keys(key), keys(value), true)
+}
+
+// notCached fails if the cache answers for key; when says after what.
+func notCached(t *testing.T, c *recordCache, key, when string) {
+	t.Helper()
+	if v, ok := cached(t, c, key); ok {
+		t.Fatalf("cached %q %s", v, when)
+	}
+}
+
+// cachedAs fails unless the cache answers value for key.
+func cachedAs(t *testing.T, c *recordCache, key, value, when string) {
+	t.Helper()
+	if v, ok := cached(t, c, key); !ok || v != value {
+		t.Fatalf("cached %q, %v %s; want %q", v, ok, when, value)
+	}
+}
+
 func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 	t.Run("a read before a commit is not stored after it", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
 		tk := ticket(t, c, "k")
-		c.begin(keys("k"))
-		c.end(keys("k"), keys("new"), true)
+		commit(c, "k", "new")
 		c.fill([]byte("k"), tk, []byte("old"))
-		if v, ok := cached(t, c, "k"); !ok || v != "new" {
-			t.Fatalf("cached %q, %v; want the commit's value", v, ok)
-		}
+		cachedAs(t, c, "k", "new", "after a commit that followed the read")
 	})
 	t.Run("a read is not stored while a commit is under way", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
 		c.begin(keys("k"))
 		tk := ticket(t, c, "k") // taken after begin: the epoch alone cannot tell
 		c.fill([]byte("k"), tk, []byte("old"))
-		if v, ok := cached(t, c, "k"); ok {
-			t.Fatalf("cached %q while a commit of the key was under way", v)
-		}
+		notCached(t, c, "k", "while a commit of the key was under way")
 		c.end(keys("k"), keys("new"), true)
-		if v, _ := cached(t, c, "k"); v != "new" {
-			t.Fatalf("cached %q after the commit; want new", v)
-		}
+		cachedAs(t, c, "k", "new", "after the commit")
 	})
 	t.Run("a read during a commit is not stored after it", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
@@ -78,34 +100,27 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 		c.end(keys("k"), keys("new"), true)
 		c.values.Del([]byte("k")) // evicted
 		c.fill([]byte("k"), tk, []byte("old"))
-		if v, ok := cached(t, c, "k"); ok {
-			t.Fatalf("cached %q, read during a commit, after it", v)
-		}
+		notCached(t, c, "k", "read during a commit, after it")
 	})
 	t.Run("a lookup during a commit of the key is not answered from the cache", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		readThrough(t, c, "k", "old")
 		c.begin(keys("k"))
-		if v, ok := cached(t, c, "k"); ok {
-			t.Fatalf("cached %q during a commit of the key", v)
-		}
+		notCached(t, c, "k", "during a commit of the key")
 		c.end(keys("k"), keys("new"), true)
-		if v, _ := cached(t, c, "k"); v != "new" {
-			t.Fatalf("cached %q after the commit; want new", v)
-		}
+		cachedAs(t, c, "k", "new", "after the commit")
 	})
 	t.Run("a commit's value overwrites the old one in the ring", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
-		c.begin(keys("k"))
-		c.end(keys("k"), keys("new"), true)
+		readThrough(t, c, "k", "old")
+		commit(c, "k", "new")
 		if n := c.values.OverwriteCount(); n != 1 {
 			t.Fatalf("%d overwrites in place; a value appended anew makes the ring evict sooner under writes", n)
 		}
 	})
 	t.Run("a value too large to cache does not leave the old one", func(t *testing.T) {
 		c := newRecordCache(minRecordCacheBytes)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		readThrough(t, c, "k", "old")
 		c.begin(keys("k"))
 		c.end(keys("k"), [][]byte{make([]byte, minRecordCacheBytes/512)}, true)
 		if v, ok := cached(t, c, "k"); ok {
@@ -114,36 +129,27 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 	})
 	t.Run("a failed commit leaves nothing", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		readThrough(t, c, "k", "old")
 		c.begin(keys("k"))
 		c.end(keys("k"), keys("new"), false)
-		if v, ok := cached(t, c, "k"); ok {
-			t.Fatalf("cached %q after a failed commit", v)
-		}
+		notCached(t, c, "k", "after a failed commit")
 	})
 	t.Run("overlapping commits of a key leave nothing", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		readThrough(t, c, "k", "old")
 		c.begin(keys("k"))
 		c.begin(keys("k"))
 		c.end(keys("k"), keys("second"), true) // applied last, ended first
 		c.end(keys("k"), keys("first"), true)
-		if v, ok := cached(t, c, "k"); ok {
-			t.Fatalf("cached %q: the last commit to end need not be the last applied", v)
-		}
-		c.begin(keys("k"))
-		c.end(keys("k"), keys("alone"), true)
-		if v, _ := cached(t, c, "k"); v != "alone" {
-			t.Fatalf("a later commit alone cached %q", v)
-		}
+		notCached(t, c, "k", "after overlapping commits: the last commit to end need not be the last applied")
+		commit(c, "k", "alone")
+		cachedAs(t, c, "k", "alone", "after a later commit alone")
 	})
 	t.Run("a deletion is cached as absent", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
 		c.begin(keys("k"))
 		c.end([][]byte{[]byte("k")}, [][]byte{nil}, true)
-		if v, ok := cached(t, c, "k"); !ok || v != "" {
-			t.Fatalf("cached %q, %v; want known absent", v, ok)
-		}
+		cachedAs(t, c, "k", "", "after a deletion (known absent)")
 		c.fill([]byte("j"), ticket(t, c, "j"), nil)
 		if _, ok := cached(t, c, "j"); !ok {
 			t.Fatal("an absent record read from the database is not cached")
@@ -151,7 +157,7 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 	})
 	t.Run("a purge forgets everything, and what commits under way wrote", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("a"), ticket(t, c, "a"), []byte("old"))
+		readThrough(t, c, "a", "old")
 		tk := ticket(t, c, "b")
 		c.begin(keys("c"))
 		c.purge()
@@ -165,7 +171,7 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 	})
 	t.Run("a cached value is settled until a commit of its shard begins", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("v"))
+		readThrough(t, c, "k", "v")
 		ok, tk, _ := c.lookup([]byte("k"), func([]byte) error { return nil })
 		if !ok || !c.settled([]byte("k"), tk) {
 			t.Fatalf("a hit with no commit since: cached %v, settled %v", ok, c.settled([]byte("k"), tk))
@@ -184,7 +190,7 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 		// begin changed the epoch and still miss its mark: the ticket then
 		// matches, and only the mark tells that the batch may apply.
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("old"))
+		readThrough(t, c, "k", "old")
 		c.begin(keys("k"))
 		tk := c.shard([]byte("k")).epoch.Load()
 		if c.settled([]byte("k"), tk) {
@@ -194,15 +200,11 @@ func TestRecordCacheKeepsOnlyTheDatabasesValue(t *testing.T) {
 	})
 	t.Run("commits of other keys leave a key's value", func(t *testing.T) {
 		c := newRecordCache(1 << 20)
-		c.fill([]byte("k"), ticket(t, c, "k"), []byte("v"))
+		readThrough(t, c, "k", "v")
 		for i := range 100 {
-			k := keys(fmt.Sprint("other", i))
-			c.begin(k)
-			c.end(k, keys("x"), true)
+			commit(c, fmt.Sprint("other", i), "x")
 		}
-		if v, _ := cached(t, c, "k"); v != "v" {
-			t.Fatalf("cached %q", v)
-		}
+		cachedAs(t, c, "k", "v", "after commits of other keys")
 	})
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -20,38 +21,25 @@ func TestGetMany(t *testing.T) {
 	must("put", "ada@example.com", "--name", "Ada", "--field", "visits=3")
 	must("put", "bob@example.com", "--name", "Bob")
 
-	out := must("get", "ada@example.com", "nobody@example.com", " BOB@example.com")
-	want := `[
-  {
-    "emailAddress": "ada@example.com",
-    "fullName": "Ada",
-    "visits": "3"
-  },
-  null,
-  {
-    "emailAddress": "bob@example.com",
-    "fullName": "Bob"
-  }
-]
-`
-	if out != want {
-		t.Fatalf("get of three: %q, want %q", out, want)
-	}
-	out = must("get", "bob@example.com", "nobody@example.com", "ada@example.com", "--fields", "visits,fullName")
-	want = `[
-  {
-    "visits": null,
-    "fullName": "Bob"
-  },
-  null,
-  {
-    "visits": "3",
-    "fullName": "Ada"
-  }
-]
-`
-	if out != want {
-		t.Fatalf("get --fields of three: %q, want %q", out, want)
+	// The output is want indented by two spaces, as written here compact.
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"get of three", []string{"get", "ada@example.com", "nobody@example.com", " BOB@example.com"},
+			`[{"emailAddress":"ada@example.com","fullName":"Ada","visits":"3"},null,{"emailAddress":"bob@example.com","fullName":"Bob"}]`},
+		{"get --fields of three", []string{"get", "bob@example.com", "nobody@example.com", "ada@example.com", "--fields", "visits,fullName"},
+			`[{"visits":null,"fullName":"Bob"},null,{"visits":"3","fullName":"Ada"}]`},
+	} {
+		var want bytes.Buffer
+		if err := json.Indent(&want, []byte(tt.want), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString("\n")
+		if out := must(tt.args...); out != want.String() {
+			t.Fatalf("%s: %q, want %q", tt.name, out, want.String())
+		}
 	}
 
 	// More than one request's worth goes in several requests, in order.

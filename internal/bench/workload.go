@@ -172,6 +172,10 @@ func operation(workload string, keys keySet) (opFunc, error) {
 		_, _, err := partmap.UpsertProfile(ctx, cl, profile(email, n), partmap.Condition{})
 		return err
 	}
+	get := func(ctx context.Context, cl *pmhttp.Client, email string) error {
+		_, err := cl.FindProfile(ctx, email)
+		return err
+	}
 	switch workload {
 	case Upsert:
 		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {
@@ -181,8 +185,7 @@ func operation(workload string, keys keySet) (opFunc, error) {
 	case Get:
 		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {
 			e, _ := random(rng)
-			_, err := cl.FindProfile(ctx, e)
-			return err
+			return get(ctx, cl, e)
 		}, nil
 	case Mix:
 		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {
@@ -190,8 +193,7 @@ func operation(workload string, keys keySet) (opFunc, error) {
 			if rng.IntN(5) == 0 {
 				return upsert(ctx, cl, e, i)
 			}
-			_, err := cl.FindProfile(ctx, e)
-			return err
+			return get(ctx, cl, e)
 		}, nil
 	case Patch:
 		return func(ctx context.Context, cl *pmhttp.Client, rng *rand.Rand, _ *rand.Zipf) error {

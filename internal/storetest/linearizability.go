@@ -67,9 +67,7 @@ type LinearizabilityOptions struct {
 func RecordHistory(t *testing.T, newClient func(i int) partmap.Store, opts LinearizabilityOptions) []porcupine.Operation {
 	emails, _ := Colliding(opts.Emails, partmap.DefaultPartitions, "lin")
 	ctx := context.Background()
-	start := time.Now()
-	var mu sync.Mutex
-	var history []porcupine.Operation
+	r := &recorder{t: t, start: time.Now()}
 	var wg sync.WaitGroup
 	for c := range opts.Clients {
 		wg.Go(func() {
@@ -77,21 +75,40 @@ func RecordHistory(t *testing.T, newClient func(i int) partmap.Store, opts Linea
 			rng := rand.New(rand.NewPCG(uint64(c), 42))
 			for i := 0; i < opts.OpsPerClient || (opts.Until != nil && !opts.Until() && i < 50*opts.OpsPerClient); i++ {
 				op := model.Random(rng, emails)
-				call := time.Since(start).Nanoseconds()
-				out, err := op.Do(ctx, s)
-				ret := time.Since(start).Nanoseconds()
-				if code := partmap.ErrorCode(err); code == partmap.EINTERNAL || code == partmap.EUNAVAILABLE {
-					t.Errorf("client %d: %v: outcome unknown", c, err)
+				if !r.record(c, op, func() (any, error) { return op.Do(ctx, s) }) {
 					return
 				}
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: c, Input: op, Call: call, Output: out, Return: ret})
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return history
+	return r.history
+}
+
+// A recorder collects a history from concurrent clients: what each call
+// was asked and answered, with real-time call and return stamps.
+type recorder struct {
+	t       *testing.T
+	start   time.Time
+	mu      sync.Mutex
+	history []porcupine.Operation
+}
+
+// record runs do, client c's call of in, and keeps it. An error partmap
+// did not classify fails the test and is not kept, since its outcome
+// would be unknown; record then reports false.
+func (r *recorder) record(c int, in any, do func() (any, error)) bool {
+	call := time.Since(r.start).Nanoseconds()
+	out, err := do()
+	ret := time.Since(r.start).Nanoseconds()
+	if code := partmap.ErrorCode(err); code == partmap.EINTERNAL || code == partmap.EUNAVAILABLE {
+		r.t.Errorf("client %d: %v: %v: outcome unknown", c, in, err)
+		return false
+	}
+	r.mu.Lock()
+	r.history = append(r.history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+	r.mu.Unlock()
+	return true
 }
 
 // CheckHistory runs porcupine on a history. When it is not linearizable,

@@ -79,21 +79,9 @@ func RecordTxHistory(t *testing.T, newClient func(i int) partmap.Store, opts TxL
 		draw = func(rng *rand.Rand, _ int, emails []string) model.Call { return model.RandomCall(rng, emails) }
 	}
 	ctx := context.Background()
-	start := time.Now()
-	var mu sync.Mutex
-	var history []porcupine.Operation
+	r := &recorder{t: t, start: time.Now()}
 	do := func(c int, s partmap.Store, call model.Call) bool {
-		in := time.Since(start).Nanoseconds()
-		out, err := call.Do(ctx, s)
-		ret := time.Since(start).Nanoseconds()
-		if code := partmap.ErrorCode(err); code == partmap.EINTERNAL || code == partmap.EUNAVAILABLE {
-			t.Errorf("client %d: %v: %v: outcome unknown", c, call, err)
-			return false
-		}
-		mu.Lock()
-		history = append(history, porcupine.Operation{ClientId: c, Input: call, Call: in, Output: out, Return: ret})
-		mu.Unlock()
-		return true
+		return r.record(c, call, func() (any, error) { return call.Do(ctx, s) })
 	}
 	if len(opts.Setup) > 0 {
 		s := newClient(0)
@@ -116,7 +104,7 @@ func RecordTxHistory(t *testing.T, newClient func(i int) partmap.Store, opts TxL
 		})
 	}
 	wg.Wait()
-	return history
+	return r.history
 }
 
 // CheckTxHistory runs porcupine on a history of RecordTxHistory. When it is
