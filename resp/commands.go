@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/redcon"
@@ -353,16 +353,17 @@ func cmdHello(k *call) {
 	proto := k.c.proto
 	i := 1
 	if len(k.args) > 1 {
-		v, err := strconv.Atoi(k.arg(1))
-		if err != nil {
-			k.w.WriteError("ERR Protocol version is not an integer or out of range")
+		r := argReader{args: k.args}
+		v := r.intIn(1, math.MinInt64, math.MaxInt64, "Protocol version is not an integer or out of range")
+		switch {
+		case r.err != nil:
+			k.w.fail(r.err)
 			return
-		}
-		if v != 2 && v != 3 {
+		case v != 2 && v != 3:
 			k.w.WriteError("NOPROTO unsupported protocol version")
 			return
 		}
-		proto, i = v, 2
+		proto, i = int(v), 2
 	}
 	var name *string
 	for ; i < len(k.args); i++ {
@@ -445,10 +446,11 @@ func (k *call) authenticate(token string) bool {
 }
 
 func cmdSelect(k *call) {
-	n, err := strconv.Atoi(k.arg(1))
+	r := argReader{args: k.args}
+	n := r.intIn(1, math.MinInt32, math.MaxInt32, "") // Redis's getIntFromObjectOrReply
 	switch {
-	case err != nil:
-		k.w.WriteError(errNotInteger)
+	case r.err != nil:
+		k.w.fail(r.err)
 	case n != 0:
 		k.w.WriteError("ERR DB index is out of range")
 	default:

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/partmap/partmap"
 )
@@ -149,12 +148,8 @@ func (r *argReader) fields(at, per int, zero string) []string {
 		r.refuse("ERR Mandatory argument FIELDS is missing or not at the right position")
 		return nil
 	}
-	n, err := strconv.ParseInt(string(r.args[at+1]), 10, 64)
-	if err != nil || n < 1 {
-		r.refuse("ERR " + zero)
-		return nil
-	}
-	if int64(len(r.args)-at-2) != n*int64(per) {
+	n := r.intIn(at+1, 1, math.MaxInt64, zero)
+	if r.err == nil && int64(len(r.args)-at-2) != n*int64(per) {
 		r.refuse("ERR The `numfields` parameter must match the number of arguments")
 		return nil
 	}

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 
 	"github.com/partmap/partmap"
 )
@@ -53,17 +53,6 @@ func (r *argReader) key(i int) string {
 		r.refuse(fmt.Sprintf("ERR key '%s' is not a customer email: %s", clip(r.args[i]), oneLine(partmap.ErrorMessage(err))))
 	}
 	return email
-}
-
-func (r *argReader) int(i int) int64 {
-	if r.err != nil {
-		return 0
-	}
-	n, err := strconv.ParseInt(string(r.args[i]), 10, 64)
-	if err != nil {
-		r.refuse(errNotInteger)
-	}
-	return n
 }
 
 // strings are the arguments from i on.
@@ -365,20 +354,23 @@ func empty(w *writer) { w.WriteArray(0) }
 // cursor 0, as Redis does for a small hash (a profile holds at most a few
 // hundred fields).
 func parseHScan(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
-	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
-		return ops, refusal("ERR invalid cursor")
-	}
-	if _, _, _, err := scanOptions(args, 3, false); err != nil {
-		return ops, err
+	if _, ok := parseCursor(args[2]); !ok {
+		return ops, refusal(errInvalidCursor)
 	}
 	return parseGet(args[:2], ops)
 }
 
+// replyHScan reads the options only of a profile that exists, as Redis
+// answers a missing key's HSCAN before it reads them.
 func replyHScan(w *writer, x *exchange) {
 	if w.failed(x) {
 		return
 	}
-	match, _, _, _ := scanOptions(x.args, 3, false) // as parse read them
+	match, _, _, err := scanOptions(x.args, 3, false)
+	if err != nil && x.res[0].Record != nil {
+		w.fail(err)
+		return
+	}
 	p := profileOf(x.res[0])
 	var out []string
 	for _, f := range sortedFields(p) {
@@ -394,14 +386,15 @@ func replyHScan(w *writer, x *exchange) {
 // parseHRandField reads HRANDFIELD key [count [WITHVALUES]], Redis's
 // refusals first.
 func parseHRandField(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
-	if len(args) > 4 || (len(args) == 4 && lower(args[3]) != "withvalues") {
-		return ops, refusal(errSyntax)
-	}
 	if len(args) >= 3 {
 		r := argReader{args: args}
-		if n := r.int(2); r.err != nil {
+		n := r.intIn(2, -math.MaxInt64, math.MaxInt64, "")
+		switch {
+		case r.err != nil:
 			return ops, r.err
-		} else if n < -(1<<62) || n > 1<<62 {
+		case len(args) > 4 || (len(args) == 4 && lower(args[3]) != "withvalues"):
+			return ops, refusal(errSyntax)
+		case len(args) == 4 && (n < -math.MaxInt64/2 || n > math.MaxInt64/2):
 			return ops, refusal("ERR value is out of range")
 		}
 	}
@@ -425,7 +418,7 @@ func replyHRandField(w *writer, x *exchange) {
 		w.WriteBulkString(names[rand.IntN(len(names))])
 		return
 	}
-	count, _ := strconv.ParseInt(string(x.args[2]), 10, 64) // as parse read it
+	count, _ := partmap.ParseInteger(string(x.args[2])) // as parse read it
 	var picked []string
 	switch {
 	case count >= 0:

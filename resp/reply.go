@@ -107,14 +107,15 @@ func lower(b []byte) string {
 
 // Redis's own error strings, for the replies partmap shares with it.
 const (
-	errWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	errNotInteger  = "ERR value is not an integer or out of range"
-	errNotFloat    = "ERR value is not a valid float"
-	errSyntax      = "ERR syntax error"
-	errHashNotInt  = "ERR hash value is not an integer"
-	errHashNotFlt  = "ERR hash value is not a float"
-	errIncrOverflw = "ERR increment or decrement would overflow"
-	errIncrFltInf  = "ERR increment would produce NaN or Infinity"
+	errWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errNotInteger    = "ERR value is not an integer or out of range"
+	errNotFloat      = "ERR value is not a valid float"
+	errSyntax        = "ERR syntax error"
+	errInvalidCursor = "ERR invalid cursor"
+	errHashNotInt    = "ERR hash value is not an integer"
+	errHashNotFlt    = "ERR hash value is not a float"
+	errIncrOverflw   = "ERR increment or decrement would overflow"
+	errIncrFltInf    = "ERR increment would produce NaN or Infinity"
 )
 
 // storeError is the reply to an error of the store: Redis's string where

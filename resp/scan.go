@@ -86,14 +86,14 @@ func scanOptions(args [][]byte, from int, typed bool) (match string, count int, 
 		case "match":
 			match = v
 		case "count":
-			n, err := strconv.Atoi(v)
-			if err != nil {
+			n, ok := partmap.ParseInteger(v)
+			if !ok {
 				return "", 0, "", refusal(errNotInteger)
 			}
 			if n < 1 {
 				return "", 0, "", refusal(errSyntax)
 			}
-			count = n
+			count = int(n)
 		case "type":
 			kind = lower(args[i+1])
 		}
@@ -106,9 +106,9 @@ func scanOptions(args [][]byte, from int, typed bool) (match string, count int, 
 // the directory's listing guarantees. COUNT is the page's size (at most
 // the directory's largest page); MATCH filters each page.
 func cmdScan(k *call) {
-	id, err := strconv.ParseUint(k.arg(1), 10, 64)
-	if err != nil {
-		k.w.WriteError("ERR invalid cursor")
+	id, ok := parseCursor(k.args[1])
+	if !ok {
+		k.w.WriteError(errInvalidCursor)
 		return
 	}
 	match, count, kind, err := scanOptions(k.args, 2, true)
@@ -229,20 +229,20 @@ func matchOne(pattern string, c byte) (int, bool) {
 // every value given (AND, on indexed fields), and answers the next cursor
 // and the keys of the page.
 func cmdSearch(k *call) {
-	id, err := strconv.ParseUint(k.arg(1), 10, 64)
-	if err != nil {
-		k.w.WriteError("ERR invalid cursor")
+	id, ok := parseCursor(k.args[1])
+	if !ok {
+		k.w.WriteError(errInvalidCursor)
 		return
 	}
 	args := k.args[2:]
 	count := 10
 	if n := len(args); n >= 2 && lower(args[n-2]) == "count" && n%2 == 0 {
-		c, err := strconv.Atoi(string(args[n-1]))
-		if err != nil || c < 1 {
+		c, ok := partmap.ParseInteger(string(args[n-1]))
+		if !ok || c < 1 {
 			k.w.WriteError(errNotInteger)
 			return
 		}
-		count, args = c, args[:n-2]
+		count, args = int(c), args[:n-2]
 	}
 	if len(args) == 0 || len(args)%2 != 0 {
 		k.w.WriteError(errSyntax)

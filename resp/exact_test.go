@@ -1,0 +1,109 @@
+package resp_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// sameAsRedis runs each step on partmap and on Debian's redis-server (its
+// database db, flushed), RESP2, and fails on every reply that differs.
+func sameAsRedis(t *testing.T, db int, steps [][]any) {
+	t.Helper()
+	addr, _ := serve(t, nil)
+	pm, rd := client(t, addr, 2), redisClient(t, db, 2)
+	for i, args := range steps {
+		if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(got, want) {
+			t.Errorf("step %d %q: partmap %#v, redis %#v", i, args, got, want)
+		}
+	}
+}
+
+// Every integer argument is read as Redis reads it (string2ll): no sign on
+// a positive, no leading zeros, no "-0", no spaces, within int64, with
+// each command's own refusals; cursors as strtoul reads them.
+func TestIntegerArgumentsMatchRedis(t *testing.T) {
+	const k, none = "n@x.io", "none@x.io"
+	steps := [][]any{{"hset", k, "f", "1"}}
+	for _, bad := range []string{"+5000", "05000", "-0", "00", " 5", "5 ", "", "-", "1.5", "9223372036854775808", "-9223372036854775809", "0x10"} {
+		steps = append(steps,
+			[]any{"expire", k, bad}, []any{"pexpire", k, bad}, []any{"expireat", k, bad}, []any{"pexpireat", k, bad},
+			[]any{"hincrby", k, "f", bad}, []any{"hincrby", none, "f", bad},
+			[]any{"scan", "0", "count", bad}, []any{"hscan", k, "0", "count", bad}, []any{"hscan", none, "0", "count", bad},
+			[]any{"hrandfield", k, bad}, []any{"hrandfield", none, bad, "withvalues"}, []any{"hrandfield", none, bad, "bogus"},
+			[]any{"select", bad}, []any{"hello", bad},
+		)
+	}
+	steps = append(steps,
+		[]any{"exists", k}, []any{"ttl", k}, []any{"hget", k, "f"}, // nothing above took
+		[]any{"hincrby", k, "f", "-9223372036854775808"}, []any{"hincrby", k, "f", "9223372036854775807"}, []any{"hget", k, "f"},
+		// Cursors: strtoul's reading.
+		[]any{"scan", "+0"}, []any{"scan", "-0"}, []any{"scan", "000"}, []any{"scan", ""}, []any{"scan", " 0"}, []any{"scan", "0 "},
+		[]any{"scan", "+"}, []any{"scan", "-"}, []any{"scan", "18446744073709551616"}, []any{"scan", "0x0"},
+		[]any{"hscan", k, "+"}, []any{"hscan", k, " 0"}, []any{"hscan", k, "18446744073709551616"}, []any{"hscan", none, "-0"}, []any{"hscan", none, ""},
+		// COUNT below 1 is a syntax error, of a key that exists.
+		[]any{"scan", "0", "count", "0"}, []any{"scan", "0", "count", "-1"}, []any{"hscan", k, "0", "count", "0"}, []any{"hscan", none, "0", "count", "0"},
+		[]any{"hscan", k, "0", "bogus", "1"}, []any{"hscan", none, "0", "bogus", "1"},
+		// HRANDFIELD: the count first, then the syntax, then WITHVALUES's range.
+		[]any{"hrandfield", none, "x", "bogus"}, []any{"hrandfield", none, "1", "bogus"}, []any{"hrandfield", none, "1", "withvalues", "x"},
+		[]any{"hrandfield", none, "-9223372036854775808"}, []any{"hrandfield", none, "9223372036854775807"},
+		[]any{"hrandfield", none, "4611686018427387903", "withvalues"}, []any{"hrandfield", none, "4611686018427387904", "withvalues"},
+		[]any{"hrandfield", none, "-4611686018427387903", "withvalues"}, []any{"hrandfield", none, "-4611686018427387904", "withvalues"},
+		// SELECT's index is an int.
+		[]any{"select", "2147483648"}, []any{"select", "-2147483649"}, []any{"hello", "4"},
+	)
+	sameAsRedis(t, 14, steps)
+}
+
+// step is a command and the reply Redis's source gives it: a value, or an
+// error's text.
+type step struct {
+	args []any
+	want any
+}
+
+// asRedisSource runs each step on partmap (RESP3) and fails on every reply
+// that is not the one its step wants: for the commands Debian's Redis 7.0
+// lacks, whose replies the test cites from Redis's source.
+func asRedisSource(t *testing.T, c *goredis.Client, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		v, err := c.Do(context.Background(), s.args...).Result()
+		got := v
+		if err != nil && err != goredis.Nil {
+			got = err.Error()
+		}
+		if !reflect.DeepEqual(got, s.want) {
+			t.Errorf("step %d %q: got %#v, want %#v", i, s.args, got, s.want)
+		}
+	}
+}
+
+// The field-expiry commands read their integers with string2ll too.
+// Redis's src/t_hash.c: hexpireGenericCommand, httlGenericCommand,
+// hpersistCommand, hgetdelCommand and hgetexCommand read a time with
+// getLongLongFromObjectOrReply and numfields with
+// getRangeLongFromObjectOrReply and the command's own text.
+func TestIntegerArgumentsOfFieldExpiry(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 3)
+	const notInteger = "ERR value is not an integer or out of range"
+	steps := []step{{[]any{"hset", "h@x.io", "f", "1"}, int64(1)}}
+	for _, bad := range []string{"+1", "01", "-0", " 1", "1 ", ""} {
+		steps = append(steps,
+			step{[]any{"hpexpire", "h@x.io", bad, "fields", "1", "f"}, notInteger},
+			step{[]any{"hexpireat", "h@x.io", bad, "fields", "1", "f"}, notInteger},
+			step{[]any{"hgetex", "h@x.io", "ex", bad, "fields", "1", "f"}, notInteger},
+			step{[]any{"hgetex", "h@x.io", "pxat", bad, "fields", "1", "f"}, notInteger},
+			step{[]any{"hexpire", "h@x.io", "10", "fields", bad, "f"}, "ERR Parameter `numFields` should be greater than 0"},
+			step{[]any{"httl", "h@x.io", "fields", bad, "f"}, "ERR Number of fields must be a positive integer"},
+			step{[]any{"hpersist", "h@x.io", "fields", bad, "f"}, "ERR Number of fields must be a positive integer"},
+			step{[]any{"hgetdel", "h@x.io", "fields", bad, "f"}, "ERR Number of fields must be a positive integer"},
+			step{[]any{"hgetex", "h@x.io", "fields", bad, "f"}, "ERR Number of fields must be a positive integer"},
+		)
+	}
+	steps = append(steps, step{[]any{"httl", "h@x.io", "fields", "1", "f"}, []any{int64(-1)}}, step{[]any{"hget", "h@x.io", "f"}, "1"})
+	asRedisSource(t, c, steps)
+}
