@@ -107,3 +107,18 @@ func TestIntegerArgumentsOfFieldExpiry(t *testing.T) {
 	steps = append(steps, step{[]any{"httl", "h@x.io", "fields", "1", "f"}, []any{int64(-1)}}, step{[]any{"hget", "h@x.io", "f"}, "1"})
 	asRedisSource(t, c, steps)
 }
+
+// EXPIRE and its siblings read their options before their time, as
+// Redis's expireGenericCommand does.
+func TestExpireOptionsBeforeNumberMatchRedis(t *testing.T) {
+	const k = "o@x.io"
+	steps := [][]any{{"hset", k, "f", "1"}}
+	for _, cmd := range []string{"expire", "pexpire", "expireat", "pexpireat"} {
+		steps = append(steps,
+			[]any{cmd, k, "abc", "gt", "lt"}, []any{cmd, k, "1.5", "FOO"}, []any{cmd, k, "x", "nx", "xx"},
+			[]any{cmd, k, "+1", "lt", "bogus"}, []any{cmd, k, "", "GT", "LT"}, []any{cmd, k, "9223372036854775807", "nx", "gt"},
+			[]any{cmd, k, "-9223372036854775808", "xx", "Nope"}, []any{cmd, "none@x.io", "abc", "gt", "lt"},
+		)
+	}
+	sameAsRedis(t, 14, append(steps, []any{"ttl", k}))
+}

@@ -70,8 +70,8 @@ func (r *argReader) when(n int64, seconds, relative, past bool) partmap.When {
 func parseExpire(seconds, relative bool) func([][]byte, []partmap.Operation) ([]partmap.Operation, error) {
 	return func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 		r := argReader{args: args}
-		email, n, cond := r.key(1), r.int(2), r.expireOptions(3)
-		return r.done(ops, partmap.Operation{Op: partmap.OpExpire, Email: email, When: r.when(n, seconds, relative, true), ExpireCond: cond})
+		email, cond := r.key(1), r.expireOptions(3) // the options before the time, as Redis reads them
+		return r.done(ops, partmap.Operation{Op: partmap.OpExpire, Email: email, When: r.when(r.int(2), seconds, relative, true), ExpireCond: cond})
 	}
 }
 
