@@ -1,6 +1,7 @@
 package partmap
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -43,12 +44,13 @@ func (d Deadlines) Earliest() int64 {
 }
 
 // Check reports whether d can be written with profile p, as an import
-// writes an exported record's: every deadline from 1 ms after the epoch to
-// MaxDeadline, and each field's on a field of p other than the email
-// (EKEYFIELD). A deadline that has passed is allowed: it expires at once.
+// writes an exported record's: the profile's deadline 1 ms after the epoch
+// or later, each field's from 1 ms to MaxFieldDeadline and on a field of p
+// other than the email (EKEYFIELD). A deadline that has passed is allowed:
+// it expires at once.
 func (d Deadlines) Check(p Profile) error {
-	if d.Profile < 0 || d.Profile > MaxDeadline {
-		return &Error{Code: EINVALID, Message: fmt.Sprintf("the profile's deadline %d is not from 1 to %d ms after the epoch", d.Profile, int64(MaxDeadline))}
+	if d.Profile < 0 {
+		return &Error{Code: EINVALID, Message: fmt.Sprintf("the profile's deadline %d is before the epoch", d.Profile)}
 	}
 	for name, at := range d.Fields {
 		switch _, ok := p[name]; {
@@ -56,16 +58,22 @@ func (d Deadlines) Check(p Profile) error {
 			return &Error{Code: EKEYFIELD, Field: name, Message: "emailAddress is the profile's key and cannot expire"}
 		case !ok:
 			return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("field %q has a deadline but is not in the profile", name)}
-		case at < 1 || at > MaxDeadline:
-			return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("the deadline %d of field %q is not from 1 to %d ms after the epoch", at, name, int64(MaxDeadline))}
+		case at < 1 || at > MaxFieldDeadline:
+			return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("the deadline %d of field %q is not from 1 to %d ms after the epoch", at, name, int64(MaxFieldDeadline))}
 		}
 	}
 	return nil
 }
 
-// MaxDeadline is the latest deadline partmap keeps, Redis's bound on a
-// field's expiry time: 2^48-1 ms after the epoch, in the year 10889.
-const MaxDeadline = 1<<48 - 1
+// MaxFieldDeadline is the latest deadline of a field: Redis's bound on a
+// field's expiry time (HFE_MAX_ABS_TIME_MSEC), (2^48-1)/4 ms after the
+// epoch, in the year 4199. A profile's deadline may be as late as Unix
+// milliseconds in an int64 go, as a Redis key's.
+const MaxFieldDeadline = (1<<48 - 1) >> 2
+
+// ErrDeadlineTooLate is the cause (Error.Err) of the refusal of a time past
+// the latest deadline (EINVALID), for a door that words it its own way.
+var ErrDeadlineTooLate = errors.New("partmap: a deadline past the latest one")
 
 // Live returns the record as it is at now (Unix ms): without the fields
 // whose deadline has passed, and with ok false when the profile's own
@@ -196,43 +204,53 @@ func In(d time.Duration) When { return When{Millis: d.Milliseconds(), Relative: 
 // At is a deadline at t.
 func At(t time.Time) When { return When{Millis: t.UnixMilli()} }
 
-// WhenFromParam reads a time as HEXPIRE and its siblings take it: n
-// seconds or milliseconds, relative or absolute, never negative, and
-// within MaxDeadline once resolved. param names the parameter in errors.
-func WhenFromParam(param string, n int64, seconds, relative bool) (When, error) {
+// WhenFromParam reads a time as EXPIRE, HEXPIRE and their siblings take
+// it: n seconds or milliseconds, relative or absolute, never negative,
+// and at most latest once in milliseconds (op.LatestDeadline), a relative
+// one again once the store's clock resolves it. param names the parameter
+// in errors.
+func WhenFromParam(param string, n int64, seconds, relative bool, latest int64) (When, error) {
 	if n < 0 {
 		return When{}, &Error{Code: EINVALID, Field: param, Message: fmt.Sprintf("%s is %d; a time must not be negative", param, n)}
 	}
 	if seconds {
-		if n > MaxDeadline/1000 {
-			return When{}, tooLate(param, n)
+		if n > latest/1000 {
+			return When{}, tooLate(param, n, latest)
 		}
 		n *= 1000
 	}
-	if n > MaxDeadline {
-		return When{}, tooLate(param, n)
+	if n > latest {
+		return When{}, tooLate(param, n, latest)
 	}
 	return When{Millis: n, Relative: relative}, nil
 }
 
-func tooLate(param string, n int64) error {
-	return &Error{Code: EINVALID, Field: param, Message: fmt.Sprintf("%s %d is past the latest deadline partmap keeps (%d ms after the epoch)", param, n, int64(MaxDeadline))}
+func tooLate(param string, n, latest int64) error {
+	return &Error{Code: EINVALID, Field: param, Err: ErrDeadlineTooLate,
+		Message: fmt.Sprintf("%s %d is past the latest deadline (%d ms after the epoch)", param, n, latest)}
 }
 
-// Resolve turns w into Unix milliseconds at now, refusing a deadline past
-// MaxDeadline.
-func (w When) Resolve(now int64) (int64, error) {
-	at := w.Millis
-	if w.Relative {
-		if w.Millis > math.MaxInt64-now {
-			return 0, tooLate("time", w.Millis)
-		}
-		at += now
+// Resolve turns w into Unix milliseconds at now, refusing a negative time
+// and a deadline past latest.
+func (w When) Resolve(now, latest int64) (int64, error) {
+	switch {
+	case w.Millis < 0:
+		return 0, &Error{Code: EINVALID, Field: "time", Message: fmt.Sprintf("a time of %d ms is negative", w.Millis)}
+	case w.Relative && w.Millis > latest-now, !w.Relative && w.Millis > latest:
+		return 0, tooLate("time", w.Millis, latest)
+	case w.Relative:
+		return now + w.Millis, nil
 	}
-	if w.Millis < 0 || at > MaxDeadline {
-		return 0, tooLate("time", w.Millis)
+	return w.Millis, nil
+}
+
+// LatestDeadline is the latest deadline op may set: a profile's expire may
+// set any, a field's MaxFieldDeadline.
+func (op Operation) LatestDeadline() int64 {
+	if op.Op == OpExpire && len(op.Fields) == 0 {
+		return math.MaxInt64
 	}
-	return at, nil
+	return MaxFieldDeadline
 }
 
 // Replies of the expiry calls, Redis's codes.

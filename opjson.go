@@ -145,7 +145,7 @@ func (w OperationJSON) Operation() (Operation, error) {
 	if w.Fields != nil {
 		op.Fields = *w.Fields
 	}
-	when, err := w.when()
+	when, err := w.when(op.LatestDeadline())
 	if err != nil {
 		return op, err
 	}
@@ -233,8 +233,8 @@ func (w *OperationJSON) checkPresent() error {
 
 // when reads the one time w gives: nil when it gives none, and an error
 // naming the second when it gives two. A time is a whole number, never
-// negative, within MaxDeadline once in milliseconds.
-func (w *OperationJSON) when() (*When, error) {
+// negative, at most latest once in milliseconds.
+func (w *OperationJSON) when(latest int64) (*When, error) {
 	var when *When
 	var first string
 	for i, raw := range w.times() {
@@ -248,14 +248,14 @@ func (w *OperationJSON) when() (*When, error) {
 		}
 		n, err := strconv.ParseInt(text, 10, 64)
 		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(text, "-") {
-			return nil, &Error{Code: EINVALID, Field: t.name,
-				Message: fmt.Sprintf("%s %s is past the latest deadline partmap keeps (%d ms after the epoch)", t.name, text, int64(MaxDeadline))}
+			return nil, &Error{Code: EINVALID, Field: t.name, Err: ErrDeadlineTooLate,
+				Message: fmt.Sprintf("%s %s is past the latest deadline (%d ms after the epoch)", t.name, text, latest)}
 		}
 		if err != nil {
 			return nil, &Error{Code: EINVALID, Field: t.name,
 				Message: fmt.Sprintf("%s must be a whole number, not %q", t.name, text)}
 		}
-		at, err := WhenFromParam(t.name, n, t.seconds, t.relative)
+		at, err := WhenFromParam(t.name, n, t.seconds, t.relative, latest)
 		if err != nil {
 			return nil, err
 		}

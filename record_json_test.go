@@ -1,6 +1,7 @@
 package partmap_test
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestRecordJSON(t *testing.T) {
 		{"OKNoDeadlines", partmap.Record{Profile: alice}, `{"emailAddress":"alice@example.com","coupon":"X1","note":"é \"q\""}`},
 		{"OKProfileDeadline", partmap.Record{Profile: alice, Deadlines: partmap.Deadlines{Profile: 1893456000000}},
 			`{"profile":{"emailAddress":"alice@example.com","coupon":"X1","note":"é \"q\""},"expires":{"profile":1893456000000}}`},
-		{"OKFieldDeadlines", partmap.Record{Profile: alice, Deadlines: partmap.Deadlines{Fields: map[string]int64{"note": 2, "coupon": partmap.MaxDeadline}}},
+		{"OKFieldDeadlines", partmap.Record{Profile: alice, Deadlines: partmap.Deadlines{Fields: map[string]int64{"note": 2, "coupon": 1<<48 - 1}}},
 			`{"profile":{"emailAddress":"alice@example.com","coupon":"X1","note":"é \"q\""},"expires":{"fields":{"coupon":281474976710655,"note":2}}}`},
 		{"OKBoth", partmap.Record{Profile: alice, Deadlines: partmap.Deadlines{Profile: 5, Fields: map[string]int64{"coupon": 3}}},
 			`{"profile":{"emailAddress":"alice@example.com","coupon":"X1","note":"é \"q\""},"expires":{"profile":5,"fields":{"coupon":3}}}`},
@@ -90,11 +91,12 @@ func TestDeadlinesCheck(t *testing.T) {
 	}{
 		{"OKNone", partmap.Deadlines{}, ""},
 		{"OKPassed", partmap.Deadlines{Profile: 1, Fields: map[string]int64{"c": 1}}, ""},
-		{"OKLatest", partmap.Deadlines{Profile: partmap.MaxDeadline, Fields: map[string]int64{"c": partmap.MaxDeadline}}, ""},
+		// A profile's deadline may be as late as an int64 holds, as a
+		// Redis key's; a field's as Redis's field deadlines.
+		{"OKLatest", partmap.Deadlines{Profile: math.MaxInt64, Fields: map[string]int64{"c": partmap.MaxFieldDeadline}}, ""},
 		{"ErrProfileNegative", partmap.Deadlines{Profile: -1}, partmap.EINVALID},
-		{"ErrProfileTooLate", partmap.Deadlines{Profile: partmap.MaxDeadline + 1}, partmap.EINVALID},
 		{"ErrFieldZero", partmap.Deadlines{Fields: map[string]int64{"c": 0}}, partmap.EINVALID},
-		{"ErrFieldTooLate", partmap.Deadlines{Fields: map[string]int64{"c": partmap.MaxDeadline + 1}}, partmap.EINVALID},
+		{"ErrFieldTooLate", partmap.Deadlines{Fields: map[string]int64{"c": partmap.MaxFieldDeadline + 1}}, partmap.EINVALID},
 		{"ErrMissingField", partmap.Deadlines{Fields: map[string]int64{"d": 5}}, partmap.EINVALID},
 		{"ErrEmail", partmap.Deadlines{Fields: map[string]int64{partmap.FieldEmail: 5}}, partmap.EKEYFIELD},
 	} {

@@ -2,6 +2,7 @@ package resp_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -121,4 +122,99 @@ func TestExpireOptionsBeforeNumberMatchRedis(t *testing.T) {
 		)
 	}
 	sameAsRedis(t, 14, append(steps, []any{"ttl", k}))
+}
+
+// A key's deadline may be any Unix time in int64 milliseconds: Redis
+// refuses one only where it overflows (expireGenericCommand), not past
+// 2^48-1 ms.
+func TestKeyDeadlinesMatchRedis(t *testing.T) {
+	const k, none = "d@x.io", "none@x.io"
+	set := []any{"hset", k, "f", "1"}
+	sameAsRedis(t, 14, [][]any{
+		set, {"expire", k, "300000000000"}, {"ttl", k},
+		{"pexpire", k, "300000000000000"}, {"ttl", k},
+		{"expireat", k, "9223372036854775"}, {"expiretime", k}, {"pexpiretime", k},
+		{"pexpireat", k, "9223372036854775807"}, {"pexpiretime", k}, {"expiretime", k},
+		{"expireat", k, "9223372036854775", "gt"}, {"expireat", k, "9223372036854775", "lt"}, {"pexpiretime", k},
+		// Past int64, counted from the epoch or from now.
+		{"expire", k, "9223372036854776"}, {"expire", k, "9223372036854775"}, {"expireat", k, "9223372036854776"},
+		{"pexpire", k, "9223372036854775807"}, {"pexpire", none, "9223372036854775807"}, {"expire", none, "9223372036854775"},
+		{"expire", k, "-9223372036854776"}, {"expireat", k, "-9223372036854776", "nx"}, {"pexpiretime", k},
+		// Far in the past, a time deletes.
+		{"expire", k, "-9223372036854775"}, {"exists", k},
+		set, {"pexpire", k, "-9223372036854775808"}, {"exists", k},
+		set, {"pexpireat", k, "-9223372036854775808"}, {"exists", k},
+	})
+}
+
+// A field's deadline is at most Redis's HFE_MAX_ABS_TIME_MSEC, (2^48-1)/4
+// ms after the epoch: src/t_hash.c's hexpireGenericCommand and
+// parseExpireTime (HGETEX, HSETEX) refuse a later one, a relative one
+// counted from the server's clock, with addReplyErrorExpireTime's text,
+// before they look the key up.
+func TestFieldDeadlineLimit(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 3)
+	const latest, h = 70368744177663, "h@x.io"
+	tooLate := func(cmd string) string { return "ERR invalid expire time in '" + cmd + "' command" }
+	one := []any{int64(1)}
+	steps := []step{
+		{[]any{"hset", h, "f", "1", "g", "2"}, int64(2)},
+		{[]any{"hpexpireat", h, "70368744177764", "fields", "1", "f"}, tooLate("hpexpireat")},
+		{[]any{"hpexpireat", h, "70368744177664", "fields", "1", "f"}, tooLate("hpexpireat")},
+		{[]any{"hpexpireat", "none@x.io", "70368744177664", "fields", "1", "f"}, tooLate("hpexpireat")},
+		{[]any{"hpexpireat", h, "70368744177663", "fields", "1", "f"}, one},
+		{[]any{"hpexpiretime", h, "fields", "1", "f"}, []any{int64(latest)}},
+		{[]any{"hexpireat", h, "70368744178", "fields", "1", "f"}, tooLate("hexpireat")},
+		{[]any{"hexpireat", h, "70368744177", "nx", "fields", "1", "g"}, one},
+		{[]any{"hpexpiretime", h, "fields", "1", "g"}, []any{int64(70368744177000)}},
+		{[]any{"hexpire", h, "70368744178", "fields", "1", "f"}, tooLate("hexpire")},
+		{[]any{"hexpire", h, "70368744177", "fields", "1", "f"}, tooLate("hexpire")}, // past it once counted from now
+		{[]any{"hpexpire", h, "70368744177664", "fields", "1", "f"}, tooLate("hpexpire")},
+		{[]any{"hpexpire", h, "70368744177663", "fields", "1", "f"}, tooLate("hpexpire")},
+		{[]any{"hpexpire", "none@x.io", "70368744177663", "fields", "1", "f"}, tooLate("hpexpire")},
+		{[]any{"hgetex", h, "pxat", "70368744177664", "fields", "1", "f"}, tooLate("hgetex")},
+		{[]any{"hgetex", h, "exat", "70368744178", "fields", "1", "f"}, tooLate("hgetex")},
+		{[]any{"hgetex", h, "ex", "70368744178", "fields", "1", "f"}, tooLate("hgetex")},
+		{[]any{"hgetex", h, "px", "70368744177663", "fields", "1", "f"}, tooLate("hgetex")},
+		{[]any{"hgetex", h, "pxat", "70368744177663", "fields", "1", "g"}, []any{"2"}},
+		{[]any{"hsetex", h, "pxat", "70368744177664", "fields", "1", "f", "v"}, tooLate("hsetex")},
+		{[]any{"hsetex", h, "exat", "70368744178", "fields", "1", "f", "v"}, tooLate("hsetex")},
+		{[]any{"hsetex", h, "ex", "70368744178", "fields", "1", "f", "v"}, tooLate("hsetex")},
+		{[]any{"hsetex", h, "px", "70368744177663", "fields", "1", "f", "v"}, tooLate("hsetex")},
+		{[]any{"hsetex", "none@x.io", "px", "70368744177663", "fields", "1", "f", "v"}, tooLate("hsetex")},
+		{[]any{"hsetex", h, "exat", "70368744177", "fields", "1", "f", "v"}, int64(1)},
+		{[]any{"hpexpiretime", h, "fields", "2", "f", "g"}, []any{int64(70368744177000), int64(latest)}},
+		{[]any{"exists", "none@x.io"}, int64(0)},
+	}
+	asRedisSource(t, c, steps)
+	// Inside EXEC, the refusal is the command's reply in its place.
+	c.Options().PoolSize = 1
+	ctx := context.Background()
+	c.Do(ctx, "multi")
+	c.Do(ctx, "hpexpire", h, "70368744177663", "fields", "1", "f")
+	c.Do(ctx, "hpexpire", h, "1000000", "fields", "1", "f")
+	v, err := c.Do(ctx, "exec").Slice()
+	if err != nil || len(v) != 2 || fmt.Sprint(v[0]) != tooLate("hpexpire") || !reflect.DeepEqual(v[1], one) {
+		t.Fatalf("EXEC of a time too late and one not: %#v %v", v, err)
+	}
+}
+
+// A field's time is never negative: "invalid expire time, must be >= 0"
+// (src/t_hash.c's hexpireGenericCommand, and parseExpireTime for HGETEX
+// and HSETEX).
+func TestFieldDeadlineNegative(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 3)
+	const negative = "ERR invalid expire time, must be >= 0"
+	steps := []step{{[]any{"hset", "h@x.io", "f", "1"}, int64(1)}}
+	for _, cmd := range []string{"hexpire", "hpexpire", "hexpireat", "hpexpireat"} {
+		steps = append(steps, step{[]any{cmd, "h@x.io", "-1", "fields", "1", "f"}, negative},
+			step{[]any{cmd, "none@x.io", "-9223372036854775808", "nx", "fields", "1", "f"}, negative})
+	}
+	for _, opt := range []string{"ex", "px", "exat", "pxat"} {
+		steps = append(steps, step{[]any{"hgetex", "h@x.io", opt, "-1", "fields", "1", "f"}, negative},
+			step{[]any{"hsetex", "h@x.io", opt, "-1", "fields", "1", "f", "2"}, negative})
+	}
+	asRedisSource(t, c, append(steps, step{[]any{"httl", "h@x.io", "fields", "1", "f"}, []any{int64(-1)}}, step{[]any{"hget", "h@x.io", "f"}, "1"}))
 }

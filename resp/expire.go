@@ -49,29 +49,58 @@ func (r *argReader) expireOptions(from int) partmap.ExpireCondition {
 	return partmap.ExpireAlways
 }
 
-// when is the time n, read as Redis's parseExpireTime does. A negative
-// one is refused, but where past says it is a time gone (EXPIRE's, which
-// then deletes the profile, as Redis deletes the key): partmap takes no
-// negative time, so it is the epoch.
-func (r *argReader) when(n int64, seconds, relative, past bool) partmap.When {
+// keyWhen is EXPIRE's time n, read as Redis's expireGenericCommand reads
+// it: one past Unix milliseconds in an int64 is refused (a relative one by
+// the store, at its clock), and a negative one is a time gone, which
+// deletes the profile as Redis deletes the key: partmap takes no negative
+// time, so it is the epoch.
+func (r *argReader) keyWhen(n int64, seconds, relative bool) partmap.When {
+	switch {
+	case r.err != nil:
+	case seconds && n < math.MinInt64/1000:
+		r.refuse(errExpireTime(r.args))
+	case n < 0:
+	default:
+		w, err := partmap.WhenFromParam("time", n, seconds, relative, math.MaxInt64)
+		if err != nil {
+			r.refuse(errExpireTime(r.args))
+		}
+		return w
+	}
+	return partmap.When{}
+}
+
+// fieldWhen is a field's time n, read as Redis's hexpireGenericCommand and
+// parseExpireTime read it: never negative, and at most Redis's latest
+// field deadline (a relative one checked again by the store, at its
+// clock).
+func (r *argReader) fieldWhen(n int64, seconds, relative bool) partmap.When {
 	if r.err != nil {
 		return partmap.When{}
 	}
-	if n < 0 && past && !(seconds && n < math.MinInt64/1000) {
+	if n < 0 {
+		r.refuse("ERR invalid expire time, must be >= 0")
 		return partmap.When{}
 	}
-	w, err := partmap.WhenFromParam("time", n, seconds, relative)
+	w, err := partmap.WhenFromParam("time", n, seconds, relative, partmap.MaxFieldDeadline)
 	if err != nil {
-		r.refuse("ERR invalid expire time in '" + lower(r.args[0]) + "' command")
+		r.refuse(errExpireTime(r.args))
 	}
 	return w
+}
+
+// errExpireTime is Redis's refusal of a time past the latest deadline
+// (addReplyErrorExpireTime), which the store gives for a relative time
+// that its clock puts there.
+func errExpireTime(args [][]byte) string {
+	return "ERR invalid expire time in '" + lower(args[0]) + "' command"
 }
 
 func parseExpire(seconds, relative bool) func([][]byte, []partmap.Operation) ([]partmap.Operation, error) {
 	return func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 		r := argReader{args: args}
 		email, cond := r.key(1), r.expireOptions(3) // the options before the time, as Redis reads them
-		return r.done(ops, partmap.Operation{Op: partmap.OpExpire, Email: email, When: r.when(r.int(2), seconds, relative, true), ExpireCond: cond})
+		return r.done(ops, partmap.Operation{Op: partmap.OpExpire, Email: email, When: r.keyWhen(r.int(2), seconds, relative), ExpireCond: cond})
 	}
 }
 
@@ -118,7 +147,7 @@ func ttlIn(t partmap.TTLs, d int64, seconds, absolute bool, up int64) int64 {
 		d = t.TTL(d)
 	}
 	if seconds {
-		d = (d + up) / 1000
+		d = d/1000 + (d%1000+up)/1000 // (d+up)/1000, which overflows near the latest deadline
 	}
 	return d
 }
@@ -165,7 +194,7 @@ func parseHExpire(seconds, relative bool) func([][]byte, []partmap.Operation) ([
 	return func(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 		r := argReader{args: args}
 		op := partmap.Operation{Op: partmap.OpExpire, Email: r.key(1)}
-		op.When = r.when(r.int(2), seconds, relative, false)
+		op.When = r.fieldWhen(r.int(2), seconds, relative)
 		at := 3
 		if c, err := partmap.ParseExpireCondition(string(args[3])); err == nil && c != "" && c != partmap.ExpireIfSetSooner {
 			at, op.ExpireCond = 4, c
@@ -209,7 +238,7 @@ func (r *argReader) ttlOption(i int, extra string) (int, partmap.FieldExpiry) {
 			r.refuse(errSyntax)
 			return 0, x
 		}
-		when := r.when(r.int(i+1), u.seconds, u.relative, false)
+		when := r.fieldWhen(r.int(i+1), u.seconds, u.relative)
 		x.When = &when
 		return 2, x
 	}

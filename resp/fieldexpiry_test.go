@@ -52,7 +52,7 @@ func TestFieldExpiry(t *testing.T) {
 		{[]any{"hexpire", "k@x.io", "100", "fields", "0", "a"}, "ERR Parameter `numFields` should be greater than 0"},
 		{[]any{"hexpire", "k@x.io", "100", "bogus", "fields", "1", "a"}, "ERR Mandatory argument FIELDS is missing or not at the right position"},
 		{[]any{"hexpire", "k@x.io", "100", "fields", "2", "a"}, "ERR The `numfields` parameter must match the number of arguments"},
-		{[]any{"hexpire", "k@x.io", "-1", "fields", "1", "a"}, "ERR invalid expire time in 'hexpire' command"},
+		{[]any{"hexpire", "k@x.io", "-1", "fields", "1", "a"}, "ERR invalid expire time, must be >= 0"},
 		{[]any{"hexpire", "k@x.io", "x", "fields", "1", "a"}, "ERR value is not an integer or out of range"},
 		{[]any{"httl", "k@x.io", "fields", "x", "a"}, "ERR Number of fields must be a positive integer"},
 		{[]any{"hsetex", "k@x.io", "fields", "1", "a"}, "ERR wrong number of arguments for 'hsetex' command"},

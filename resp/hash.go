@@ -160,10 +160,15 @@ func eachKey(args [][]byte, ops []partmap.Operation, op partmap.Operation) ([]pa
 // missing key: true once it wrote one.
 func (w *writer) failed(x *exchange) bool {
 	for _, res := range x.res {
-		if res.Err != nil && partmap.ErrorCode(res.Err) != partmap.ENOTFOUND {
+		switch {
+		case res.Err == nil || partmap.ErrorCode(res.Err) == partmap.ENOTFOUND:
+			continue
+		case errors.Is(res.Err, partmap.ErrDeadlineTooLate):
+			w.WriteError(errExpireTime(x.args))
+		default:
 			w.WriteError(storeError(res.Err))
-			return true
 		}
+		return true
 	}
 	return false
 }

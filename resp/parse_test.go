@@ -2,6 +2,7 @@ package resp
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -78,8 +79,11 @@ func TestParse(t *testing.T) {
 		{line: "expire a@x.io 10 gt lt", err: "ERR GT and LT options at the same time are not compatible"},
 		{line: "expire a@x.io 10 bogus nx xx", err: "ERR Unsupported option bogus"},
 		{line: "expire a@x.io -9223372036854776 xx", err: "ERR invalid expire time in 'expire' command"},
-		{line: "pexpire a@x.io 9223372036854775807", err: "ERR invalid expire time in 'pexpire' command"},
-		{line: "hexpire a@x.io -1 fields 1 f", err: "ERR invalid expire time in 'hexpire' command"},
+		// The store refuses a relative time past int64 at its clock.
+		{line: "pexpire a@x.io 9223372036854775807", want: []partmap.Operation{{Op: partmap.OpExpire, Email: a, When: partmap.When{Millis: math.MaxInt64, Relative: true}}}},
+		{line: "expire a@x.io 9223372036854776", err: "ERR invalid expire time in 'expire' command"},
+		{line: "hexpire a@x.io -1 fields 1 f", err: "ERR invalid expire time, must be >= 0"},
+		{line: "hpexpireat a@x.io 70368744177664 fields 1 f", err: "ERR invalid expire time in 'hpexpireat' command"},
 		{line: "hexpire a@x.io 10 xx fieldz 1 f", err: "ERR Mandatory argument FIELDS is missing or not at the right position"},
 		{line: "hexpire a@x.io 10 fields 0 f", err: "ERR Parameter `numFields` should be greater than 0"},
 		{line: "httl a@x.io fields x f", err: "ERR Number of fields must be a positive integer"},

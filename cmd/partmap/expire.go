@@ -40,8 +40,8 @@ func (f *deadlineFlags) members(m *partmap.OperationJSON) error {
 	case f.at != "":
 		var ms int64
 		if secs, err := strconv.ParseInt(f.at, 10, 64); err == nil {
-			if secs < 0 || secs > partmap.MaxDeadline/1000 {
-				return usagef("--at %d is outside 0 to %d Unix seconds", secs, int64(partmap.MaxDeadline/1000))
+			if secs < 0 || secs > math.MaxInt64/1000 {
+				return usagef("--at %d is outside 0 to %d Unix seconds", secs, int64(math.MaxInt64/1000))
 			}
 			ms = secs * 1000
 		} else if t, err := time.Parse(time.RFC3339Nano, f.at); err == nil {

@@ -75,7 +75,7 @@ func TestExpiryCommands(t *testing.T) {
 		{[]string{"expire", "ada@example.com", "--in", "-5s"}, "--in takes a duration"},
 		{[]string{"expire", "ada@example.com", "--in", "1s", "--at", "0"}, "not both"},
 		{[]string{"expire", "ada@example.com", "--at", "tomorrow"}, "--at takes RFC 3339"},
-		{[]string{"expire", "ada@example.com", "--at", "99999999999999"}, "--at 99999999999999 is outside"},
+		{[]string{"expire", "ada@example.com", "--at", "9223372036854776"}, "--at 9223372036854776 is outside"},
 		{[]string{"expire", "ada@example.com", "--in", "1s", "--condition", "ZZ"}, "--condition"},
 		{[]string{"incr", "ada@example.com", "visits", "--by", "1.5"}, "add --float"},
 		{[]string{"setex", "ada@example.com", "novalue"}, "is not FIELD=VALUE"},

@@ -218,7 +218,7 @@ func own(next *partmap.Record, cur partmap.Profile) {
 // expire sets a deadline on the profile, as PEXPIREAT, or on fields, as
 // HPEXPIREAT: one code each.
 func expire(next *partmap.Record, op partmap.Operation, res *partmap.OperationResult, now int64) (bool, error) {
-	at, err := op.When.Resolve(now)
+	at, err := op.When.Resolve(now, op.LatestDeadline())
 	if err != nil {
 		return false, err
 	}
@@ -335,7 +335,7 @@ func getExpire(next *partmap.Record, op partmap.Operation, res *partmap.Operatio
 	var at int64
 	if op.Expiry.When != nil {
 		var err error
-		if at, err = op.Expiry.When.Resolve(now); err != nil {
+		if at, err = op.Expiry.When.Resolve(now, op.LatestDeadline()); err != nil {
 			return false, err
 		}
 	}
@@ -398,7 +398,7 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 	var at int64
 	if w := op.Expiry.When; w != nil {
 		var err error
-		if at, err = w.Resolve(now); err != nil {
+		if at, err = w.Resolve(now, op.LatestDeadline()); err != nil {
 			return err
 		}
 	}
@@ -473,12 +473,11 @@ func (d *Directory) planExpiry(op partmap.Operation) (partmap.Operation, error) 
 		}
 		return false
 	}
+	// A time is checked at the plan too, so that one too late is refused
+	// whether the profile exists or not, as Redis refuses it.
 	when := func(w partmap.When) error {
-		if w.Millis < 0 || w.Millis > partmap.MaxDeadline {
-			return &partmap.Error{Code: partmap.EINVALID, Field: "time",
-				Message: fmt.Sprintf("a time of %d ms is outside 0 to %d", w.Millis, int64(partmap.MaxDeadline))}
-		}
-		return nil
+		_, err := w.Resolve(d.now(), op.LatestDeadline())
+		return err
 	}
 	switch op.Op {
 	case partmap.OpExpire:

@@ -410,8 +410,11 @@ const IndexFields = ExpiryField + 1
 
 // ExpiryValue is an expiry entry's value: the deadline as 16 decimal
 // digits (so that byte order is time order), then 'p' for the profile's
-// own deadline or 'f' for its soonest field's.
+// own deadline or 'f' for its soonest field's. A deadline past
+// maxExpiryValue, which only a profile's can be, is entered as that one:
+// the entries keep their one length, and no sweeper meets either.
 func ExpiryValue(deadline int64, profile bool) string {
+	deadline = min(deadline, maxExpiryValue)
 	b := make([]byte, 17)
 	for i := 15; i >= 0; i-- {
 		b[i] = byte('0' + deadline%10)
@@ -423,6 +426,10 @@ func ExpiryValue(deadline int64, profile bool) string {
 	}
 	return string(b)
 }
+
+// maxExpiryValue is the latest deadline 16 digits spell, 10^16-1 ms after
+// the epoch, in the year 318857.
+const maxExpiryValue = 1e16 - 1
 
 // ExpiryBound is the least expiry value of deadline: every entry due
 // before it sorts below it.

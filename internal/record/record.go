@@ -5,6 +5,7 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/partmap/partmap"
@@ -150,7 +151,7 @@ func decodeDeadlines(text string) (partmap.Deadlines, string, error) {
 
 func readDeadline(s string) (int64, string, bool) {
 	n, rest, ok := readUvarint(s)
-	return int64(n), rest, ok && n <= partmap.MaxDeadline
+	return int64(n), rest, ok && n <= math.MaxInt64
 }
 
 // readString reads a length-prefixed string from the front of s.

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"reflect"
 	"runtime"
 	"testing"
@@ -14,7 +15,7 @@ func TestCodec(t *testing.T) {
 	for _, rec := range []partmap.Record{
 		{Profile: partmap.Profile{}, Version: 1},
 		{Profile: partmap.Profile{"emailAddress": "a@b", "": "", "name.first": "A中🙂", "z": "\x00\n"}, Version: 1<<64 - 1},
-		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1"}, Version: 7, Deadlines: partmap.Deadlines{Profile: partmap.MaxDeadline}},
+		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1"}, Version: 7, Deadlines: partmap.Deadlines{Profile: math.MaxInt64}},
 		{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1", "y": ""}, Version: 7,
 			Deadlines: partmap.Deadlines{Fields: map[string]int64{"x": 1, "y": 1764547200000}}},
 		{Profile: partmap.Profile{"emailAddress": "a@b"}, Version: 3, Committed: 1764547200123},
@@ -175,5 +176,16 @@ func BenchmarkCodec(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(Encode(rec))), "bytes/record")
 		})
+	}
+}
+
+// A deadline is any int64 of Unix ms at or after the epoch: a uvarint past
+// int64 is corrupt.
+func TestDecodeRefusesDeadlinePastInt64(t *testing.T) {
+	for _, d := range []partmap.Deadlines{{Profile: -1}, {Profile: math.MinInt64}, {Fields: map[string]int64{"x": -1}}} {
+		rec := partmap.Record{Profile: partmap.Profile{"emailAddress": "a@b", "x": "1"}, Version: 1, Deadlines: d}
+		if got, err := Decode(Encode(rec)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("deadlines %+v: decoded %+v, %v; want ErrCorrupt", d, got.Deadlines, err)
+		}
 	}
 }

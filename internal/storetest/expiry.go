@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -143,9 +144,13 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		wantCodes(t, "HPERSIST emailAddress", apply(t, s, partmap.Operation{Op: partmap.OpPersist, Email: e, Fields: []string{partmap.FieldEmail}}).Codes, -1)
 		wantDeadlines(t, s, e, -1, []string{"b", partmap.FieldEmail}, year2101, -1)
 
-		// The latest deadline kept is Redis's, 2^48-1 ms.
-		wantCodes(t, "at the latest deadline", expireFields(t, s, e, at(partmap.MaxDeadline), partmap.ExpireAlways, "b"), 1)
-		wantDeadlines(t, s, e, -1, []string{"b"}, partmap.MaxDeadline)
+		// A field's latest deadline is Redis's, (2^48-1)/4 ms; a profile's,
+		// the latest an int64 holds.
+		wantCodes(t, "at the latest deadline", expireFields(t, s, e, at(partmap.MaxFieldDeadline), partmap.ExpireAlways, "b"), 1)
+		wantDeadlines(t, s, e, -1, []string{"b"}, partmap.MaxFieldDeadline)
+		wantCodes(t, "the profile's latest", apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(math.MaxInt64)}).Codes, 1)
+		wantDeadlines(t, s, e, math.MaxInt64, []string{"b"}, partmap.MaxFieldDeadline)
+		apply(t, s, partmap.Operation{Op: partmap.OpPersist, Email: e})
 
 		// Relative times count from the store's clock.
 		before := time.Now().UnixMilli()
@@ -623,14 +628,15 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		rec := putProfile(t, s, abc(e))
 		expireFields(t, s, e, at(year2100), partmap.ExpireAlways, "a")
 		rec = mustFind(t, s, e)
-		neg, late := partmap.When{Millis: -1}, at(partmap.MaxDeadline+1)
+		neg, late := partmap.When{Millis: -1}, at(partmap.MaxFieldDeadline+1)
 		negRel := partmap.When{Millis: -1000, Relative: true}
 		for name, op := range map[string]partmap.Operation{
 			"ErrNegativeTime":         {Op: partmap.OpExpire, Fields: []string{"a"}, When: neg},
 			"ErrNegativeRelativeTime": {Op: partmap.OpExpire, Fields: []string{"a"}, When: negRel},
 			"ErrNegativeProfileTime":  {Op: partmap.OpExpire, When: neg},
 			"ErrTooLate":              {Op: partmap.OpExpire, Fields: []string{"a"}, When: late},
-			"ErrTooLateRelative":      {Op: partmap.OpExpire, When: partmap.When{Millis: partmap.MaxDeadline, Relative: true}},
+			"ErrTooLateRelative":      {Op: partmap.OpExpire, Fields: []string{"a"}, When: partmap.When{Millis: partmap.MaxFieldDeadline, Relative: true}},
+			"ErrProfileTooLate":       {Op: partmap.OpExpire, When: partmap.When{Millis: math.MaxInt64, Relative: true}},
 			"ErrUnknownCondition":     {Op: partmap.OpExpire, Fields: []string{"a"}, When: at(year2101), ExpireCond: "XY"},
 			"ErrRepeatedField":        {Op: partmap.OpExpire, Fields: []string{"b", "b"}, When: at(year2101)},
 			"ErrEmptyField":           {Op: partmap.OpExpire, Fields: []string{""}, When: at(year2101)},

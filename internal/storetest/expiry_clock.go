@@ -749,7 +749,7 @@ func RunExportDeadlines(t *testing.T, open ClockOpener) {
 	results, err = dst.UpsertRecords(ctx, []partmap.Record{
 		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{partmap.FieldEmail: T0 + 9000}}},
 		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"absent": T0 + 9000}}},
-		{Profile: partmap.Profile{partmap.FieldEmail: e, "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": partmap.MaxDeadline + 1}}},
+		{Profile: partmap.Profile{partmap.FieldEmail: e, "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": partmap.MaxFieldDeadline + 1}}},
 		{Profile: partmap.Profile{partmap.FieldEmail: e}, Deadlines: partmap.Deadlines{Profile: -1}},
 		{Profile: partmap.Profile{partmap.FieldEmail: "good@example.com", "a": "1"}, Deadlines: partmap.Deadlines{Fields: map[string]int64{"a": T0 + 9000}}},
 	})
