@@ -145,6 +145,11 @@ func (w OperationJSON) Operation() (Operation, error) {
 	if w.Fields != nil {
 		op.Fields = *w.Fields
 	}
+	if op.Op != OpGet {
+		if err := FieldsOnce(op.Fields); err != nil {
+			return op, err
+		}
+	}
 	when, err := w.when(op.LatestDeadline())
 	if err != nil {
 		return op, err
@@ -196,6 +201,22 @@ func (w OperationJSON) Operation() (Operation, error) {
 	}
 	op.Cond, err = ParseCondition(ifMatch, ifNoneMatch)
 	return op, err
+}
+
+// FieldsOnce refuses fields that name a field twice (EINVALID, naming
+// it). A store takes a field named twice in turn, as Redis
+// does, but the HTTP API names each field of an expiry operation and of a
+// ttl read once: a getDelete's and a getExpire's values are an object
+// keyed by field name.
+func FieldsOnce(fields []string) error {
+	seen := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		if seen[f] {
+			return &Error{Code: EINVALID, Field: f, Message: fmt.Sprintf("field %q is named twice; over HTTP, name each field once", f)}
+		}
+		seen[f] = true
+	}
+	return nil
 }
 
 // checkPresent refuses a member w's kind does not take, and a missing one

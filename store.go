@@ -54,7 +54,8 @@ type Store interface {
 
 	// Deadlines reads when email's profile and the named fields expire, as
 	// TTL, HTTL and their siblings do (expiry.go). A missing profile is
-	// ENOTFOUND; fields may be empty, and must not repeat (EINVALID).
+	// ENOTFOUND; fields may be empty, and a field named twice is answered
+	// twice (the HTTP client refuses it, EINVALID: FieldsOnce).
 	// Setting and removing deadlines, and the rest of Redis's hash
 	// commands, are operations (Apply, Transact).
 	Deadlines(ctx context.Context, email string, fields []string) (TTLs, error)

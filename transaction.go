@@ -60,9 +60,11 @@ type Operation struct {
 	AllowMissing bool
 
 	// Fields are the fields an expire, persist, getDelete, getExpire or
-	// get acts on, without repeats; an expire or persist without fields
-	// acts on the profile's own deadline, and a get without fields reads
-	// the whole profile.
+	// get acts on. A field named twice is acted on in turn, as Redis does:
+	// a persist of a, a answers 1 then -1, a getDelete the value then nil
+	// (the HTTP client refuses it: FieldsOnce). An expire or persist
+	// without fields acts on the profile's own deadline, and a get without
+	// fields reads the whole profile.
 	Fields []string
 	// Value is setIfAbsent's value; ByFloat incrementFloat's amount, a
 	// decimal as Redis parses it.

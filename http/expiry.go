@@ -172,6 +172,9 @@ func (e ttlEntry) deadline() int64 {
 
 func (s *Server) handleTTL(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	email, fields, err := emailAndFields(q)
+	if err == nil {
+		err = partmap.FieldsOnce(fields)
+	}
 	if err != nil {
 		return err
 	}

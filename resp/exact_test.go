@@ -218,3 +218,55 @@ func TestFieldDeadlineNegative(t *testing.T) {
 	}
 	asRedisSource(t, c, append(steps, step{[]any{"httl", "h@x.io", "fields", "1", "f"}, []any{int64(-1)}}, step{[]any{"hget", "h@x.io", "f"}, "1"}))
 }
+
+// A field named twice is taken in turn, as Redis takes each argument:
+// src/t_hash.c's hexpireGenericCommand, hpersistCommand, hgetdelCommand,
+// hgetexCommand and hsetexCommand act on each field as they reach it, so
+// the second of two is answered as the first left it; httlGenericCommand
+// answers each. Inside EXEC too.
+func TestRepeatedFieldsInTurn(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 3)
+	const h, far = "r@x.io", "4102444800" // 2100-01-01
+	i := func(ns ...int64) []any {
+		out := make([]any, len(ns))
+		for j, n := range ns {
+			out[j] = n
+		}
+		return out
+	}
+	asRedisSource(t, c, []step{
+		{[]any{"hset", h, "a", "1", "b", "2", "c", "3", "keep", "k"}, int64(4)},
+		{[]any{"hexpireat", h, far, "fields", "2", "a", "a"}, i(1, 1)},
+		{[]any{"hexpireat", h, far, "nx", "fields", "3", "b", "b", "zz"}, i(1, 0, -2)},
+		{[]any{"hexpireat", h, far, "gt", "fields", "2", "c", "c"}, i(0, 0)},
+		{[]any{"hexpireat", h, far, "lt", "fields", "2", "c", "c"}, i(1, 0)},
+		{[]any{"hexpiretime", h, "fields", "3", "a", "a", "keep"}, i(4102444800, 4102444800, -1)},
+		{[]any{"hpexpiretime", h, "fields", "2", "b", "b"}, i(4102444800000, 4102444800000)},
+		{[]any{"httl", h, "fields", "4", "keep", "keep", "zz", "zz"}, i(-1, -1, -2, -2)},
+		{[]any{"hpttl", h, "fields", "2", "keep", "keep"}, i(-1, -1)},
+		{[]any{"hpersist", h, "fields", "3", "a", "a", "zz"}, i(1, -1, -2)},
+		{[]any{"hpexpire", h, "0", "fields", "2", "b", "b"}, i(2, -2)},
+		{[]any{"hgetex", h, "persist", "fields", "2", "c", "c"}, []any{"3", "3"}},
+		{[]any{"hgetex", h, "ex", "100", "fields", "2", "c", "c"}, []any{"3", "3"}},
+		{[]any{"hgetex", h, "pxat", "1", "fields", "3", "c", "c", "a"}, []any{"3", nil, "1"}},
+		{[]any{"hset", h, "d", "4"}, int64(1)},
+		{[]any{"hgetdel", h, "fields", "3", "d", "d", "zz"}, []any{"4", nil, nil}},
+		{[]any{"hsetex", h, "fields", "2", "e", "1", "e", "2"}, int64(1)},
+		{[]any{"hsetex", h, "fnx", "fields", "2", "f", "1", "f", "2"}, int64(1)},
+		{[]any{"hsetex", h, "fxx", "fields", "2", "f", "3", "f", "4"}, int64(1)},
+		{[]any{"hmget", h, "a", "b", "c", "d", "e", "f", "keep"}, []any{nil, nil, nil, nil, "2", "4", "k"}},
+	})
+	c.Options().PoolSize = 1
+	ctx := context.Background()
+	c.Do(ctx, "multi")
+	c.Do(ctx, "hexpire", h, "100", "fields", "2", "keep", "keep")
+	c.Do(ctx, "httl", h, "fields", "2", "keep", "keep")
+	c.Do(ctx, "hpersist", h, "fields", "2", "keep", "keep")
+	c.Do(ctx, "hgetdel", h, "fields", "2", "keep", "keep")
+	c.Do(ctx, "hgetdel", h, "fields", "2", "keep", "keep")
+	v, err := c.Do(ctx, "exec").Slice()
+	if want := []any{i(1, 1), i(100, 100), i(1, -1), []any{"k", nil}, []any{nil, nil}}; err != nil || !reflect.DeepEqual(v, want) {
+		t.Fatalf("EXEC of repeated fields: %#v %v, want %#v", v, err, want)
+	}
+}

@@ -196,11 +196,6 @@ func cmdExec(k *call) {
 // for a TTL command in a transaction, whose get read rec. Its clock is
 // this server's, at EXEC's reply, where a TTL alone has the store's.
 func deadlinesOf(rec *partmap.Record, fields []string, now int64) (partmap.TTLs, error) {
-	for i, f := range fields {
-		if slices.Contains(fields[:i], f) { // as Store.Deadlines refuses it
-			return partmap.TTLs{}, &partmap.Error{Code: partmap.EINVALID, Field: f, Message: fmt.Sprintf("field %q is named twice", f)}
-		}
-	}
 	if rec == nil {
 		return partmap.TTLs{}, partmap.ErrNotFound
 	}

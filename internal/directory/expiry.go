@@ -26,7 +26,7 @@ func live(rec *partmap.Record, now int64) *partmap.Record {
 
 func (d *Directory) Deadlines(ctx context.Context, email string, fields []string) (partmap.TTLs, error) {
 	if len(fields) > 0 {
-		if err := checkFieldList(fields); err != nil {
+		if err := checkFieldNames(fields); err != nil {
 			return partmap.TTLs{}, err
 		}
 	}
@@ -234,12 +234,11 @@ func expire(next *partmap.Record, op partmap.Operation, res *partmap.OperationRe
 		}
 		return true, nil
 	}
-	cur := next.Profile
-	own(next, cur)
+	own(next, next.Profile)
 	changed := false
 	res.Codes = make([]int, len(op.Fields))
 	for i, f := range op.Fields {
-		if _, has := cur[f]; !has {
+		if _, has := next.Profile[f]; !has {
 			res.Codes[i] = partmap.ExpiryNoField
 			continue
 		}
@@ -309,14 +308,15 @@ func values(p partmap.Profile, fields []string) []*string {
 	return out
 }
 
-// getDelete reads fields and deletes those present, as HGETDEL.
+// getDelete reads fields and deletes those present, as HGETDEL: a field
+// named again is gone.
 func getDelete(next *partmap.Record, op partmap.Operation, res *partmap.OperationResult) bool {
-	res.Values = values(next.Profile, op.Fields)
-	cur := next.Profile
-	own(next, cur)
+	own(next, next.Profile)
+	res.Values = make([]*string, len(op.Fields))
 	changed := false
 	for i, f := range op.Fields {
-		if res.Values[i] != nil {
+		if v, ok := next.Profile[f]; ok {
+			res.Values[i] = &v
 			delete(next.Profile, f)
 			delete(next.Deadlines.Fields, f)
 			changed = true
@@ -339,11 +339,11 @@ func getExpire(next *partmap.Record, op partmap.Operation, res *partmap.Operatio
 			return false, err
 		}
 	}
-	cur := next.Profile
-	own(next, cur)
+	own(next, next.Profile)
 	changed := false
 	for i, f := range op.Fields {
-		if res.Values[i] == nil {
+		if _, has := next.Profile[f]; !has {
+			res.Values[i] = nil // gone as named before, at a past time
 			continue
 		}
 		_, expires := next.Deadlines.Fields[f]
@@ -463,7 +463,7 @@ func (d *Directory) planExpiry(op partmap.Operation) (partmap.Operation, error) 
 		if len(op.Fields) == 0 && !required {
 			return nil
 		}
-		return checkFieldList(op.Fields)
+		return checkFieldNames(op.Fields)
 	}
 	names := func(field string) bool {
 		for _, f := range op.Fields {

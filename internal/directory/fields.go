@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/partmap/partmap"
@@ -30,18 +31,26 @@ func project(rec partmap.Record, fields []string) partmap.Projection {
 	return out
 }
 
-func checkFieldList(fields []string) error {
+// checkFieldNames checks the fields of an operation that takes them in
+// turn, as Redis takes a field named twice: at least one, none empty.
+func checkFieldNames(fields []string) error {
 	if len(fields) == 0 {
 		return partmap.Errorf(partmap.EINVALID, "name at least one field")
 	}
-	if len(fields) == 1 && fields[0] != "" {
-		return nil // HGET's, every time: no set to build
+	if slices.Contains(fields, "") {
+		return partmap.Errorf(partmap.EINVALID, "a field name in the list is empty")
+	}
+	return nil
+}
+
+// checkFieldList checks a projection's fields: checkFieldNames', and none
+// twice.
+func checkFieldList(fields []string) error {
+	if err := checkFieldNames(fields); err != nil || len(fields) == 1 {
+		return err // HGET's, every time: no set to build
 	}
 	seen := make(map[string]struct{}, len(fields))
 	for _, f := range fields {
-		if f == "" {
-			return partmap.Errorf(partmap.EINVALID, "a field name in the list is empty")
-		}
 		if _, dup := seen[f]; dup {
 			return &partmap.Error{Code: partmap.EINVALID, Field: f, Message: fmt.Sprintf("field %q is named twice", f)}
 		}

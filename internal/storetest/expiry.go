@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,7 +255,8 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		if d.TTL(-2) != -2 || d.TTL(-1) != -1 || d.TTL(d.Now-5) != 0 || d.TTL(d.Now+5) != 5 {
 			t.Fatal("TTL does not pass codes through or clamps wrong")
 		}
-		for _, bad := range [][]string{{"a", "a"}, {""}} {
+		// A field named twice is answered twice (RepeatedFieldsInTurn).
+		for _, bad := range [][]string{{""}, {"a", ""}} {
 			if _, err := s.Deadlines(ctx, e, bad); partmap.ErrorCode(err) != partmap.EINVALID {
 				t.Errorf("deadlines of %q: got %v, want invalid", bad, err)
 			}
@@ -638,13 +640,9 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 			"ErrTooLateRelative":      {Op: partmap.OpExpire, Fields: []string{"a"}, When: partmap.When{Millis: partmap.MaxFieldDeadline, Relative: true}},
 			"ErrProfileTooLate":       {Op: partmap.OpExpire, When: partmap.When{Millis: math.MaxInt64, Relative: true}},
 			"ErrUnknownCondition":     {Op: partmap.OpExpire, Fields: []string{"a"}, When: at(year2101), ExpireCond: "XY"},
-			"ErrRepeatedField":        {Op: partmap.OpExpire, Fields: []string{"b", "b"}, When: at(year2101)},
 			"ErrEmptyField":           {Op: partmap.OpExpire, Fields: []string{""}, When: at(year2101)},
-			"ErrPersistRepeated":      {Op: partmap.OpPersist, Fields: []string{"a", "a"}},
 			"ErrGetDeleteNoFields":    {Op: partmap.OpGetDelete},
-			"ErrGetDeleteRepeated":    {Op: partmap.OpGetDelete, Fields: []string{"a", "b", "a"}},
 			"ErrGetExpireNoFields":    {Op: partmap.OpGetExpire, Expiry: partmap.FieldExpiry{Persist: true}},
-			"ErrGetExpireRepeated":    {Op: partmap.OpGetExpire, Fields: []string{"b", "b"}, Expiry: partmap.FieldExpiry{Persist: true}},
 			"ErrGetExpireNegative":    {Op: partmap.OpGetExpire, Fields: []string{"b"}, Expiry: partmap.FieldExpiry{When: &neg}},
 			"ErrSetFieldsNegative":    {Op: partmap.OpSetFields, Set: partmap.Patch{"b": ptr("x")}, Expiry: partmap.FieldExpiry{When: &neg}},
 			"ErrSetIfAbsentNoField":   {Op: partmap.OpSetIfAbsent, Value: "x"},
@@ -659,6 +657,48 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		wantVersion(t, s, e, rec.Version, true)
 		assertProfile(t, mustFind(t, s, e).Profile, abc(e))
 		wantDeadlines(t, s, e, -1, []string{"a", "b"}, year2100, -1)
+	})
+
+	// A field named twice is acted on in turn, as Redis takes each
+	// argument. The HTTP client refuses it (EINVALID, partmap.FieldsOnce)
+	// and writes nothing: over HTTP each field is named once.
+	t.Run("RepeatedFieldsInTurn", func(t *testing.T) {
+		s := started(t)
+		const e = "repeated@example.com"
+		rec := putProfile(t, s, abc(e))
+		_, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, Fields: []string{"a", "a"}, When: at(year2100)})
+		if partmap.ErrorCode(err) == partmap.EINVALID && strings.Contains(partmap.ErrorMessage(err), "over HTTP") {
+			for _, op := range []partmap.Operation{
+				{Op: partmap.OpPersist, Email: e, Fields: []string{"a", "a"}},
+				{Op: partmap.OpGetDelete, Email: e, Fields: []string{"a", "b", "a"}},
+				{Op: partmap.OpGetExpire, Email: e, Fields: []string{"b", "b"}, Expiry: partmap.FieldExpiry{Persist: true}},
+			} {
+				if _, err := s.Apply(ctx, op); partmap.ErrorCode(err) != partmap.EINVALID {
+					t.Errorf("%s of a field named twice over HTTP: %v, want invalid", op.Op, err)
+				}
+			}
+			if _, err := s.Deadlines(ctx, e, []string{"a", "a"}); partmap.ErrorCode(err) != partmap.EINVALID {
+				t.Errorf("deadlines of a field named twice over HTTP: %v, want invalid", err)
+			}
+			wantVersion(t, s, e, rec.Version, true)
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCodes(t, "NX b b nope", expireFields(t, s, e, at(year2101), partmap.ExpireIfNone, "b", "b", "nope"), 1, 0, -2)
+		wantCodes(t, "LT c c", expireFields(t, s, e, at(year2101), partmap.ExpireIfSooner, "c", "c"), 1, 0)
+		wantDeadlines(t, s, e, -1, []string{"a", "a", "b", "nope", "nope"}, year2100, year2100, year2101, -2, -2)
+		wantCodes(t, "HPERSIST a a", apply(t, s, partmap.Operation{Op: partmap.OpPersist, Email: e, Fields: []string{"a", "a"}}).Codes, 1, -1)
+		wantCodes(t, "past b b", expireFields(t, s, e, past, partmap.ExpireAlways, "b", "b"), 2, -2)
+		res := apply(t, s, partmap.Operation{Op: partmap.OpGetExpire, Email: e, Fields: []string{"c", "c"}, Expiry: partmap.FieldExpiry{Persist: true}})
+		wantValues(t, "HGETEX PERSIST c c", res.Values, ptr("3"), ptr("3"))
+		res = apply(t, s, partmap.Operation{Op: partmap.OpGetExpire, Email: e, Fields: []string{"c", "a", "c"}, Expiry: partmap.FieldExpiry{When: &past}})
+		wantValues(t, "HGETEX past c a c", res.Values, ptr("3"), ptr("1"), nil)
+		putProfile(t, s, abc(e))
+		res = apply(t, s, partmap.Operation{Op: partmap.OpGetDelete, Email: e, Fields: []string{"a", "b", "a"}})
+		wantValues(t, "HGETDEL a b a", res.Values, ptr("1"), ptr("2"), nil)
+		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e, "c": "3"})
 	})
 
 	t.Run("ErrPrecondition", func(t *testing.T) {
