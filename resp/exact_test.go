@@ -270,3 +270,51 @@ func TestRepeatedFieldsInTurn(t *testing.T) {
 		t.Fatalf("EXEC of repeated fields: %#v %v, want %#v", v, err, want)
 	}
 }
+
+// HSETEX takes FNX or FXX and its time in any order before FIELDS, with
+// the refusals of src/t_hash.c's hsetexParseArgs; HGETEX takes its one
+// option right after the key (hgetexCommand).
+func TestHSetExOptionsMatchRedisSource(t *testing.T) {
+	addr, _ := serve(t, nil)
+	c := client(t, addr, 3)
+	const h = "s@x.io"
+	arity := "ERR wrong number of arguments for 'hsetex' command"
+	oneCond := "ERR Only one of FXX or FNX arguments can be specified"
+	oneTime := "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified"
+	fieldsCount := "ERR invalid number of fields"
+	mandatory := "ERR Mandatory argument FIELDS is missing or not at the right position"
+	asRedisSource(t, c, []step{
+		{[]any{"hsetex", h, "ex", "100", "fnx", "fields", "1", "a", "1"}, int64(1)},
+		{[]any{"hsetex", h, "keepttl", "FXX", "fields", "1", "a", "2"}, int64(1)},
+		{[]any{"httl", h, "fields", "1", "a"}, []any{int64(100)}},
+		{[]any{"hsetex", h, "PxAt", "1", "Fnx", "fields", "1", "a", "3"}, int64(0)},
+		{[]any{"hsetex", h, "fields", "1", "fields", "b"}, int64(1)},
+		{[]any{"hmget", h, "a", "fields"}, []any{"2", "b"}},
+		{[]any{"hsetex", h, "fields", "1", "a", "b", "unknown"}, arity},
+		{[]any{"hsetex", h, "fields", "2", "a", "b"}, arity},
+		{[]any{"hsetex", h, "fields", "1", "a", "b", "c", "d"}, arity},
+		{[]any{"hsetex", h, "ex", "100", "fields", "1", "a"}, arity},
+		{[]any{"hsetex", h, "fnx", "fields", "1", "a"}, arity},
+		{[]any{"hsetex", h, "nx", "fields", "1", "a", "b"}, "ERR unknown argument: nx"},
+		{[]any{"hsetex", h, "1", "fields", "1", "a", "b"}, "ERR unknown argument: 1"},
+		{[]any{"hsetex", h, "fnx", "ex", "10", "Persist", "fields", "1", "a", "b"}, "ERR unknown argument: Persist"},
+		{[]any{"hsetex", h, "fxx", "fxx", "ex", "100", "fields", "1", "a", "b"}, oneCond},
+		{[]any{"hsetex", h, "fxx", "fnx", "ex", "100", "fields", "1", "a", "b"}, oneCond},
+		{[]any{"hsetex", h, "ex", "100", "fnx", "fxx", "fields", "1", "a", "b"}, oneCond},
+		{[]any{"hsetex", h, "ex", "100", "px", "100", "fields", "1", "a", "b"}, oneTime},
+		{[]any{"hsetex", h, "keepttl", "ex", "100", "fields", "1", "a", "b"}, oneTime},
+		{[]any{"hsetex", h, "exat", "100", "keepttl", "fields", "1", "a", "b"}, oneTime},
+		{[]any{"hsetex", h, "keepttl", "keepttl", "fields", "1", "a", "b"}, oneTime},
+		{[]any{"hsetex", h, "ex", "x", "px", "1", "fields", "1", "a", "b"}, "ERR value is not an integer or out of range"},
+		{[]any{"hsetex", h, "fields", "0", "a", "b"}, fieldsCount},
+		{[]any{"hsetex", h, "fields", "-1", "a", "b"}, fieldsCount},
+		{[]any{"hsetex", h, "fields", "+1", "a", "b"}, fieldsCount},
+		{[]any{"hsetex", h, "fields", "x", "a", "b"}, fieldsCount},
+		{[]any{"hsetex", h, "fields", "2147483648", "a", "b"}, fieldsCount},
+		{[]any{"hgetex", h, "persist", "ex", "10", "fields", "1", "a"}, mandatory},
+		{[]any{"hgetex", h, "fnx", "fields", "1", "a"}, mandatory},
+		{[]any{"hgetex", h, "ex", "10", "persist", "fields", "1", "a"}, mandatory},
+		{[]any{"hgetex", h, "PERSIST", "fields", "1", "a"}, []any{"2"}},
+		{[]any{"httl", h, "fields", "1", "a"}, []any{int64(-1)}},
+	})
+}

@@ -160,16 +160,16 @@ func parseFields(kind partmap.OpKind) func([][]byte, []partmap.Operation) ([]par
 		r := argReader{args: args}
 		op := partmap.Operation{Op: kind, Email: r.key(1)}
 		if len(args) > 2 {
-			op.Fields = r.fields(2, 1, errFieldsPositive)
+			op.Fields = r.fields(2, errFieldsPositive)
 		}
 		return r.done(ops, op)
 	}
 }
 
 // fields reads FIELDS numfields field... at argument at, with Redis's
-// refusals; per says how many arguments a field takes (2 for HSETEX's
-// pairs), and zero is the command's wording of a count below 1.
-func (r *argReader) fields(at, per int, zero string) []string {
+// refusals: msg is the command's refusal of a count that is not a
+// positive integer.
+func (r *argReader) fields(at int, msg string) []string {
 	switch {
 	case r.err != nil:
 		return nil
@@ -177,8 +177,7 @@ func (r *argReader) fields(at, per int, zero string) []string {
 		r.refuse("ERR Mandatory argument FIELDS is missing or not at the right position")
 		return nil
 	}
-	n := r.intIn(at+1, 1, math.MaxInt64, zero)
-	if r.err == nil && int64(len(r.args)-at-2) != n*int64(per) {
+	if n := r.intIn(at+1, 1, math.MaxInt64, msg); r.err == nil && int64(len(r.args)-at-2) != n {
 		r.refuse("ERR The `numfields` parameter must match the number of arguments")
 		return nil
 	}
@@ -199,7 +198,7 @@ func parseHExpire(seconds, relative bool) func([][]byte, []partmap.Operation) ([
 		if c, err := partmap.ParseExpireCondition(string(args[3])); err == nil && c != "" && c != partmap.ExpireIfSetSooner {
 			at, op.ExpireCond = 4, c
 		}
-		op.Fields = r.fields(at, 1, errNumFieldsPositive)
+		op.Fields = r.fields(at, errNumFieldsPositive)
 		return r.done(ops, op)
 	}
 }
@@ -223,59 +222,69 @@ func replyHTTL(seconds, absolute bool) func(*writer, *exchange) {
 	}
 }
 
-// ttlOption reads HGETEX's and HSETEX's EX, PX, EXAT, PXAT (and PERSIST
-// or KEEPTTL, as the command takes) at argument i: how many arguments it
-// took, and the expiry.
-func (r *argReader) ttlOption(i int, extra string) (int, partmap.FieldExpiry) {
-	var x partmap.FieldExpiry
-	if r.err != nil || i >= len(r.args) {
-		return 0, x
-	}
-	opt := lower(r.args[i])
-	units := map[string]struct{ seconds, relative bool }{"ex": {true, true}, "px": {false, true}, "exat": {true, false}, "pxat": {false, false}}
-	if u, ok := units[opt]; ok {
-		if i+1 >= len(r.args) {
-			r.refuse(errSyntax)
-			return 0, x
-		}
-		when := r.fieldWhen(r.int(i+1), u.seconds, u.relative)
-		x.When = &when
-		return 2, x
-	}
-	switch {
-	case opt == extra && extra == "persist":
-		x.Persist = true
-		return 1, x
-	case opt == extra && extra == "keepttl":
-		x.KeepTTL = true
-		return 1, x
-	}
-	return 0, x
-}
+// timeOptions are HGETEX's and HSETEX's EX, PX, EXAT and PXAT.
+var timeOptions = map[string]struct{ seconds, relative bool }{"ex": {true, true}, "px": {false, true}, "exat": {true, false}, "pxat": {false, false}}
 
+// parseHGetEx reads HGETEX's one option where Redis's hgetexCommand reads
+// it, before FIELDS.
 func parseHGetEx(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 	r := argReader{args: args}
 	op := partmap.Operation{Op: partmap.OpGetExpire, Email: r.key(1)}
-	n, x := r.ttlOption(2, "persist")
-	op.Fields, op.Expiry = r.fields(2+n, 1, errFieldsPositive), x
+	at := 2
+	if opt := lower(args[2]); opt == "persist" {
+		at, op.Expiry.Persist = 3, true
+	} else if u, ok := timeOptions[opt]; ok {
+		when := r.fieldWhen(r.int(3), u.seconds, u.relative)
+		at, op.Expiry.When = 4, &when
+	}
+	op.Fields = r.fields(at, errFieldsPositive)
 	return r.done(ops, op)
 }
 
+// parseHSetEx reads HSETEX's options in any order, up to FIELDS and its
+// field value pairs, with the refusals of Redis's hsetexParseArgs.
 func parseHSetEx(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 	r := argReader{args: args}
-	op := partmap.Operation{Op: partmap.OpSetFields, Email: r.key(1), FieldSet: partmap.SetFieldsAlways}
-	at := 2
-	switch lower(args[2]) {
-	case "fnx":
-		at, op.FieldSet = 3, partmap.SetIfNoFieldExist
-	case "fxx":
-		at, op.FieldSet = 3, partmap.SetIfAllExist
+	op := partmap.Operation{Op: partmap.OpSetFields, Email: r.key(1)}
+	timed := false
+	for i := 2; i < len(args) && r.err == nil; i++ {
+		opt := lower(args[i])
+		u, isTime := timeOptions[opt]
+		switch {
+		case opt == "fields":
+			n := int64(-1)
+			if i < len(args)-3 {
+				n = r.intIn(i+1, 1, math.MaxInt32, "invalid number of fields")
+			}
+			if left := len(args) - i - 2; r.err == nil && (left%2 != 0 || n != int64(left/2)) {
+				r.refuse(wrongArity(args))
+			}
+			op.Set = partmap.Patch{}
+			for j := i + 2; j+1 < len(args); j += 2 {
+				v := string(args[j+1])
+				op.Set[string(args[j])] = &v // the last of a field named twice, as Redis sets each in turn
+			}
+			return r.done(ops, op)
+		case (isTime || opt == "keepttl") && timed:
+			r.refuse("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
+		case isTime && i+1 == len(args):
+			r.refuse("ERR missing expire time")
+		case isTime:
+			i++
+			when := r.fieldWhen(r.int(i), u.seconds, u.relative)
+			timed, op.Expiry.When = true, &when
+		case opt == "keepttl":
+			timed, op.Expiry.KeepTTL = true, true
+		case (opt == "fnx" || opt == "fxx") && op.FieldSet != partmap.SetFieldsAlways:
+			r.refuse("ERR Only one of FXX or FNX arguments can be specified")
+		case opt == "fnx":
+			op.FieldSet = partmap.SetIfNoFieldExist
+		case opt == "fxx":
+			op.FieldSet = partmap.SetIfAllExist
+		default:
+			r.refuse("ERR unknown argument: " + clip(args[i]))
+		}
 	}
-	n, x := r.ttlOption(at, "keepttl")
-	pairs := r.fields(at+n, 2, errFieldsPositive)
-	op.Set, op.Expiry = partmap.Patch{}, x
-	for i := 0; i+1 < len(pairs); i += 2 {
-		op.Set[pairs[i]] = &pairs[i+1]
-	}
-	return r.done(ops, op)
+	r.refuse(wrongArity(args)) // not reached: HSETEX's arity leaves no room for valid options alone
+	return ops, r.err
 }

@@ -56,7 +56,7 @@ func TestFieldExpiry(t *testing.T) {
 		{[]any{"hexpire", "k@x.io", "x", "fields", "1", "a"}, "ERR value is not an integer or out of range"},
 		{[]any{"httl", "k@x.io", "fields", "x", "a"}, "ERR Number of fields must be a positive integer"},
 		{[]any{"hsetex", "k@x.io", "fields", "1", "a"}, "ERR wrong number of arguments for 'hsetex' command"},
-		{[]any{"hsetex", "k@x.io", "fields", "2", "a", "b"}, "ERR The `numfields` parameter must match the number of arguments"},
+		{[]any{"hsetex", "k@x.io", "fields", "2", "a", "b"}, "ERR wrong number of arguments for 'hsetex' command"},
 		{[]any{"hgetdel", "k@x.io", "fields", "1", "emailAddress"}, "ERR emailAddress is the profile's key and cannot be deleted; delete the profile instead"},
 	} {
 		v, err := c.Do(context.Background(), step.args...).Result()

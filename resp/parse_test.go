@@ -90,7 +90,9 @@ func TestParse(t *testing.T) {
 		{line: "hpersist a@x.io fields 2 f", err: "ERR The `numfields` parameter must match the number of arguments"},
 		{line: "hgetex a@x.io ex 5 fieldz 1 f", err: "ERR Mandatory argument FIELDS is missing or not at the right position"},
 		{line: "hgetex a@x.io ex fields 1 f", err: "ERR value is not an integer or out of range"},
-		{line: "hsetex a@x.io fields 2 f 1", err: "ERR The `numfields` parameter must match the number of arguments"},
+		{line: "hsetex a@x.io fields 2 f 1", err: "ERR wrong number of arguments for 'hsetex' command"},
+		{line: "hsetex a@x.io ex 5 fnx fields 1 f 1", want: []partmap.Operation{
+			{Op: partmap.OpSetFields, Email: a, Set: partmap.Patch{"f": str("1")}, FieldSet: partmap.SetIfNoFieldExist, Expiry: partmap.FieldExpiry{When: when(partmap.When{Millis: 5000, Relative: true})}}}},
 		{line: "hscan a@x.io x", err: "ERR invalid cursor"},
 		{line: "hrandfield a@x.io 1 withvalue", err: "ERR syntax error"},
 		{line: "hrandfield a@x.io 4611686018427387904 withvalues", err: "ERR value is out of range"},
