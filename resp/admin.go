@@ -45,12 +45,14 @@ var configs = map[string]string{
 	"notify-keyspace-events": "",
 }
 
+// configArity is each CONFIG subcommand's, as Redis's.
+var configArity = map[string]arity{"get": -3, "set": -4, "rewrite": 2, "resetstat": 2, "help": 2}
+
 // cmdConfig answers CONFIG GET from configs, and refuses to change
 // anything: partmap is configured by its flags.
 func cmdConfig(k *call) {
 	sub := lower(k.args[1])
-	arity := map[string]arity{"get": -3, "set": -4, "rewrite": 2, "resetstat": 2, "help": 2}
-	switch a, ok := arity[sub]; {
+	switch a, ok := configArity[sub]; {
 	case !ok:
 		k.w.WriteError("ERR unknown subcommand '" + clip(k.args[1]) + "'. Try CONFIG HELP.")
 	case !a.ok(len(k.args)):
