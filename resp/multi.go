@@ -180,7 +180,7 @@ func cmdExec(k *call) {
 		switch x := (&exchange{args: tx.queue[i], ops: ops[q.start:q.end], res: results[q.start:q.end]}); {
 		case q.err != nil:
 			k.w.fail(q.err)
-		case q.cmd.parse == nil: // PING, ECHO, UNWATCH: nothing to read or write
+		case q.cmd.parse == nil: // PING, ECHO, UNWATCH, TIME, CONFIG: no profile to read or write
 			k.args = x.args
 			q.cmd.run(k)
 		case q.cmd.ttl:

@@ -61,6 +61,20 @@ func TestParse(t *testing.T) {
 		{line: "hscan a@x.io 0 match f* count 5", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
 		{line: "hrandfield a@x.io -3 withvalues", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
 
+		{line: "rename a@x.io B@x.io", want: []partmap.Operation{{Op: partmap.OpRename, Email: a, To: "b@x.io", Replace: true}}},
+		{line: "renamenx a@x.io b@x.io", want: []partmap.Operation{{Op: partmap.OpRename, Email: a, To: "b@x.io"}}},
+		{line: "rename a@x.io A@X.IO", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}}, // onto itself
+		{line: "renamenx A@x.io a@x.io", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
+		{line: "copy a@x.io b@x.io", want: []partmap.Operation{{Op: partmap.OpCopy, Email: a, To: "b@x.io"}}},
+		{line: "copy a@x.io b@x.io REPLACE db 0 replace", want: []partmap.Operation{{Op: partmap.OpCopy, Email: a, To: "b@x.io", Replace: true}}},
+
+		{line: "copy a@x.io A@x.io", err: "ERR source and destination objects are the same"},
+		{line: "copy a@x.io b@x.io db 1", err: "ERR DB index is out of range"},
+		{line: "copy a@x.io a@x.io db 1", err: "ERR DB index is out of range"},
+		{line: "copy a@x.io b@x.io db 2147483648", err: "ERR value is out of range, value must between -2147483648 and 2147483647"},
+		{line: "copy a@x.io b@x.io db", err: "ERR syntax error"},
+		{line: "copy a@x.io b@x.io replace foo", err: "ERR syntax error"},
+		{line: "rename a@x.io café@x.io", err: "ERR key 'café@x.io' is not a customer email"},
 		{line: "hget café@x.io f", err: "ERR key 'café@x.io' is not a customer email: "},
 		{line: "hset a@x.io f 1 g", err: "ERR wrong number of arguments for 'hset' command"},
 		{line: "hdel a@x.io f emailAddress", err: "ERR emailAddress is the profile's key and cannot be deleted; DEL deletes the profile"},

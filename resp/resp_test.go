@@ -737,8 +737,10 @@ func TestMultiMatchesRedis(t *testing.T) {
 			{"multi"}, {"watch", "m2@x.io"}, {"discard"},
 			{"watch", "m2@x.io", "m3@x.io"}, {"multi"}, {"hset", "m2@x.io", "w", "1"}, {"exec"}, {"unwatch"},
 			{"multi"}, {"unwatch"}, {"hget", "m2@x.io", "w"}, {"exec"},
-			// Nothing to read or write.
+			// Nothing to read or write; after a WATCH of a key that did not
+			// change, an empty array too, not a null.
 			{"multi"}, {"exec"}, {"multi"}, {"echo", "hi"}, {"ping"}, {"exec"},
+			{"watch", "m2@x.io", "m9@x.io"}, {"multi"}, {"exec"}, {"watch", "m2@x.io"}, {"multi"}, {"echo", "hi"}, {"exec"},
 			{"multi"}, {"expire", "m2@x.io", "100"}, {"ttl", "m2@x.io"}, {"expire", "m2@x.io", "50", "xx", "lt"}, {"ttl", "m2@x.io"},
 			{"persist", "m2@x.io"}, {"ttl", "m2@x.io"}, {"expire", "m2@x.io", "50", "xx", "lt"}, {"ttl", "m2@x.io"}, {"exec"},
 			{"multi"}, {"del", "m2@x.io", "m3@x.io"}, {"hincrby", "m3@x.io", "n", "5"}, {"exists", "m2@x.io", "m3@x.io"}, {"exec"},

@@ -69,8 +69,8 @@ func (d *Directory) Deadlines(ctx context.Context, email string, fields []string
 }
 
 // Apply runs one operation. Those of one profile take only its partition,
-// through guarded, as any single-profile write does; a rename takes both
-// of its partitions, as a transaction.
+// through guarded, as any single-profile write does; a rename or copy
+// takes both of its partitions, as a transaction.
 func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	op, err := d.planOne(op)
 	if err != nil {
@@ -80,13 +80,13 @@ func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.Op
 }
 
 // applyPlanned runs one planned operation under the lock of its profile
-// alone (a rename's two): over a backend that checks writes, a lock in
-// process and none in the store.
+// alone (a rename's or copy's two): over a backend that checks writes, a
+// lock in process and none in the store.
 func (d *Directory) applyPlanned(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.OperationResult{}, err
 	}
-	if op.Op == partmap.OpRename {
+	if op.Op == partmap.OpRename || op.Op == partmap.OpCopy {
 		results, _, err := d.transact(ctx, []partmap.Operation{op}, nil)
 		if err != nil {
 			return partmap.OperationResult{}, err

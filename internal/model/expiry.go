@@ -124,7 +124,7 @@ func (s ExpiryState) ApplyOp(op partmap.Operation, now int64) (ExpiryState, Expi
 	if err := keyFieldUse(op); err != "" {
 		return s, ExpiryResult{Code: err}
 	}
-	if op.Op == partmap.OpRename && op.To == op.Email {
+	if (op.Op == partmap.OpRename || op.Op == partmap.OpCopy) && op.To == op.Email {
 		return s, ExpiryResult{Code: partmap.EINVALID}
 	}
 	email := op.Email
@@ -152,13 +152,15 @@ func (s ExpiryState) ApplyOp(op partmap.Operation, now int64) (ExpiryState, Expi
 	switch op.Op {
 	case partmap.OpDelete:
 		return s.with(email, Entry{}, ExpiryResult{Writes: true})
-	case partmap.OpRename:
-		if _, taken := s[op.To].Live(now); taken {
+	case partmap.OpRename, partmap.OpCopy:
+		if _, taken := s[op.To].Live(now); taken && !op.Replace {
 			return s, ExpiryResult{Code: partmap.EEXISTS}
 		}
 		next.Profile[partmap.FieldEmail] = op.To
 		out := maps.Clone(s)
-		delete(out, email)
+		if op.Op == partmap.OpRename {
+			delete(out, email)
+		}
 		out[op.To] = next
 		return out, ExpiryResult{Writes: true, Profile: next.Profile}
 	case partmap.OpPatch:

@@ -65,6 +65,7 @@ func RunStore(t *testing.T, open Opener) {
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
+	runCopyAndReplace(t, started)
 	runExpiryReplies(t, started)
 
 	t.Run("Start", func(t *testing.T) {
