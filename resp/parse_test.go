@@ -33,7 +33,7 @@ func TestParse(t *testing.T) {
 		{line: "hmget a@x.io f g f", want: []partmap.Operation{{Op: partmap.OpGet, Email: a, Fields: []string{"f", "g", "f"}}}},
 		{line: "hgetall a@x.io", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
 		{line: "ttl a@x.io", want: []partmap.Operation{{Op: partmap.OpGet, Email: a}}},
-		{line: "hdel a@x.io f g", want: []partmap.Operation{{Op: partmap.OpPatch, Email: a, Patch: partmap.Patch{"f": nil, "g": nil}}}},
+		{line: "hdel a@x.io g f g emailAddress", want: []partmap.Operation{{Op: partmap.OpGetDelete, Email: a, Fields: []string{"emailAddress", "f", "g"}}}},
 		{line: "hincrby a@x.io n -5", want: []partmap.Operation{{Op: partmap.OpIncrement, Email: a, Field: "n", By: -5, Create: true}}},
 		{line: "hincrbyfloat a@x.io n 1.5e3", want: []partmap.Operation{{Op: partmap.OpIncrementFloat, Email: a, Field: "n", ByFloat: "1.5e3", Create: true}}},
 		{line: "del a@x.io b@x.io a@x.io", want: []partmap.Operation{
@@ -63,7 +63,12 @@ func TestParse(t *testing.T) {
 
 		{line: "hget café@x.io f", err: "ERR key 'café@x.io' is not a customer email: "},
 		{line: "hset a@x.io f 1 g", err: "ERR wrong number of arguments for 'hset' command"},
-		{line: "hdel a@x.io f emailAddress", err: "ERR emailAddress is the profile's key and cannot be deleted; DEL deletes the profile"},
+		{line: "hset a@x.io f 1 emailAddress a@x.io", err: errKeyField},
+		{line: "hmset a@x.io emailAddress a@x.io", err: errKeyField},
+		{line: "hsetnx a@x.io emailAddress b@x.io", err: errKeyField},
+		{line: "hincrby a@x.io emailAddress 1", err: errKeyField},
+		{line: "hincrbyfloat a@x.io emailAddress 1", err: errKeyField},
+		{line: "hsetex a@x.io fields 2 f 1 emailAddress a@x.io", err: errKeyField},
 		{line: "hincrby a@x.io n 1.5", err: "ERR value is not an integer or out of range"},
 		{line: "hincrbyfloat a@x.io n abc", err: "ERR value is not a valid float"},
 		{line: "hincrbyfloat a@x.io n inf", err: "ERR value is NaN or Infinity"},
