@@ -360,8 +360,8 @@ func zero(w *writer)  { w.WriteInt(0) }
 func empty(w *writer) { w.WriteArray(0) }
 
 // parseHScan reads a profile whole: HSCAN answers its fields in one go,
-// cursor 0, as Redis does for a small hash (a profile holds at most a few
-// hundred fields).
+// cursor 0, as Redis does for a small hash (a profile holds at most
+// partmap.DefaultLimits' 2,048 fields, in 128 KiB).
 func parseHScan(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
 		return ops, refusal("ERR invalid cursor")
