@@ -94,8 +94,10 @@ type OperationResult struct {
 	Op    OpKind
 	Email string // the canonical email; a rename's new one
 	// Record is the profile after the operation (put, patch, increment,
-	// rename), or as a get read it; nil after a delete, and for a get of
-	// a missing profile.
+	// rename), or as a get read it; nil after a delete, for a get of a
+	// missing profile, and after an operation of Redis's that deleted the
+	// profile: an expire with a time now or past, or one that took its
+	// last field but emailAddress, as Redis deletes an emptied hash.
 	Record  *Record
 	Created bool // put, or increment with Create: the profile was new
 	Deleted bool // delete: a profile was deleted (false only with AllowMissing)
