@@ -53,9 +53,13 @@ func sent(op partmap.Operation) partmap.Operation {
 // for the fields sent, and missing for emailAddress and past got's end
 // (every field of a missing profile).
 func spread[T any](x *exchange, got []T, missing T) []T {
-	out := make([]T, len(x.ops[0].Fields))
+	fields := x.ops[0].Fields
+	if len(got) == len(fields) && !slices.Contains(fields, partmap.FieldEmail) {
+		return got // every field answered: HGET's every time
+	}
+	out := make([]T, len(fields))
 	j := 0
-	for i, f := range x.ops[0].Fields {
+	for i, f := range fields {
 		out[i] = missing
 		if f == partmap.FieldEmail {
 			continue
