@@ -100,7 +100,10 @@ type OperationResult struct {
 	Email string // the canonical email; a rename's or copy's new one
 	// Record is the profile after the operation (put, patch, increment,
 	// rename, copy: the new one), or as a get read it; nil after a delete,
-	// and for a get of a missing profile.
+	// for a get of a missing profile, and after an operation of Redis's
+	// that deleted the profile: an expire with a time now or past, or one
+	// that took its last field but emailAddress, as Redis deletes an
+	// emptied hash.
 	Record  *Record
 	Created bool // put, or increment with Create: the profile was new
 	Deleted bool // delete: a profile was deleted (false only with AllowMissing)

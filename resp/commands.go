@@ -264,10 +264,11 @@ func (k *call) execute(cmd *command) {
 
 // runAlone runs x's operations, outside a transaction: reads as plain
 // reads (a ttl command's with Store.Deadlines, for the store's clock), one
-// write with Apply, more with one Transact.
+// write with Apply, more with one Transact. The store is asked of the
+// profile's hash alone (sent).
 func (k *call) runAlone(cmd *command, x *exchange) {
 	x.res = x.res[:0]
-	op := x.ops[0]
+	op := sent(x.ops[0])
 	switch {
 	case cmd.ttl:
 		var err error

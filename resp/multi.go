@@ -164,8 +164,12 @@ func cmdExec(k *call) {
 	}
 	var results []partmap.OperationResult
 	if len(ops) > 0 {
+		toStore := make([]partmap.Operation, len(ops))
+		for i, op := range ops {
+			toStore[i] = sent(op)
+		}
 		var err error
-		switch results, err = k.store.Transact(k.ctx, ops); {
+		switch results, err = k.store.Transact(k.ctx, toStore); {
 		case partmap.ErrorCode(err) == partmap.EPRECONDITION: // a watched key changed
 			k.w.nullArray()
 			return
@@ -184,7 +188,7 @@ func cmdExec(k *call) {
 			k.args = x.args
 			q.cmd.run(k)
 		case q.cmd.ttl:
-			x.ttl, x.res[0].Err = deadlinesOf(x.res[0].Record, x.ops[0].Fields, now)
+			x.ttl, x.res[0].Err = deadlinesOf(x.res[0].Record, sent(x.ops[0]).Fields, now)
 			fallthrough
 		default:
 			q.cmd.reply(k.w, x)

@@ -2,9 +2,10 @@
 // (RESP2, and RESP3 after HELLO 3), so that redis-cli, redis-benchmark and
 // any Redis client read and write the same store, with the same locks, as
 // the HTTP API. A key is a customer email, canonicalised as everywhere
-// else; a profile is a hash whose fields are the profile's, emailAddress
-// among them. Replies and error strings are Redis's wherever partmap has
-// the command; README.md, "Use it from Redis clients", lists them.
+// else; a profile is a hash whose fields are the profile's but
+// emailAddress, which the key already is (hashview.go). Replies and error
+// strings are Redis's wherever partmap has the command; README.md, "Use
+// it from Redis clients", lists them.
 //
 // The wire protocol is github.com/tidwall/redcon's; this package is the
 // command layer. A command of profiles takes three steps: a pure parse of

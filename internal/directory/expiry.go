@@ -187,10 +187,20 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 		res.Record = cur // nothing changes: the version stays
 		return nil
 	}
-	if next.Deadlines.Profile != 0 && next.Deadlines.Profile <= now {
-		return st.Delete(op.Op) // EXPIRE with a time now or past deletes the profile
+	if next.Deadlines.Profile != 0 && next.Deadlines.Profile <= now || emptied(op.Op, cur, next) {
+		return st.Delete(op.Op) // EXPIRE with a time now or past, or the last field gone
 	}
 	return d.write(st, cur, next, res)
+}
+
+// emptied reports that next, what op leaves of cur, has lost cur's last
+// field but emailAddress. Redis's field operations (HGETDEL, which HDEL
+// is too; HEXPIRE, HGETEX and HSETEX with a time now or past) then delete
+// the profile, in the same commit, as Redis deletes a hash it empties, and
+// as a profile whose last field expires ends (partmap.Record.End). A patch,
+// HTTP's PATCH, leaves the key alone, as a put of it alone makes it.
+func emptied(op partmap.OpKind, cur *partmap.Record, next partmap.Record) bool {
+	return op != partmap.OpPatch && cur != nil && len(cur.Profile) > 1 && len(next.Profile) == 1
 }
 
 // write stores next, with a new version, as op's result.
@@ -435,6 +445,9 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 		// no profile of the email alone is made.
 		res.Created, res.FieldsAdded = false, 0
 		return nil
+	}
+	if emptied(op.Op, cur, next) {
+		return st.Delete(op.Op)
 	}
 	return d.write(st, cur, next, res)
 }

@@ -26,8 +26,12 @@ type Entry struct {
 // written one, mixed with each passed deadline, so that the test can hold
 // a store to the exact version whether it has swept or not.
 func (e Entry) Live(now int64) (live Entry, ok bool) {
-	if e.Profile == nil || (e.Deadlines.Profile != 0 && e.Deadlines.Profile <= now) {
+	if e.Profile == nil {
 		return Entry{}, false
+	}
+	rec, ok := partmap.Record{Profile: e.Profile, Version: e.Version, Deadlines: e.Deadlines}.Live(now)
+	if !ok {
+		return Entry{}, false // its deadline, or its last field's, has passed
 	}
 	live = Entry{Profile: e.Profile.Clone(), Deadlines: partmap.Deadlines{Profile: e.Deadlines.Profile}, Version: e.Version}
 	for f, at := range e.Deadlines.Fields {
@@ -40,7 +44,6 @@ func (e Entry) Live(now int64) (live Entry, ok bool) {
 		}
 		live.Deadlines.Fields[f] = at
 	}
-	rec, _ := partmap.Record{Profile: e.Profile, Version: e.Version, Deadlines: e.Deadlines}.Live(now)
 	live.Version = rec.Version
 	return live, true
 }
@@ -269,7 +272,7 @@ func (s ExpiryState) ApplyOp(op partmap.Operation, now int64) (ExpiryState, Expi
 	default:
 		panic(fmt.Sprintf("model: no expiry model for %q", op.Op))
 	}
-	return s.unlessSame(email, cur, next, r)
+	return s.unlessSame(op.Op, email, cur, next, r)
 }
 
 // keyFieldUse is the EKEYFIELD of an operation that would expire or
@@ -367,12 +370,19 @@ func (s ExpiryState) setFields(email string, cur Entry, exists bool, op partmap.
 	if !exists {
 		return s.with(email, next, ExpiryResult{Set: true, Created: true, Writes: true, Added: added})
 	}
-	return s.unlessSame(email, cur, next, r)
+	return s.unlessSame(op.Op, email, cur, next, r)
 }
 
 // unlessSame stores next, unless it is cur again: an operation that
-// changes nothing writes nothing and keeps the version (DESIGN.md).
-func (s ExpiryState) unlessSame(email string, cur, next Entry, r ExpiryResult) (ExpiryState, ExpiryResult) {
+// changes nothing writes nothing and keeps the version (DESIGN.md). One of
+// Redis's field operations that takes the last field but emailAddress
+// deletes the profile, as Redis deletes a hash it empties; a patch does
+// not.
+func (s ExpiryState) unlessSame(kind partmap.OpKind, email string, cur, next Entry, r ExpiryResult) (ExpiryState, ExpiryResult) {
+	if kind != partmap.OpPatch && len(cur.Profile) > 1 && len(next.Profile) == 1 {
+		r.Writes = true
+		return s.with(email, Entry{}, r)
+	}
 	if len(next.Deadlines.Fields) == 0 {
 		next.Deadlines.Fields = nil
 	}
