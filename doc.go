@@ -49,6 +49,8 @@
 //     not carry Operation.FailAlone, which the HTTP client refuses.
 //   - Over the Redis protocol, DEL and UNLINK are atomic up to 100 keys;
 //     more are deleted a hundred at a time, each hundred atomically.
+//   - Emptier.DeleteAllProfiles (FLUSHALL) holds writers off while it
+//     runs, but a reader sees the partitions emptied one after another.
 //   - Deadlines, and the whole-map lock's end, are compared with the clock
 //     of the server that reads them: servers sharing a Redis should agree
 //     on the time.

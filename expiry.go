@@ -76,8 +76,8 @@ const MaxFieldDeadline = (1<<48 - 1) >> 2
 var ErrDeadlineTooLate = errors.New("partmap: a deadline past the latest one")
 
 // Live returns the record as it is at now (Unix ms): without the fields
-// whose deadline has passed, and with ok false when the profile's own
-// deadline has passed. A deadline passes at its instant: a field due at now
+// whose deadline has passed, and with ok false when the profile has ended
+// (End). A deadline passes at its instant: a field due at now
 // is gone at now.
 //
 // A record that lost fields gets a new version, derived from its own and
@@ -87,7 +87,10 @@ var ErrDeadlineTooLate = errors.New("partmap: a deadline past the latest one")
 // changes when what a reader sees changes.
 func (r Record) Live(now int64) (Record, bool) {
 	d := r.Deadlines
-	if d.Profile != 0 && d.Profile <= now {
+	if d.IsZero() {
+		return r, true
+	}
+	if end := r.End(); end != 0 && end <= now {
 		return Record{}, false
 	}
 	if len(d.Fields) == 0 {
@@ -118,6 +121,32 @@ func (r Record) Live(now int64) (Record, bool) {
 		live.Version = expiredVersion(live.Version, at)
 	}
 	return live, true
+}
+
+// End is when the profile itself stops existing, in Unix ms (0: never):
+// its own deadline, or, when every field but emailAddress has one, the
+// last of theirs, if sooner. A profile left with its key alone is gone, as
+// Redis deletes a hash whose last field expires.
+func (r Record) End() int64 {
+	end := r.Deadlines.Profile
+	if len(r.Deadlines.Fields) == 0 {
+		return end
+	}
+	var last int64
+	for name := range r.Profile {
+		if name == FieldEmail {
+			continue
+		}
+		at, expires := r.Deadlines.Fields[name]
+		if !expires {
+			return end // a field that stays keeps the profile
+		}
+		last = max(last, at)
+	}
+	if last != 0 && (end == 0 || last < end) {
+		end = last
+	}
+	return end
 }
 
 // expiredVersion is the version a record at v has once the fields due at

@@ -75,9 +75,10 @@ type Change struct {
 	Record *Record // the profile after the change, version and deadlines included; nil when deleted
 }
 
-// OpExpired is the Change.Op of the expiry sweeper: a profile whose
-// deadline passed is deleted, or a record loses the fields whose deadlines
-// passed. No operation has this kind.
+// OpExpired is the Change.Op of the expiry sweeper: a profile that ended
+// (its deadline, or its last field's, passed: Record.End) is deleted, or a
+// record loses the fields whose deadlines passed. No operation has this
+// kind.
 const OpExpired OpKind = "expired"
 
 // Deleted says the change removed the profile.

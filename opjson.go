@@ -29,6 +29,7 @@ type OperationJSON struct {
 	Condition string          `json:"condition,omitempty"`
 	Create    *bool           `json:"create,omitempty"`       // increment, incrementFloat: create a missing profile
 	Missing   *bool           `json:"allowMissing,omitempty"` // delete: a missing profile is no error
+	Replace   *bool           `json:"replace,omitempty"`      // rename, copy: replace the profile of to
 	Persist   *bool           `json:"persist,omitempty"`
 	KeepTTL   *bool           `json:"keepTTL,omitempty"`
 	// The time, in one of the four ways of timeMembers: an integer.
@@ -47,7 +48,8 @@ var jsonMembers = map[OpKind]string{
 	OpPatch:          "emailAddress patch",
 	OpIncrement:      "emailAddress field by create?",
 	OpDelete:         "emailAddress allowMissing?",
-	OpRename:         "emailAddress to",
+	OpRename:         "emailAddress to replace?",
+	OpCopy:           "emailAddress to replace?",
 	OpGet:            "emailAddress fields?",
 	OpExpire:         "emailAddress fields? time condition?",
 	OpPersist:        "emailAddress fields?",
@@ -96,7 +98,7 @@ func (w *OperationJSON) SetText(member, text string) error {
 			return nil
 		}
 	}
-	flags := map[string]**bool{"persist": &w.Persist, "keepTTL": &w.KeepTTL, "create": &w.Create, "allowMissing": &w.Missing}
+	flags := map[string]**bool{"persist": &w.Persist, "keepTTL": &w.KeepTTL, "create": &w.Create, "allowMissing": &w.Missing, "replace": &w.Replace}
 	texts := map[string]*string{"emailAddress": &w.Email, "field": &w.Field, "to": &w.To, "condition": &w.Condition}
 	switch {
 	case flags[member] != nil && text == "": // as if not given
@@ -135,13 +137,13 @@ func ParseOperationJSON(data []byte) (Operation, error) {
 func (w OperationJSON) Operation() (Operation, error) {
 	if _, known := jsonMembers[w.Op]; !known {
 		return Operation{}, Errorf(EINVALID,
-			"unknown op %q: it is put, patch, increment, delete, rename, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", w.Op)
+			"unknown op %q: it is put, patch, increment, delete, rename, copy, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", w.Op)
 	}
 	if err := w.checkPresent(); err != nil {
 		return Operation{}, err
 	}
 	op := Operation{Op: w.Op, Email: w.Email, Field: w.Field, To: w.To,
-		Create: w.Create != nil && *w.Create, AllowMissing: w.Missing != nil && *w.Missing}
+		Create: w.Create != nil && *w.Create, AllowMissing: w.Missing != nil && *w.Missing, Replace: w.Replace != nil && *w.Replace}
 	if w.Fields != nil {
 		op.Fields = *w.Fields
 	}
@@ -228,7 +230,7 @@ func (w *OperationJSON) checkPresent() error {
 	}{{"emailAddress", w.Email != ""}, {"profile", w.Profile != nil}, {"patch", w.Patch != nil},
 		{"field", w.Field != ""}, {"by", w.By != nil}, {"to", w.To != ""}, {"fields", w.Fields != nil}, {"set", w.Set != nil},
 		{"condition", w.Condition != ""}, {"persist", w.Persist != nil}, {"keepTTL", w.KeepTTL != nil},
-		{"create", w.Create != nil}, {"allowMissing", w.Missing != nil}}
+		{"create", w.Create != nil}, {"allowMissing", w.Missing != nil}, {"replace", w.Replace != nil}}
 	for _, p := range present {
 		takes, required := w.Op.Takes(p.name)
 		switch {
@@ -342,6 +344,9 @@ func (op Operation) MarshalJSON() ([]byte, error) {
 	}
 	if op.AllowMissing {
 		w.Missing = &op.AllowMissing
+	}
+	if op.Replace {
+		w.Replace = &op.Replace
 	}
 	if op.Fields != nil {
 		w.Fields = &op.Fields

@@ -142,10 +142,13 @@ type Limits struct {
 }
 
 // DefaultLimits are generous for customer profiles and keep one record small
-// enough that reading it never dominates a request.
+// enough that reading it never dominates a request: the whole profile's
+// bytes bound a record, and the field count and name length only what one
+// field may be. Redis's own hash tests fit (a hash of over 1,024 fields,
+// names of over 256 bytes).
 var DefaultLimits = Limits{
-	MaxFields:          256,
-	MaxFieldNameBytes:  256,
+	MaxFields:          2048,
+	MaxFieldNameBytes:  1024,
 	MaxFieldValueBytes: 32 << 10,
 	MaxProfileBytes:    128 << 10,
 	MaxBodyBytes:       1 << 20,

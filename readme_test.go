@@ -30,8 +30,8 @@ func TestREADMEDocumentsCodesAndLimits(t *testing.T) {
 		}
 	}
 	for _, s := range []string{
-		"| fields per profile (emailAddress included) | " + strconv.Itoa(l.MaxFields) + " |",
-		"| field name | " + strconv.Itoa(l.MaxFieldNameBytes) + " bytes |",
+		"| fields per profile (emailAddress included) | " + commas(l.MaxFields) + " |",
+		"| field name | " + commas(l.MaxFieldNameBytes) + " bytes |",
 		"| canonical email | " + strconv.Itoa(partmap.MaxEmailBytes) + " bytes |",
 	} {
 		if !strings.Contains(readme, s) {

@@ -25,6 +25,7 @@ const (
 	OpIncrement OpKind = "increment" // add to an integer field, as IncrementField
 	OpDelete    OpKind = "delete"    // remove a profile, as DeleteProfile
 	OpRename    OpKind = "rename"    // move a profile to another email, as RenameProfile
+	OpCopy      OpKind = "copy"      // copy a profile, deadlines included, to another email, as COPY
 	OpGet       OpKind = "get"       // read a profile, or some of its fields, as HGETALL and HMGET; writes nothing
 
 	// Expiry and the rest of Redis's hash commands (expiry.go). Each is
@@ -50,7 +51,11 @@ type Operation struct {
 	Patch   Patch   // patch
 	Field   string  // increment, incrementFloat, setIfAbsent: the field
 	By      int64   // increment: the amount
-	To      string  // rename: the new email
+	To      string  // rename, copy: the new email
+	// Replace makes a rename or copy onto an existing To replace that
+	// profile, as RENAME and COPY ... REPLACE do; without it, an existing
+	// To is EEXISTS.
+	Replace bool
 	// Create makes an increment or incrementFloat of a missing profile
 	// create it, holding only emailAddress and the field, as HINCRBY
 	// creates its key; without it a missing profile is ENOTFOUND.
@@ -94,10 +99,13 @@ type Operation struct {
 // would have answered it.
 type OperationResult struct {
 	Op    OpKind
-	Email string // the canonical email; a rename's new one
+	Email string // the canonical email; a rename's or copy's new one
 	// Record is the profile after the operation (put, patch, increment,
-	// rename), or as a get read it; nil after a delete, and for a get of
-	// a missing profile.
+	// rename, copy: the new one), or as a get read it; nil after a delete,
+	// for a get of a missing profile, and after an operation of Redis's
+	// that deleted the profile: an expire with a time now or past, or one
+	// that took its last field but emailAddress, as Redis deletes an
+	// emptied hash.
 	Record  *Record
 	Created bool // put, or increment with Create: the profile was new
 	Deleted bool // delete: a profile was deleted (false only with AllowMissing)
@@ -128,7 +136,8 @@ var members = map[OpKind][]string{
 	OpPatch:          {"Email", "Patch"},
 	OpIncrement:      {"Email", "Field", "By", "Create"},
 	OpDelete:         {"Email", "AllowMissing"},
-	OpRename:         {"Email", "To"},
+	OpRename:         {"Email", "To", "Replace"},
+	OpCopy:           {"Email", "To", "Replace"},
 	OpGet:            {"Email", "Fields"},
 	OpExpire:         {"Email", "Fields", "When", "ExpireCond"},
 	OpPersist:        {"Email", "Fields"},
@@ -145,7 +154,7 @@ var members = map[OpKind][]string{
 func (op Operation) CheckMembers() error {
 	take, ok := members[op.Op]
 	if !ok {
-		return Errorf(EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
+		return Errorf(EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, copy, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
 	}
 	v := reflect.ValueOf(op)
 	for i := range v.NumField() {

@@ -220,7 +220,7 @@ func (c *Client) Deadlines(ctx context.Context, email string, fields []string) (
 
 // Apply sends a put, patch, increment, delete or rename on its own route,
 // and any other operation, or one with the Redis flags (Create,
-// AllowMissing) that those routes lack, as a transaction of one operation;
+// AllowMissing, Replace) that those routes lack, as a transaction of one operation;
 // the expiry family's own routes are their route tests'. An increment's
 // route answers no profile: its Record carries the version only.
 func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
@@ -239,7 +239,7 @@ func (c *Client) Apply(ctx context.Context, op partmap.Operation) (partmap.Opera
 		return c.increment(ctx, op)
 	case op.Op == partmap.OpDelete && !op.AllowMissing:
 		return c.delete(ctx, op)
-	case op.Op == partmap.OpRename:
+	case op.Op == partmap.OpRename && !op.Replace:
 		return c.rename(ctx, op)
 	}
 	results, err := c.Transact(ctx, []partmap.Operation{op})

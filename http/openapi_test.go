@@ -898,7 +898,7 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPost(inc+"?emailAddress="+alice+"&field=emailAddress", ""), 400, partmap.EKEYFIELD)
 	c.expect(t, xBad(xPost(inc+"?emailAddress="+alice+"&field=n&by=1.5", "")), 400, partmap.EINVALID)
 	c.expect(t, xBad(xPost(inc+"?emailAddress="+alice+"&field=%FF", "")), 400, partmap.EINVALIDUTF8)
-	c.expect(t, xPost(inc+"?emailAddress="+alice+"&field="+strings.Repeat("f", 257), ""), 413, partmap.ETOOLARGE)
+	c.expect(t, xPost(inc+"?emailAddress="+alice+"&field="+strings.Repeat("f", partmap.DefaultLimits.MaxFieldNameBytes+1), ""), 413, partmap.ETOOLARGE)
 	c.expect(t, xPost(inc+"?emailAddress=nobody@example.com&field=n", ""), 404, partmap.ENOTFOUND)
 
 	// Expiry and Redis's other hash commands.
@@ -925,6 +925,16 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 	c.expect(t, xPost(exp("set-if-absent", ""), `{"c":"5"}`, jsonCT...), 200, "")
 	c.expect(t, xPost(exp("set-if-absent", ""), `{"c":"6"}`, jsonCT...), 200, "")
 	c.expect(t, xPost(b+"/customer-profile/set-if-absent?emailAddress=exp2@example.com", `{"c":"6"}`, jsonCT...), 201, "")
+	// Its last field taken, a profile is deleted, as Redis deletes an
+	// emptied hash: the reply has no profile.
+	c.expect(t, xPost(b+"/customer-profile/get-delete?emailAddress=exp2@example.com&fields=c", ""), 200, "")
+	c.expect(t, xGet(of("exp2@example.com")), 404, partmap.ENOTFOUND)
+	c.expect(t, xPost(b+"/customer-profile/set-fields?emailAddress=exp2@example.com", `{"c":"6"}`, jsonCT...), 201, "")
+	c.expect(t, xPost(b+"/customer-profile/set-fields?emailAddress=exp2@example.com&at=1", `{"c":"7"}`, jsonCT...), 200, "")
+	c.expect(t, xGet(of("exp2@example.com")), 404, partmap.ENOTFOUND)
+	c.expect(t, xPost(b+"/customer-profile/set-fields?emailAddress=exp2@example.com", `{"c":"6"}`, jsonCT...), 201, "")
+	c.expect(t, xPost(b+"/customer-profile/expire?emailAddress=exp2@example.com&fields=c&at=1", ""), 200, "")
+	c.expect(t, xGet(of("exp2@example.com")), 404, partmap.ENOTFOUND)
 	c.expect(t, xPost(exp("expire", "&seconds=1&milliseconds=1"), ""), 400, partmap.EINVALID)
 	c.expect(t, xBad(xPost(exp("expire", "&seconds=-1"), "")), 400, partmap.EINVALID)
 	c.expect(t, xBad(xPost(exp("expire", "&fields=a"), "")), 400, partmap.EINVALID)

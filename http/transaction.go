@@ -124,7 +124,7 @@ func wireResult(op partmap.Operation, res partmap.OperationResult) txResult {
 		if res.Created {
 			w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
 		}
-	case partmap.OpRename:
+	case partmap.OpRename, partmap.OpCopy:
 		w.Status, w.Location = http.StatusCreated, profileLocation(res.Email)
 	case partmap.OpPatch:
 		w.FieldsAdded, w.FieldsDeleted = &res.FieldsAdded, &res.FieldsDeleted
@@ -213,7 +213,7 @@ func (c *Client) Transact(ctx context.Context, ops []partmap.Operation) ([]partm
 	}
 	out := make([]partmap.OperationResult, len(ops))
 	for i, w := range reply.Results {
-		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op != partmap.OpRename,
+		res := partmap.OperationResult{Op: w.Op, Email: w.Email, Created: w.Status == http.StatusCreated && w.Op != partmap.OpRename && w.Op != partmap.OpCopy,
 			Deleted: w.Op == partmap.OpDelete && w.Status == http.StatusNoContent}
 		for _, r := range w.Results {
 			res.Codes = append(res.Codes, r.Code)

@@ -40,6 +40,13 @@ func TestFeed(t *testing.T) {
 	}, storetest.FeedTraits{})
 }
 
+func TestDeleteAll(t *testing.T) {
+	storetest.RunDeleteAll(t, func(t *testing.T) storetest.EmptierStore {
+		s, _ := pebble.MustOpen(t, nil)
+		return s
+	})
+}
+
 // A backup taken while writers run holds every change up to its feed
 // cursor: the restored directory, with the live feed after that cursor
 // replayed on top, is exactly the live directory.

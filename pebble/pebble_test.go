@@ -117,7 +117,8 @@ func TestSweeperRunsByItself(t *testing.T) {
 	s := pebble.MustStart(t, &o)
 	const e, f = "sweep-profile@example.com", "sweep-field@example.com"
 	for _, email := range []string{e, f} {
-		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, partmap.FieldCustomerTier: "gold"}, partmap.Condition{}); err != nil {
+		// fullName stays: f loses a field, not the profile.
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, partmap.FieldCustomerTier: "gold", partmap.FieldFullName: "F"}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,6 +40,10 @@ func TestClusterConformance(t *testing.T) {
 	storetest.RunStore(t, func(t *testing.T) partmap.Store { return openCluster(t, nil) })
 }
 
+func TestClusterDeleteAll(t *testing.T) {
+	storetest.RunDeleteAll(t, func(t *testing.T) storetest.EmptierStore { return openCluster(t, nil) })
+}
+
 func TestClusterEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
 		if wait == 0 {

@@ -183,6 +183,14 @@ func (s *Store) Sweep(ctx context.Context) (partmap.SweepStats, error) { return 
 // does every few seconds, and describes what is left.
 func (s *Store) TrimFeed(ctx context.Context) (partmap.FeedStats, error) { return s.dir.TrimFeed(ctx) }
 
+// DeleteAllProfiles deletes every profile under the whole-map lock
+// (partmap.Emptier).
+func (s *Store) DeleteAllProfiles(ctx context.Context) (int64, error) {
+	return s.dir.DeleteAllProfiles(ctx)
+}
+
+var _ partmap.Emptier = (*Store)(nil)
+
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
 	return s.dir.Changes(ctx, q)

@@ -105,6 +105,10 @@ func TestConformance(t *testing.T) {
 	storetest.RunStore(t, func(t *testing.T) partmap.Store { return open(t, nil) })
 }
 
+func TestDeleteAll(t *testing.T) {
+	storetest.RunDeleteAll(t, func(t *testing.T) storetest.EmptierStore { return open(t, nil) })
+}
+
 func TestEngine(t *testing.T) {
 	storetest.RunEngine(t, func(t *testing.T, wait time.Duration) *engine.Engine {
 		return open(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: wait}}).Engine()

@@ -22,9 +22,10 @@ type command struct {
 	flags string // COMMAND INFO's, space-separated; "write" needs a write token
 	keys  [3]int // COMMAND INFO's first key, last key and step; zero: none
 	open  bool   // runs before AUTH
+	admin bool   // needs an admin token
 	// queued: MULTI may queue it, for EXEC to run: a command of profiles
-	// (but HSCAN and HRANDFIELD, which never could be), or PING, ECHO or
-	// UNWATCH, which answer from their arguments.
+	// (but HSCAN and HRANDFIELD, which never could be), or PING, ECHO,
+	// UNWATCH, TIME or CONFIG, which read no profile.
 	queued bool
 	// doc is COMMAND DOCS' "GROUP SINCE; ARGUMENTS; SUMMARY", the
 	// arguments as parseArgDocs reads them; subs, its subcommands', as
@@ -67,6 +68,14 @@ var table = []command{
 		"docs 7.0.0; command-name:string/optional,multiple; Document commands"}},
 	{name: "info", arity: -1, flags: "loading stale", run: cmdInfo, doc: "server 1.0.0; section:string/optional,multiple; Information about the server, its clients and its keys"},
 	{name: "dbsize", arity: 1, flags: "readonly fast", run: cmdDBSize, doc: "server 1.0.0; ; The number of profiles"},
+	{name: "flushdb", arity: -1, flags: "write", admin: true, run: cmdFlush, doc: "server 1.0.0; " + flushArg + "; Delete every profile, durably, under the whole-map lock"},
+	{name: "flushall", arity: -1, flags: "write", admin: true, run: cmdFlush, doc: "server 1.0.0; " + flushArg + "; Delete every profile (as FLUSHDB: there is one database)"},
+	{name: "config", arity: -2, queued: true, run: cmdConfig, doc: "server 2.0.0; ; Read the server's configuration", subs: []string{
+		"get 2.0.0; parameter:block/multiple{parameter:string}; The values of configuration parameters",
+		"set 2.0.0; parameter_value:block/multiple{parameter:string value:string}; Refused: partmap is configured by its flags",
+		"rewrite 2.8.0; ; Refused: partmap is configured by its flags", "resetstat 2.0.0; ; Refused: partmap keeps no such statistics",
+		"help 5.0.0; ; Show helpful text about the different subcommands"}},
+	{name: "time", arity: 1, flags: "loading stale fast", queued: true, run: cmdTime, doc: "server 2.6.0; ; The server's clock"},
 
 	{name: "hset", arity: -4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHSet, reply: replyHSet,
 		doc: "hash 2.0.0; key:key field_value:block/multiple{field:string value:string}; Set fields of a profile, creating it if missing"},
@@ -116,6 +125,12 @@ var table = []command{
 
 	{name: "del", arity: -2, flags: "write", keys: allKeys, queued: true, parse: parseDel, reply: replyDel, doc: "generic 1.0.0; key:key/multiple; Delete profiles"},
 	{name: "unlink", arity: -2, flags: "write fast", keys: allKeys, queued: true, parse: parseDel, reply: replyDel, doc: "generic 4.0.0; key:key/multiple; Delete profiles (as DEL)"},
+	{name: "rename", arity: 3, flags: "write", keys: twoKeys, queued: true, parse: parseRename(true), reply: replyRename(false),
+		doc: "generic 1.0.0; key:key newkey:key; Move a profile to another email, replacing any profile there"},
+	{name: "renamenx", arity: 3, flags: "write fast", keys: twoKeys, queued: true, parse: parseRename(false), reply: replyRename(true),
+		doc: "generic 1.0.0; key:key newkey:key; Move a profile to another email that has none"},
+	{name: "copy", arity: -3, flags: "write denyoom", keys: twoKeys, queued: true, parse: parseCopy, reply: replyCopy,
+		doc: "generic 6.2.0; source:key destination:key destination-db:integer/tok=DB/optional replace:pure-token/tok=REPLACE/optional; Copy a profile, deadlines included, to another email"},
 	{name: "exists", arity: -2, flags: "readonly fast", keys: allKeys, queued: true, parse: parseExists, reply: replyExists, doc: "generic 1.0.0; key:key/multiple; Count the keys given that are profiles"},
 	{name: "type", arity: 2, flags: "readonly fast", keys: oneKey, queued: true, parse: parseGet, reply: replyType, doc: "generic 1.0.0; key:key; The type of a key: hash for a profile"},
 	{name: "expire", arity: -3, flags: "write fast", keys: oneKey, queued: true, parse: parseExpire(true, true), reply: replyExpire,
@@ -154,13 +169,14 @@ var table = []command{
 }
 
 const (
+	flushArg        = "async:oneof/optional{async:pure-token/tok=ASYNC sync:pure-token/tok=SYNC}"
 	expireCondition = "condition:oneof/optional{nx:pure-token/tok=NX xx:pure-token/tok=XX gt:pure-token/tok=GT lt:pure-token/tok=LT}"
 	fieldsArg       = "fields:block/tok=FIELDS{numfields:integer field:string/multiple}"
 )
 
-// oneKey and allKeys are COMMAND INFO's key positions: the first
-// argument, or every one.
-var oneKey, allKeys = [3]int{1, 1, 1}, [3]int{1, -1, 1}
+// oneKey, twoKeys and allKeys are COMMAND INFO's key positions: the
+// first argument, the first two, or every one.
+var oneKey, twoKeys, allKeys = [3]int{1, 1, 1}, [3]int{1, 2, 1}, [3]int{1, -1, 1}
 
 // commands is the table by name.
 var commands = map[string]*command{}
@@ -248,10 +264,11 @@ func (k *call) execute(cmd *command) {
 
 // runAlone runs x's operations, outside a transaction: reads as plain
 // reads (a ttl command's with Store.Deadlines, for the store's clock), one
-// write with Apply, more with one Transact.
+// write with Apply, more with one Transact. The store is asked of the
+// profile's hash alone (sent).
 func (k *call) runAlone(cmd *command, x *exchange) {
 	x.res = x.res[:0]
-	op := x.ops[0]
+	op := sent(x.ops[0])
 	switch {
 	case cmd.ttl:
 		var err error

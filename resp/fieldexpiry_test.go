@@ -47,7 +47,33 @@ func TestFieldExpiry(t *testing.T) {
 		{[]any{"hgetex", "k@x.io", "px", "1500", "fields", "1", "d"}, []any{"6"}},
 		{[]any{"hgetdel", "k@x.io", "fields", "2", "b", "zz"}, []any{"2", nil}},
 		{[]any{"hgetdel", "nobody@x.io", "fields", "1", "b"}, []any{nil}},
-		{[]any{"hkeys", "k@x.io"}, []any{"a", "d", "emailAddress"}},
+		{[]any{"hkeys", "k@x.io"}, []any{"a", "d"}},
+		// emailAddress is no field of the hash.
+		{[]any{"hexpire", "k@x.io", "300", "fields", "2", "emailAddress", "a"}, []any{int64(-2), int64(1)}},
+		{[]any{"httl", "k@x.io", "fields", "2", "emailAddress", "a"}, []any{int64(-2), int64(300)}},
+		{[]any{"hpexpiretime", "k@x.io", "fields", "1", "emailAddress"}, []any{int64(-2)}},
+		{[]any{"hpersist", "k@x.io", "fields", "2", "emailAddress", "zz"}, []any{int64(-2), int64(-2)}},
+		{[]any{"hgetex", "k@x.io", "ex", "5", "fields", "2", "emailAddress", "a"}, []any{nil, "1"}},
+		{[]any{"hpersist", "k@x.io", "fields", "1", "a"}, []any{int64(1)}},
+		{[]any{"hexpire", "k@x.io", "0", "fields", "1", "emailAddress"}, []any{int64(-2)}},
+		{[]any{"hgetdel", "k@x.io", "fields", "1", "emailAddress"}, []any{nil}},
+		{[]any{"hexists", "k@x.io", "emailAddress"}, int64(0)},
+		// A hash whose last field goes is deleted: by HGETDEL, HEXPIRE
+		// with 0, HGETEX and HSETEX with a time past.
+		{[]any{"hset", "g@x.io", "a", "1", "b", "2"}, int64(2)},
+		{[]any{"hgetdel", "g@x.io", "fields", "3", "a", "emailAddress", "b"}, []any{"1", nil, "2"}},
+		{[]any{"exists", "g@x.io"}, int64(0)},
+		{[]any{"hset", "g@x.io", "a", "1"}, int64(1)},
+		{[]any{"hpexpire", "g@x.io", "0", "fields", "2", "a", "emailAddress"}, []any{int64(2), int64(-2)}},
+		{[]any{"type", "g@x.io"}, "none"},
+		{[]any{"hset", "g@x.io", "a", "1"}, int64(1)},
+		{[]any{"hgetex", "g@x.io", "pxat", "1", "fields", "1", "a"}, []any{"1"}},
+		{[]any{"exists", "g@x.io"}, int64(0)},
+		{[]any{"hset", "g@x.io", "a", "1"}, int64(1)},
+		{[]any{"hsetex", "g@x.io", "pxat", "1", "fields", "1", "a", "2"}, int64(1)},
+		{[]any{"exists", "g@x.io"}, int64(0)},
+		{[]any{"hset", "t@x.io", "a", "1"}, int64(1)},
+		{[]any{"hpexpire", "t@x.io", "1500", "fields", "1", "a"}, []any{int64(1)}},
 		// Errors, as Redis words them.
 		{[]any{"hexpire", "k@x.io", "100", "fields", "0", "a"}, "ERR Parameter `numFields` should be greater than 0"},
 		{[]any{"hexpire", "k@x.io", "100", "bogus", "fields", "1", "a"}, "ERR Mandatory argument FIELDS is missing or not at the right position"},
@@ -57,7 +83,6 @@ func TestFieldExpiry(t *testing.T) {
 		{[]any{"httl", "k@x.io", "fields", "x", "a"}, "ERR Number of fields must be a positive integer"},
 		{[]any{"hsetex", "k@x.io", "fields", "1", "a"}, "ERR wrong number of arguments for 'hsetex' command"},
 		{[]any{"hsetex", "k@x.io", "fields", "2", "a", "b"}, "ERR wrong number of arguments for 'hsetex' command"},
-		{[]any{"hgetdel", "k@x.io", "fields", "1", "emailAddress"}, "ERR emailAddress is the profile's key and cannot be deleted; delete the profile instead"},
 	} {
 		v, err := c.Do(context.Background(), step.args...).Result()
 		got := v
@@ -68,9 +93,21 @@ func TestFieldExpiry(t *testing.T) {
 			t.Fatalf("step %d %q: got %#v, want %#v", i, step.args, got, step.want)
 		}
 	}
-	// The deadline passes: d (1.5 s) is gone, a (200 s) stays.
+	// The deadline passes: d (1.5 s) is gone, a (no deadline) stays, and
+	// t@x.io, whose one field expired, is gone, as Redis deletes a hash
+	// whose last field expires.
 	skew.Store(int64(2 * time.Second))
-	if v, err := c.HMGet(context.Background(), "k@x.io", "a", "d").Result(); err != nil || v[0] != "1" || v[1] != nil {
+	ctx := context.Background()
+	if v, err := c.HMGet(ctx, "k@x.io", "a", "d").Result(); err != nil || v[0] != "1" || v[1] != nil {
 		t.Fatalf("after 2 s: %#v %v", v, err)
+	}
+	if n, err := c.Exists(ctx, "t@x.io").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS of a hash whose last field expired: %d %v", n, err)
+	}
+	if keys, _, err := c.Scan(ctx, 0, "", 100).Result(); err != nil || !reflect.DeepEqual(keys, []string{"k@x.io"}) {
+		t.Fatalf("SCAN after the last field of t@x.io expired: %q %v", keys, err)
+	}
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Fatalf("DBSIZE after the last field of t@x.io expired: %d %v", n, err)
 	}
 }

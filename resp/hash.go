@@ -3,7 +3,6 @@ package resp
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -34,8 +33,12 @@ func (r *argReader) refuse(msg string) {
 	}
 }
 
-// done appends op to ops, unless an argument was refused.
+// done appends op to ops, unless an argument was refused or op would
+// write emailAddress, which is no field of the hash (hashview.go).
 func (r *argReader) done(ops []partmap.Operation, op partmap.Operation) ([]partmap.Operation, error) {
+	if writesKey(op) {
+		r.refuse(errKeyField)
+	}
 	if r.err != nil {
 		return ops, r.err
 	}
@@ -100,20 +103,13 @@ func parseHSetNX(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, e
 	return r.done(ops, partmap.Operation{Op: partmap.OpSetIfAbsent, Email: r.key(1), Field: string(args[2]), Value: string(args[3])})
 }
 
-// parseHDel deletes fields with a patch. The profile's key field,
-// emailAddress, is not deleted: the command is refused (DEL deletes the
-// whole profile).
+// parseHDel deletes fields as HGETDEL does, each once, so that deleting
+// the last one deletes the profile, as Redis deletes an emptied hash.
 func parseHDel(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 	r := argReader{args: args}
-	email := r.key(1)
-	patch := partmap.Patch{}
-	for _, f := range args[2:] {
-		if string(f) == partmap.FieldEmail {
-			r.refuse("ERR emailAddress is the profile's key and cannot be deleted; DEL deletes the profile")
-		}
-		patch[string(f)] = nil
-	}
-	return r.done(ops, partmap.Operation{Op: partmap.OpPatch, Email: email, Patch: patch})
+	fields := r.strings(2)
+	slices.Sort(fields)
+	return r.done(ops, partmap.Operation{Op: partmap.OpGetDelete, Email: r.key(1), Fields: slices.Compact(fields)})
 }
 
 // parseHIncrBy adds to an integer field, creating a missing profile with
@@ -202,7 +198,7 @@ func boolInt(b bool) int {
 
 func replyHGet(w *writer, x *exchange) {
 	if !w.failed(x) {
-		w.bulkOrNull(x.res[0].Values[0])
+		w.bulkOrNull(spread(x, x.res[0].Values, nil)[0])
 	}
 }
 
@@ -212,27 +208,16 @@ func replyValues(w *writer, x *exchange) {
 	eachField(w, x, x.res[0].Values, nil, w.bulkOrNull)
 }
 
-// eachField writes one answer for each field of x's operation: got's,
-// and missing past its end (for every field of a missing profile).
+// eachField writes one answer for each field of x's operation (spread).
 func eachField[T any](w *writer, x *exchange, got []T, missing T, write func(T)) {
 	if w.failed(x) {
 		return
 	}
-	w.WriteArray(len(x.ops[0].Fields))
-	for i := range x.ops[0].Fields {
-		v := missing
-		if i < len(got) {
-			v = got[i]
-		}
+	answers := spread(x, got, missing)
+	w.WriteArray(len(answers))
+	for _, v := range answers {
 		write(v)
 	}
-}
-
-// sortedFields are a profile's field names in byte order: the order
-// partmap keeps them in, where Redis keeps a small hash's in insertion
-// order.
-func sortedFields(p partmap.Profile) []string {
-	return slices.Sorted(maps.Keys(p))
 }
 
 func replyHGetAll(w *writer, x *exchange) {
@@ -240,8 +225,9 @@ func replyHGetAll(w *writer, x *exchange) {
 		return
 	}
 	p := profileOf(x.res[0])
-	w.mapLen(len(p))
-	for _, f := range sortedFields(p) {
+	fields := hashFields(p)
+	w.mapLen(len(fields))
+	for _, f := range fields {
 		w.WriteBulkString(f)
 		w.WriteBulkString(p[f])
 	}
@@ -249,7 +235,7 @@ func replyHGetAll(w *writer, x *exchange) {
 
 func replyHKeys(w *writer, x *exchange) {
 	if !w.failed(x) {
-		w.strings(sortedFields(profileOf(x.res[0])))
+		w.strings(hashFields(profileOf(x.res[0])))
 	}
 }
 
@@ -259,7 +245,7 @@ func replyHVals(w *writer, x *exchange) {
 	}
 	p := profileOf(x.res[0])
 	var vals []string
-	for _, f := range sortedFields(p) {
+	for _, f := range hashFields(p) {
 		vals = append(vals, p[f])
 	}
 	w.strings(vals)
@@ -267,27 +253,39 @@ func replyHVals(w *writer, x *exchange) {
 
 func replyHLen(w *writer, x *exchange) {
 	if !w.failed(x) {
-		w.WriteInt(len(profileOf(x.res[0])))
+		p := profileOf(x.res[0])
+		_, keyed := p[partmap.FieldEmail]
+		w.WriteInt(len(p) - boolInt(keyed))
 	}
 }
 
 func replyHExists(w *writer, x *exchange) {
 	if !w.failed(x) {
-		w.WriteInt(boolInt(x.res[0].Values[0] != nil))
+		w.WriteInt(boolInt(spread(x, x.res[0].Values, nil)[0] != nil))
 	}
 }
 
 func replyHStrLen(w *writer, x *exchange) {
-	if !w.failed(x) {
-		w.WriteInt(len(profileOf(x.res[0])[x.ops[0].Fields[0]]))
+	if w.failed(x) {
+		return
 	}
+	n := 0
+	if v := spread(x, x.res[0].Values, nil)[0]; v != nil {
+		n = len(*v)
+	}
+	w.WriteInt(n)
 }
 
 // replyHDel counts the fields that were there: none of a missing profile.
 func replyHDel(w *writer, x *exchange) {
-	if !w.failed(x) {
-		w.WriteInt(x.res[0].FieldsDeleted)
+	if w.failed(x) {
+		return
 	}
+	n := 0
+	for _, v := range x.res[0].Values {
+		n += boolInt(v != nil)
+	}
+	w.WriteInt(n)
 }
 
 func replyHIncrBy(w *writer, x *exchange) {
@@ -323,7 +321,7 @@ func replyExists(w *writer, x *exchange) {
 	}
 	n := 0
 	for _, res := range x.res {
-		n += boolInt(res.Record != nil)
+		n += boolInt(isKey(res.Record))
 	}
 	w.WriteInt(n)
 }
@@ -331,7 +329,7 @@ func replyExists(w *writer, x *exchange) {
 func replyType(w *writer, x *exchange) {
 	switch {
 	case w.failed(x):
-	case x.res[0].Record == nil:
+	case !isKey(x.res[0].Record):
 		w.WriteString("none")
 	default:
 		w.WriteString("hash")
@@ -344,7 +342,7 @@ func wrongType(missing func(w *writer)) func(w *writer, x *exchange) {
 	return func(w *writer, x *exchange) {
 		switch {
 		case w.failed(x):
-		case x.res[0].Record != nil:
+		case isKey(x.res[0].Record):
 			w.WriteError(errWrongType)
 		default:
 			missing(w)
@@ -356,8 +354,8 @@ func zero(w *writer)  { w.WriteInt(0) }
 func empty(w *writer) { w.WriteArray(0) }
 
 // parseHScan reads a profile whole: HSCAN answers its fields in one go,
-// cursor 0, as Redis does for a small hash (a profile holds at most a few
-// hundred fields).
+// cursor 0, as Redis does for a small hash (a profile holds at most
+// partmap.DefaultLimits' 2,048 fields, in 128 KiB).
 func parseHScan(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, error) {
 	if _, ok := parseCursor(args[2]); !ok {
 		return ops, refusal(errInvalidCursor)
@@ -378,7 +376,7 @@ func replyHScan(w *writer, x *exchange) {
 	}
 	p := profileOf(x.res[0])
 	var out []string
-	for _, f := range sortedFields(p) {
+	for _, f := range hashFields(p) {
 		if match == "" || globMatch(match, f) {
 			out = append(out, f, p[f])
 		}
@@ -414,7 +412,7 @@ func replyHRandField(w *writer, x *exchange) {
 		return
 	}
 	p := profileOf(x.res[0])
-	names := sortedFields(p)
+	names := hashFields(p)
 	if len(x.args) == 2 {
 		if len(names) == 0 {
 			w.null()

@@ -164,8 +164,12 @@ func cmdExec(k *call) {
 	}
 	var results []partmap.OperationResult
 	if len(ops) > 0 {
+		toStore := make([]partmap.Operation, len(ops))
+		for i, op := range ops {
+			toStore[i] = sent(op)
+		}
 		var err error
-		switch results, err = k.store.Transact(k.ctx, ops); {
+		switch results, err = k.store.Transact(k.ctx, toStore); {
 		case partmap.ErrorCode(err) == partmap.EPRECONDITION: // a watched key changed
 			k.w.nullArray()
 			return
@@ -180,11 +184,11 @@ func cmdExec(k *call) {
 		switch x := (&exchange{args: tx.queue[i], ops: ops[q.start:q.end], res: results[q.start:q.end]}); {
 		case q.err != nil:
 			k.w.fail(q.err)
-		case q.cmd.parse == nil: // PING, ECHO, UNWATCH: nothing to read or write
+		case q.cmd.parse == nil: // PING, ECHO, UNWATCH, TIME, CONFIG: no profile to read or write
 			k.args = x.args
 			q.cmd.run(k)
 		case q.cmd.ttl:
-			x.ttl, x.res[0].Err = deadlinesOf(x.res[0].Record, x.ops[0].Fields, now)
+			x.ttl, x.res[0].Err = deadlinesOf(x.res[0].Record, sent(x.ops[0]).Fields, now)
 			fallthrough
 		default:
 			q.cmd.reply(k.w, x)

@@ -133,7 +133,7 @@ func cmdScan(k *call) {
 			return
 		}
 		for _, r := range page.Profiles {
-			if e := r.Profile.Email(); match == "" || globMatch(match, e) {
+			if e := r.Profile.Email(); isKey(&r) && (match == "" || globMatch(match, e)) {
 				keys = append(keys, e)
 			}
 		}

@@ -2,9 +2,10 @@
 // (RESP2, and RESP3 after HELLO 3), so that redis-cli, redis-benchmark and
 // any Redis client read and write the same store, with the same locks, as
 // the HTTP API. A key is a customer email, canonicalised as everywhere
-// else; a profile is a hash whose fields are the profile's, emailAddress
-// among them. Replies and error strings are Redis's wherever partmap has
-// the command; README.md, "Use it from Redis clients", lists them.
+// else; a profile is a hash whose fields are the profile's but
+// emailAddress, which the key already is (hashview.go). Replies and error
+// strings are Redis's wherever partmap has the command; README.md, "Use
+// it from Redis clients", lists them.
 //
 // The wire protocol is github.com/tidwall/redcon's; this package is the
 // command layer. A command of profiles takes three steps: a pure parse of
@@ -32,8 +33,9 @@ import (
 // Options configure New. A nil *Options means defaults.
 type Options struct {
 	// Tokens, when set, make every command but HELLO, AUTH, PING and QUIT
-	// wait for an AUTH with a partmap token; a read token's writes are
-	// refused with NOPERM. Nil: every client may do everything.
+	// wait for an AUTH with a partmap token; a read token's writes, and
+	// FLUSHDB and FLUSHALL but with an admin token, are refused with
+	// NOPERM. Nil: every client may do everything.
 	Tokens *auth.Tokens
 	// Log receives connection errors; nil means slog.Default().
 	Log *slog.Logger
@@ -50,6 +52,7 @@ type Options struct {
 // Server answers Redis clients from a partmap.Store.
 type Server struct {
 	store        partmap.Store
+	emptier      partmap.Emptier // FLUSHALL's; nil when the store is none
 	tokens       *auth.Tokens
 	log          *slog.Logger
 	writeTimeout time.Duration
@@ -72,6 +75,7 @@ type Server struct {
 func New(store partmap.Store, opts *Options) *Server {
 	base, cancel := context.WithCancel(context.Background())
 	s := &Server{base: base, cancel: cancel, store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
+	s.emptier, _ = store.(partmap.Emptier)
 	if opts != nil {
 		s.tokens = opts.Tokens
 		if opts.Log != nil {
@@ -234,7 +238,7 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	case !cmd.arity.ok(len(args)):
 		refuse("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
-	case cmd.write && c.scope < auth.ScopeWrite:
+	case (cmd.write && c.scope < auth.ScopeWrite) || (cmd.admin && c.scope < auth.ScopeAdmin):
 		refuse("NOPERM this user has no permissions to run the '" + cmd.name + "' command")
 		return
 	}

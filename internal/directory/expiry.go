@@ -69,8 +69,8 @@ func (d *Directory) Deadlines(ctx context.Context, email string, fields []string
 }
 
 // Apply runs one operation. Those of one profile take only its partition,
-// through guarded, as any single-profile write does; a rename takes both
-// of its partitions, as a transaction.
+// through guarded, as any single-profile write does; a rename or copy
+// takes both of its partitions, as a transaction.
 func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	op, err := d.planOne(op)
 	if err != nil {
@@ -80,13 +80,13 @@ func (d *Directory) Apply(ctx context.Context, op partmap.Operation) (partmap.Op
 }
 
 // applyPlanned runs one planned operation under the lock of its profile
-// alone (a rename's two): over a backend that checks writes, a lock in
-// process and none in the store.
+// alone (a rename's or copy's two): over a backend that checks writes, a
+// lock in process and none in the store.
 func (d *Directory) applyPlanned(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
 	if err := d.checkStarted(ctx); err != nil {
 		return partmap.OperationResult{}, err
 	}
-	if op.Op == partmap.OpRename {
+	if op.Op == partmap.OpRename || op.Op == partmap.OpCopy {
 		results, _, err := d.transact(ctx, []partmap.Operation{op}, nil)
 		if err != nil {
 			return partmap.OperationResult{}, err
@@ -187,10 +187,20 @@ func (d *Directory) applyTo(st staged, cur *partmap.Record, op partmap.Operation
 		res.Record = cur // nothing changes: the version stays
 		return nil
 	}
-	if next.Deadlines.Profile != 0 && next.Deadlines.Profile <= now {
-		return st.Delete(op.Op) // EXPIRE with a time now or past deletes the profile
+	if next.Deadlines.Profile != 0 && next.Deadlines.Profile <= now || emptied(op.Op, cur, next) {
+		return st.Delete(op.Op) // EXPIRE with a time now or past, or the last field gone
 	}
 	return d.write(st, cur, next, res)
+}
+
+// emptied reports that next, what op leaves of cur, has lost cur's last
+// field but emailAddress. Redis's field operations (HGETDEL, which HDEL
+// is too; HEXPIRE, HGETEX and HSETEX with a time now or past) then delete
+// the profile, in the same commit, as Redis deletes a hash it empties, and
+// as a profile whose last field expires ends (partmap.Record.End). A patch,
+// HTTP's PATCH, leaves the key alone, as a put of it alone makes it.
+func emptied(op partmap.OpKind, cur *partmap.Record, next partmap.Record) bool {
+	return op != partmap.OpPatch && cur != nil && len(cur.Profile) > 1 && len(next.Profile) == 1
 }
 
 // write stores next, with a new version, as op's result.
@@ -435,6 +445,9 @@ func (d *Directory) setFields(st staged, cur *partmap.Record, op partmap.Operati
 		// no profile of the email alone is made.
 		res.Created, res.FieldsAdded = false, 0
 		return nil
+	}
+	if emptied(op.Op, cur, next) {
+		return st.Delete(op.Op)
 	}
 	return d.write(st, cur, next, res)
 }

@@ -311,9 +311,10 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 	})
 }
 
-// dueProfiles counts, per partition of gen, the profiles whose deadline
-// has passed but which the sweeper has not deleted yet: their partition's
-// stored count still holds them.
+// dueProfiles counts, per partition of gen, the profiles that have ended
+// (their deadline, or their last field's, has passed) but which the
+// sweeper has not deleted yet: their partition's stored count still holds
+// them.
 func (d *Directory) dueProfiles(ctx context.Context, gen int, partitions int, now int64) (map[partmap.Partition]int64, error) {
 	due, err := d.engine.Due(ctx, gen, 0, partmap.Partition(partitions), now+1, int(^uint(0)>>1), nil)
 	if err != nil {

@@ -53,7 +53,7 @@ func (d *Directory) plan(ops []partmap.Operation) (plan []partmap.Operation, unp
 		case err == nil:
 			plan[i] = p
 			profiles[p.Email] = true
-			if p.Op == partmap.OpRename {
+			if p.To != "" {
 				profiles[p.To] = true
 			}
 		case failsAlone(op, err):
@@ -118,7 +118,7 @@ func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
 		return op, d.checkCounter(op.Field)
 	case partmap.OpDelete, partmap.OpGet:
 		return op, nil // a get's fields may repeat, as HMGET's may
-	case partmap.OpRename:
+	case partmap.OpRename, partmap.OpCopy:
 		if op.To, err = partmap.CanonicalEmail(op.To); err != nil {
 			return op, &partmap.Error{Code: partmap.ErrorCode(err), Field: "to", Message: "the new address: " + partmap.ErrorMessage(err)}
 		}
@@ -126,8 +126,8 @@ func (d *Directory) planOne(op partmap.Operation) (partmap.Operation, error) {
 			return op, &partmap.Error{Code: partmap.EINVALID, Field: "to",
 				Message: fmt.Sprintf("%s is already the profile's email: both addresses canonicalise to it", op.To)}
 		}
-		// The moved profile must fit the limits under its new, maybe
-		// longer, address; checked again on the record at apply time.
+		// The moved or copied profile must fit the limits under its new,
+		// maybe longer, address; checked again on the record at apply time.
 		return op, d.limits.CheckField(partmap.FieldEmail, op.To)
 	}
 	return d.planExpiry(op)
@@ -151,7 +151,7 @@ func (d *Directory) transact(ctx context.Context, plan []partmap.Operation, unpl
 			continue
 		}
 		emails = append(emails, op.Email)
-		if op.Op == partmap.OpRename {
+		if op.To != "" { // a rename's or copy's
 			emails = append(emails, op.To)
 		}
 	}
@@ -221,39 +221,47 @@ func (d *Directory) apply(tx *engine.Tx, byEmail map[string]staged, op partmap.O
 	if err := op.Cond.Check(cur); err != nil {
 		return err
 	}
-	if op.Op == partmap.OpRename {
+	if op.Op == partmap.OpRename || op.Op == partmap.OpCopy {
 		*res = partmap.OperationResult{Op: op.Op, Email: op.Email}
 		if cur == nil {
 			return notFound(op.Email)
 		}
-		return d.rename(tx, st, byEmail[op.To], cur, res, now)
+		return d.moveTo(tx, st, byEmail[op.To], cur, op, res, now)
 	}
 	return d.applyTo(st, cur, op, res, now)
 }
 
-// rename moves cur from src to dst, which must be free.
-func (d *Directory) rename(tx *engine.Tx, src, dst staged, cur *partmap.Record, res *partmap.OperationResult, now int64) error {
+// moveTo renames or copies cur, src's profile, to dst, which must be free
+// unless op replaces it.
+func (d *Directory) moveTo(tx *engine.Tx, src, dst staged, cur *partmap.Record, op partmap.Operation, res *partmap.OperationResult, now int64) error {
 	dst.tx = tx
 	taken, err := dst.get(now)
 	if err != nil {
 		return err
 	}
-	if taken != nil {
+	if taken != nil && !op.Replace {
 		return &partmap.Error{Code: partmap.EEXISTS, Field: "to",
-			Message: fmt.Sprintf("%s already has a profile; delete it first, or rename to another address", dst.email)}
+			Message: fmt.Sprintf("%s already has a profile; delete it first, or %s to another address", dst.email, op.Op)}
 	}
 	next := cur.Profile.Clone()
 	next[partmap.FieldEmail] = dst.email
 	if err := d.limits.CheckProfile(next); err != nil {
 		return err
 	}
-	// The deadlines move with the profile, as RENAME keeps a key's.
-	rec := partmap.Record{Profile: next, Version: nextVersion(cur.Version), Deadlines: cur.Deadlines}
-	if err := src.Delete(partmap.OpRename); err != nil {
-		return err
+	// The deadlines go with the profile, as RENAME keeps a key's and COPY
+	// copies it. The new version differs from the replaced profile's too.
+	v := nextVersion(cur.Version)
+	for taken != nil && v == taken.Version {
+		v = nextVersion(cur.Version)
+	}
+	rec := partmap.Record{Profile: next, Version: v, Deadlines: cur.Deadlines.Clone()}
+	if op.Op == partmap.OpRename {
+		if err := src.Delete(partmap.OpRename); err != nil {
+			return err
+		}
 	}
 	res.Email, res.Record = dst.email, &rec
-	return dst.Put(rec, partmap.OpRename)
+	return dst.Put(rec, op.Op)
 }
 
 // inOperation tags a user error with the operation it concerns.

@@ -398,8 +398,9 @@ type IndexEntry struct {
 
 // ExpiryField is the field position of expiry entries, which the engine
 // keeps beside those of the indexed fields, in the same partitions and the
-// same commits: a record with a deadline has one for its own (ExpiryValue
-// with profile true) and one for its soonest field's. Their values sort as
+// same commits: a record with a deadline has one for when it ends
+// (partmap.Record.End; ExpiryValue with profile true) and one for its
+// soonest field's. Their values sort as
 // their deadlines do, so that a backend finds what is due by a range read
 // of one field's entries (Backend.Due), and never reads a record to do so.
 const ExpiryField = partmap.MaxIndexes
@@ -409,10 +410,10 @@ const ExpiryField = partmap.MaxIndexes
 const IndexFields = ExpiryField + 1
 
 // ExpiryValue is an expiry entry's value: the deadline as 16 decimal
-// digits (so that byte order is time order), then 'p' for the profile's
-// own deadline or 'f' for its soonest field's. A deadline past
-// maxExpiryValue, which only a profile's can be, is entered as that one:
-// the entries keep their one length, and no sweeper meets either.
+// digits (so that byte order is time order), then 'p' for when the
+// profile ends or 'f' for its soonest field's deadline. A deadline past
+// maxExpiryValue, which only a profile's own can be, is entered as that
+// one: the entries keep their one length, and no sweeper meets either.
 func ExpiryValue(deadline int64, profile bool) string {
 	deadline = min(deadline, maxExpiryValue)
 	b := make([]byte, 17)
@@ -455,7 +456,7 @@ func expiryEntries(email string, rec *partmap.Record) []IndexEntry {
 		return nil
 	}
 	var out []IndexEntry
-	if at := rec.Deadlines.Profile; at != 0 {
+	if at := rec.End(); at != 0 {
 		out = append(out, IndexEntry{Field: ExpiryField, Value: ExpiryValue(at, true), Email: email})
 	}
 	if at := rec.Deadlines.Earliest(); at != 0 {
@@ -481,7 +482,7 @@ type Due struct {
 	Partition partmap.Partition
 	Email     string
 	Deadline  int64
-	Profile   bool // the profile's own deadline, not a field's
+	Profile   bool // when the profile ends (partmap.Record.End), not a field's deadline
 }
 
 // IndexMatch is one search condition, with its field as a position in the

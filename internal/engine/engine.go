@@ -248,6 +248,7 @@ func (e *Engine) Forget(generation int) {
 
 // held is a set of locks: the engine's own, then the backend's.
 type held struct {
+	parts  []Part // sorted
 	local  []chan struct{}
 	whole  func() // releases the partitions recordLocks holds, instead of local
 	remote Lease
@@ -300,7 +301,7 @@ func (e *Engine) lock(ctx context.Context, h *held, parts []Part, wait time.Dura
 		}
 		return err
 	}
-	h.local, h.whole, h.remote = local, whole, remote
+	h.parts, h.local, h.whole, h.remote = ps, local, whole, remote
 	return nil
 }
 
@@ -329,6 +330,41 @@ func (e *Engine) invokeLocked(ctx context.Context, inv Invocation, fn func(*Tx) 
 		// on, and a lock left held would fail every later write to it.
 		defer tx.locks.Release()
 	}
+	return e.run(tx, fn, tx.locks.remote, func() { tx.locks.Release() }, later)
+}
+
+// InvokeHeld is Invoke under locks that hold, a lease of Hold, already
+// holds: it takes none and releases none, and its commit is made under
+// them. Work that holds the whole map (Hold over every partition) writes
+// with it a part at a time. A part of inv.Lock that hold does not hold is
+// ErrNotLocked.
+func (e *Engine) InvokeHeld(ctx context.Context, hold Lease, inv Invocation, fn func(*Tx) error) error {
+	h, ok := hold.(*held)
+	if !ok {
+		return fmt.Errorf("engine: InvokeHeld takes a lease of Hold, not %T", hold)
+	}
+	for _, p := range inv.Lock {
+		if _, ok := slices.BinarySearchFunc(h.parts, p, Part.Compare); !ok {
+			return fmt.Errorf("%w: generation %d %s is not held", ErrNotLocked, p.Generation, p.Partition)
+		}
+	}
+	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
+	durable, err := e.run(tx, fn, h.remote, func() {}, partmap.Deferring(ctx))
+	if err != nil {
+		return err
+	}
+	if partmap.Deferring(ctx) {
+		partmap.Defer(ctx, durable)
+		return nil
+	}
+	return durable()
+}
+
+// run runs fn on tx and commits its writes under remote, the store's
+// locks, calling release once they are visible, before the wait for their
+// durability.
+func (e *Engine) run(tx *Tx, fn func(*Tx) error, remote Lease, release func(), later bool) (durable func() error, err error) {
+	hooks := e.hooks.Load()
 	err = fn(tx)
 	tx.done = true
 	if err == nil {
@@ -342,8 +378,8 @@ func (e *Engine) invokeLocked(ctx context.Context, inv Invocation, fn func(*Tx) 
 		return durableNow, nil
 	}
 	t0 := time.Now()
-	synced, err := e.backend.Commit(ctx, tx.locks.remote, writes)
-	tx.locks.Release() // before the fsync: the next writer joins it
+	synced, err := e.backend.Commit(tx.ctx, remote, writes)
+	release() // before the fsync: the next writer joins it
 	return e.committed(hooks, t0, synced, err, later)
 }
 

@@ -26,8 +26,12 @@ type Entry struct {
 // written one, mixed with each passed deadline, so that the test can hold
 // a store to the exact version whether it has swept or not.
 func (e Entry) Live(now int64) (live Entry, ok bool) {
-	if e.Profile == nil || (e.Deadlines.Profile != 0 && e.Deadlines.Profile <= now) {
+	if e.Profile == nil {
 		return Entry{}, false
+	}
+	rec, ok := partmap.Record{Profile: e.Profile, Version: e.Version, Deadlines: e.Deadlines}.Live(now)
+	if !ok {
+		return Entry{}, false // its deadline, or its last field's, has passed
 	}
 	live = Entry{Profile: e.Profile.Clone(), Deadlines: partmap.Deadlines{Profile: e.Deadlines.Profile}, Version: e.Version}
 	for f, at := range e.Deadlines.Fields {
@@ -40,7 +44,6 @@ func (e Entry) Live(now int64) (live Entry, ok bool) {
 		}
 		live.Deadlines.Fields[f] = at
 	}
-	rec, _ := partmap.Record{Profile: e.Profile, Version: e.Version, Deadlines: e.Deadlines}.Live(now)
 	live.Version = rec.Version
 	return live, true
 }
@@ -124,7 +127,7 @@ func (s ExpiryState) ApplyOp(op partmap.Operation, now int64) (ExpiryState, Expi
 	if err := keyFieldUse(op); err != "" {
 		return s, ExpiryResult{Code: err}
 	}
-	if op.Op == partmap.OpRename && op.To == op.Email {
+	if (op.Op == partmap.OpRename || op.Op == partmap.OpCopy) && op.To == op.Email {
 		return s, ExpiryResult{Code: partmap.EINVALID}
 	}
 	email := op.Email
@@ -152,13 +155,15 @@ func (s ExpiryState) ApplyOp(op partmap.Operation, now int64) (ExpiryState, Expi
 	switch op.Op {
 	case partmap.OpDelete:
 		return s.with(email, Entry{}, ExpiryResult{Writes: true})
-	case partmap.OpRename:
-		if _, taken := s[op.To].Live(now); taken {
+	case partmap.OpRename, partmap.OpCopy:
+		if _, taken := s[op.To].Live(now); taken && !op.Replace {
 			return s, ExpiryResult{Code: partmap.EEXISTS}
 		}
 		next.Profile[partmap.FieldEmail] = op.To
 		out := maps.Clone(s)
-		delete(out, email)
+		if op.Op == partmap.OpRename {
+			delete(out, email)
+		}
 		out[op.To] = next
 		return out, ExpiryResult{Writes: true, Profile: next.Profile}
 	case partmap.OpPatch:
@@ -267,7 +272,7 @@ func (s ExpiryState) ApplyOp(op partmap.Operation, now int64) (ExpiryState, Expi
 	default:
 		panic(fmt.Sprintf("model: no expiry model for %q", op.Op))
 	}
-	return s.unlessSame(email, cur, next, r)
+	return s.unlessSame(op.Op, email, cur, next, r)
 }
 
 // keyFieldUse is the EKEYFIELD of an operation that would expire or
@@ -365,12 +370,19 @@ func (s ExpiryState) setFields(email string, cur Entry, exists bool, op partmap.
 	if !exists {
 		return s.with(email, next, ExpiryResult{Set: true, Created: true, Writes: true, Added: added})
 	}
-	return s.unlessSame(email, cur, next, r)
+	return s.unlessSame(op.Op, email, cur, next, r)
 }
 
 // unlessSame stores next, unless it is cur again: an operation that
-// changes nothing writes nothing and keeps the version (DESIGN.md).
-func (s ExpiryState) unlessSame(email string, cur, next Entry, r ExpiryResult) (ExpiryState, ExpiryResult) {
+// changes nothing writes nothing and keeps the version (DESIGN.md). One of
+// Redis's field operations that takes the last field but emailAddress
+// deletes the profile, as Redis deletes a hash it empties; a patch does
+// not.
+func (s ExpiryState) unlessSame(kind partmap.OpKind, email string, cur, next Entry, r ExpiryResult) (ExpiryState, ExpiryResult) {
+	if kind != partmap.OpPatch && len(cur.Profile) > 1 && len(next.Profile) == 1 {
+		r.Writes = true
+		return s.with(email, Entry{}, r)
+	}
 	if len(next.Deadlines.Fields) == 0 {
 		next.Deadlines.Fields = nil
 	}

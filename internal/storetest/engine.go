@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -265,11 +266,37 @@ func RunEngine(t *testing.T, open EngineOpener) {
 				t.Fatalf("write to %s under the whole-map lock: got %v", part.Partition, err)
 			}
 		}
+		// Its holder writes under it, a part at a time, with InvokeHeld.
+		for i, part := range []engine.Part{p, q} {
+			err := e.InvokeHeld(ctx, lease, lockOne(part), func(tx *engine.Tx) error {
+				return tx.Put(part, "held@example.com", rec(fmt.Sprint("held", i)), partmap.OpPut)
+			})
+			if err != nil {
+				t.Fatalf("write to %s under the held lease: %v", part.Partition, err)
+			}
+		}
 		if err := lease.Release(); err != nil {
 			t.Fatal(err)
 		}
+		one, err := e.Hold(ctx, []engine.Part{p}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.InvokeHeld(ctx, one, lockOne(q), func(*engine.Tx) error { return nil }); !errors.Is(err, engine.ErrNotLocked) {
+			t.Fatalf("a write under a lease that does not hold its partition: %v, want ErrNotLocked", err)
+		}
+		one.Release()
+		for i, part := range []engine.Part{p, q} {
+			if got, ok := get(t, e, part, "held@example.com"); !ok || got.Profile["fullName"] != fmt.Sprint("held", i) {
+				t.Fatalf("in %s, the write under the held lease: %v %v", part.Partition, got.Profile, ok)
+			}
+		}
 		if err := e.Invoke(ctx, lockOne(p), func(*engine.Tx) error { return nil }); err != nil {
 			t.Fatalf("write after the whole-map lock: %v", err)
+		}
+		// Only under a lease of Hold.
+		if err := e.InvokeHeld(ctx, nil, lockOne(p), func(*engine.Tx) error { return nil }); err == nil {
+			t.Fatal("InvokeHeld without a lease of Hold ran")
 		}
 	})
 

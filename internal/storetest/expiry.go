@@ -331,6 +331,68 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e, "a": "x", "c": "3"})
 	})
 
+	// Redis's field operations that take a profile's last field but
+	// emailAddress delete the profile in the same commit, as Redis deletes
+	// a hash it empties; a patch (HTTP's PATCH) leaves the key alone.
+	t.Run("LastFieldDeletesProfile", func(t *testing.T) {
+		s := started(t)
+		w := at(year2100)
+		for _, tc := range []struct {
+			name string
+			op   partmap.Operation
+		}{
+			{"GetDelete", partmap.Operation{Op: partmap.OpGetDelete, Fields: []string{"a", "nope", "b"}}},
+			{"ExpirePast", partmap.Operation{Op: partmap.OpExpire, Fields: []string{"b", "a"}, When: past}},
+			{"ExpireNow", partmap.Operation{Op: partmap.OpExpire, Fields: []string{"a", "b"}, When: nowTTL}},
+			{"GetExpirePast", partmap.Operation{Op: partmap.OpGetExpire, Fields: []string{"a", "b"}, Expiry: partmap.FieldExpiry{When: &past}}},
+			{"SetFieldsPast", partmap.Operation{Op: partmap.OpSetFields, Set: partmap.Patch{"a": ptr("x"), "b": ptr("y")}, Expiry: partmap.FieldExpiry{When: &past}}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := "last-" + tc.name + "@example.com"
+				putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"})
+				expireFields(t, s, e, w, "", "a") // a deadline goes with its field
+				tc.op.Email = e
+				if res := apply(t, s, tc.op); res.Record != nil {
+					t.Fatalf("the result holds a profile: %v", res.Record.Profile)
+				}
+				mustBeGone(t, s, e)
+			})
+		}
+		wantPartitions(t, s, map[string]int64{})
+		CheckAll(t, s)
+
+		// One field left keeps the profile; a patch that takes it keeps
+		// the key alone, and a field operation that takes nothing of
+		// that keeps it too.
+		const e = "last-patch@example.com"
+		putProfile(t, s, abc(e))
+		wantValues(t, "getDelete of two of three", apply(t, s, partmap.Operation{Op: partmap.OpGetDelete, Email: e, Fields: []string{"a", "b"}}).Values, ptr("1"), ptr("2"))
+		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"c": nil}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e})
+		wantCodes(t, "expire of a missing field", expireFields(t, s, e, past, "", "c"), -2)
+		wantValues(t, "getDelete of a missing field", apply(t, s, partmap.Operation{Op: partmap.OpGetDelete, Email: e, Fields: []string{"c"}}).Values, nil)
+		assertProfile(t, mustFind(t, s, e).Profile, partmap.Profile{partmap.FieldEmail: e})
+
+		// In a transaction, a later operation sees the profile gone, and
+		// may make it again.
+		const f = "last-tx@example.com"
+		putProfile(t, s, partmap.Profile{partmap.FieldEmail: f, "a": "1"})
+		results, err := s.Transact(ctx, []partmap.Operation{
+			{Op: partmap.OpGetDelete, Email: f, Fields: []string{"a"}},
+			{Op: partmap.OpGet, Email: f},
+			{Op: partmap.OpSetFields, Email: f, Set: partmap.Patch{"b": ptr("2")}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if results[1].Record != nil || !results[2].Created {
+			t.Fatalf("after the getDelete, a get read %v and the setFields created %v", results[1].Record, results[2].Created)
+		}
+		assertProfile(t, mustFind(t, s, f).Profile, partmap.Profile{partmap.FieldEmail: f, "b": "2"})
+	})
+
 	t.Run("GetExpire", func(t *testing.T) {
 		s := started(t)
 		const e = "hgetex@example.com"
@@ -772,6 +834,6 @@ func runExpiryReplies(t *testing.T, started func(*testing.T) partmap.Store) {
 			t.Fatal(err)
 		}
 		wantCodes(t, "expire after getDelete", results[1].Codes, -2, 2)
-		assertProfile(t, mustFind(t, s, a).Profile, partmap.Profile{partmap.FieldEmail: a})
+		mustBeGone(t, s, a) // its last field went, as a Redis hash emptied is deleted
 	})
 }

@@ -251,6 +251,67 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		CheckAll(t, s)
 	})
 
+	// A profile whose every field but emailAddress expires is gone at the
+	// last one's deadline, as Redis deletes a hash whose last field
+	// expires: on every read path and in the counts before a sweep, and
+	// from the store after one. A field that stays, or is written again
+	// without a deadline, keeps the profile.
+	t.Run("GoneWithItsLastField", func(t *testing.T) {
+		s, sweep, clock := start(t)
+		emails, p := Colliding(3, partmap.DefaultPartitions, "last")
+		gone, kept, rewritten := emails[0], emails[1], emails[2]
+		for _, e := range emails {
+			putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, partmap.FieldCustomerTier: "gold", "a": "1"})
+			expireFields(t, s, e, at(T0+1000), "", partmap.FieldCustomerTier)
+		}
+		expireFields(t, s, gone, at(T0+2000), "", "a")
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: gone, When: at(T0 + 9000)}) // later: the fields end it first
+		expireFields(t, s, rewritten, at(T0+2000), "", "a")
+		apply(t, s, partmap.Operation{Op: partmap.OpSetFields, Email: rewritten, Set: partmap.Patch{"a": ptr("2")}}) // no deadline now, as after HSET
+		stored := func() int64 {
+			c, err := s.CheckPartition(ctx, p)
+			if err != nil || !c.OK() {
+				t.Fatalf("check of %s: %+v, %v", p, c, err)
+			}
+			return c.Profiles
+		}
+		clock.Set(T0 + 1999)
+		assertProfile(t, mustFind(t, s, gone).Profile, partmap.Profile{partmap.FieldEmail: gone, "a": "1"})
+		wantPartitions(t, s, map[string]int64{p.String(): 3})
+		clock.Set(T0 + 2000)
+		view := func(t *testing.T) {
+			t.Helper()
+			mustBeGone(t, s, gone)
+			if _, err := s.Deadlines(ctx, gone, nil); !errors.Is(err, partmap.ErrNotFound) {
+				t.Fatalf("deadlines of %s: %v, want not-found", gone, err)
+			}
+			recs, err := s.FindProfiles(ctx, emails)
+			if err != nil || recs[0] != nil || recs[1] == nil || recs[2] == nil {
+				t.Fatalf("batch find: %v, %v", recs, err)
+			}
+			assertProfile(t, recs[1].Profile, partmap.Profile{partmap.FieldEmail: kept, "a": "1"})
+			assertProfile(t, recs[2].Profile, partmap.Profile{partmap.FieldEmail: rewritten, "a": "2"})
+			want := []string{kept, rewritten}
+			slices.Sort(want)
+			for what, got := range map[string][]string{"listed": emailsOf(listAll(t, s, 2)), "exported": emailsOf(exportAll(t, s))} {
+				if slices.Sort(got); !slices.Equal(got, want) {
+					t.Fatalf("%s %q, want %q", what, got, want)
+				}
+			}
+			wantPartitions(t, s, map[string]int64{p.String(): 2})
+		}
+		view(t)
+		if n := stored(); n != 3 {
+			t.Fatalf("%d records stored before the sweep, want 3", n)
+		}
+		mustSweep(t, sweep)
+		view(t)
+		if n := stored(); n != 2 {
+			t.Fatalf("%d records stored after the sweep, want 2", n)
+		}
+		CheckAll(t, s)
+	})
+
 	t.Run("WritesStartFromTheLiveProfile", func(t *testing.T) {
 		s, sweep, clock := start(t)
 		emails, p := Colliding(5, partmap.DefaultPartitions, "rew")
@@ -339,7 +400,8 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 	t.Run("ConditionsSeeTheLiveVersion", func(t *testing.T) {
 		s, sweep, clock := start(t)
 		const e = "ifmatch@example.com"
-		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"})
+		// c stays: a profile whose last field expires is gone.
+		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2", "c": "0"})
 		expireFields(t, s, e, at(T0+1000), "", "a")
 		v0 := mustFind(t, s, e).Version
 		clock.Set(T0 + 1000)
@@ -616,7 +678,11 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		WaitResized(t, s)
 		noD := func(when string) {
 			t.Helper()
-			for _, e := range emails[:3] {
+			for i, e := range emails[:3] {
+				if i > 0 { // expired at T0+1000 or T0+2000, then made of d alone: gone with it
+					mustBeGone(t, s, e)
+					continue
+				}
 				if rec := mustFind(t, s, e); rec.Profile["d"] != "" {
 					t.Fatalf("%s: an expired field came back %s: %v", e, when, rec.Profile)
 				}

@@ -564,6 +564,23 @@ func runFeedWrites(t *testing.T, s FeedStore) {
 			return err
 		}, partmap.EEXISTS)
 	})
+	t.Run("Copy", func(t *testing.T) {
+		var copied, moved partmap.Record
+		apply := func(op partmap.Operation, rec *partmap.Record) func() error {
+			return func() error {
+				res, err := s.Apply(ctx, op)
+				if err == nil {
+					*rec = *res.Record
+				}
+				return err
+			}
+		}
+		expect(t, "copy", apply(partmap.Operation{Op: partmap.OpCopy, Email: emails[4], To: d}, &copied), change(partmap.OpCopy, d, &copied))
+		none(t, "copy onto an existing profile", apply(partmap.Operation{Op: partmap.OpCopy, Email: emails[4], To: a}, &copied), partmap.EEXISTS)
+		// Replacing a profile is one event on it, as the write it is.
+		expect(t, "rename that replaces", apply(partmap.Operation{Op: partmap.OpRename, Email: d, To: emails[4], Replace: true}, &moved),
+			change(partmap.OpRename, d, nil), change(partmap.OpRename, emails[4], &moved))
+	})
 	t.Run("Transact", func(t *testing.T) {
 		put(t, s, c, "to delete in a transaction")
 		put(t, s, b, "to increment")

@@ -98,7 +98,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 		email := genEmail.Draw(rt, "email")
 		op := partmap.Operation{Email: email}
 		switch op.Op = rapid.SampledFrom([]partmap.OpKind{
-			partmap.OpPut, partmap.OpPut, partmap.OpPatch, partmap.OpIncrement, partmap.OpDelete, partmap.OpRename,
+			partmap.OpPut, partmap.OpPut, partmap.OpPatch, partmap.OpIncrement, partmap.OpDelete, partmap.OpRename, partmap.OpCopy,
 			partmap.OpExpire, partmap.OpExpire, partmap.OpExpire, partmap.OpPersist, partmap.OpSetIfAbsent,
 			partmap.OpGetDelete, partmap.OpGetExpire, partmap.OpSetFields, partmap.OpSetFields,
 		}).Draw(rt, "op"); op.Op {
@@ -109,8 +109,9 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 		case partmap.OpIncrement:
 			op.Field = genField.Draw(rt, "field")
 			op.By = rapid.SampledFrom([]int64{0, 1, -1, 5}).Draw(rt, "by")
-		case partmap.OpRename:
+		case partmap.OpRename, partmap.OpCopy:
 			op.To = genEmail.Draw(rt, "to")
+			op.Replace = rapid.Bool().Draw(rt, "replace")
 		case partmap.OpExpire:
 			if rapid.IntRange(0, 2).Draw(rt, "profile") > 0 {
 				op.Fields = distinct(genFieldOrKey, 1).Draw(rt, "fields")
@@ -235,7 +236,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 					m.Profile[partmap.FieldEmail] = canon(op.Profile.Email())
 					m.Email = ""
 				}
-				if op.Op == partmap.OpRename {
+				if op.To != "" {
 					m.To = canon(op.To)
 				}
 				key := m.Email
@@ -256,7 +257,7 @@ func RunExpiryModel(t *testing.T, open ExpiryOpener) {
 					rt.Fatalf("at %d: %s %s wrote, but kept version %v", at, op.Op, key, before.Version)
 				case want.Writes:
 					written := key
-					if op.Op == partmap.OpRename {
+					if op.To != "" { // a rename's or copy's
 						written = m.To
 					}
 					next.SetVersion(written, got.Record.Version)

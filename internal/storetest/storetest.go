@@ -65,6 +65,7 @@ func RunStore(t *testing.T, open Opener) {
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
+	runCopyAndReplace(t, started)
 	runExpiryReplies(t, started)
 
 	t.Run("Start", func(t *testing.T) {
@@ -213,6 +214,44 @@ func RunStore(t *testing.T, open Opener) {
 				t.Fatal(err)
 			}
 		})
+	})
+
+	// A profile of as many fields as the limits allow, and exactly as
+	// many bytes, is stored and read back whole; a field or a byte more
+	// is refused and writes nothing.
+	t.Run("OKAtTheFieldAndByteLimits", func(t *testing.T) {
+		s := started(t)
+		l := partmap.DefaultLimits
+		const email = "full@example.com"
+		p := partmap.Profile{partmap.FieldEmail: email}
+		room := l.MaxProfileBytes - len(partmap.FieldEmail) - len(email)
+		for i := 1; i < l.MaxFields; i++ {
+			name := fmt.Sprintf("field%05d", i)
+			share := room / (l.MaxFields - i) // what is left, spread over the fields left
+			p[name] = strings.Repeat("v", share-len(name))
+			room -= share
+		}
+		if err := l.CheckProfile(p); err != nil || len(p) != l.MaxFields || room != 0 {
+			t.Fatalf("the profile at the limits: %d fields, %d bytes short: %v", len(p), room, err)
+		}
+		rec := putProfile(t, s, p)
+		assertProfile(t, mustFind(t, s, email).Profile, p)
+		for _, tc := range []struct {
+			name  string
+			patch partmap.Patch
+			code  partmap.Code
+		}{
+			{"ErrOneFieldMore", partmap.Patch{"x": ptr("")}, partmap.ETOOMANYFIELDS},
+			{"ErrOneByteMore", partmap.Patch{"field00001": ptr(p["field00001"] + "v")}, partmap.ETOOLARGE},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := partmap.PatchProfile(ctx, s, email, tc.patch, partmap.Condition{})
+				if partmap.ErrorCode(err) != tc.code {
+					t.Fatalf("got %v, want %s", err, tc.code)
+				}
+				wantVersion(t, s, email, rec.Version, true)
+			})
+		}
 	})
 
 	t.Run("Conditions", func(t *testing.T) {

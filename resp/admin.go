@@ -1,0 +1,117 @@
+package resp
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FLUSHDB and FLUSHALL, CONFIG and TIME: the server commands that Redis
+// tools and client libraries send.
+
+// cmdFlush deletes every profile (partmap.Emptier), durably, before it
+// answers OK. ASYNC is accepted and runs as SYNC does: the reply comes
+// once the directory is empty.
+func cmdFlush(k *call) {
+	if len(k.args) > 2 || (len(k.args) == 2 && !slices.Contains([]string{"async", "sync"}, lower(k.args[1]))) {
+		k.w.WriteError(errSyntax)
+		return
+	}
+	if k.s.emptier == nil {
+		k.w.WriteError("ERR this store cannot delete every profile at once")
+		return
+	}
+	if _, err := k.s.emptier.DeleteAllProfiles(k.ctx); err != nil {
+		k.w.WriteError(storeError(err))
+		return
+	}
+	k.w.ok()
+}
+
+// configs are the parameters CONFIG GET answers, as they hold for
+// partmap: no snapshots, every write durable before its reply (an
+// append-only file fsync'd always), one database, no memory limit and so
+// no eviction, idle clients kept, no keyspace notifications.
+var configs = map[string]string{
+	"save":                   "",
+	"appendonly":             "yes",
+	"appendfsync":            "always",
+	"databases":              "1",
+	"maxmemory":              "0",
+	"maxmemory-policy":       "noeviction",
+	"timeout":                "0",
+	"notify-keyspace-events": "",
+}
+
+// configArity is each CONFIG subcommand's, as Redis's.
+var configArity = map[string]arity{"get": -3, "set": -4, "rewrite": 2, "resetstat": 2, "help": 2}
+
+// cmdConfig answers CONFIG GET from configs, and refuses to change
+// anything: partmap is configured by its flags.
+func cmdConfig(k *call) {
+	sub := lower(k.args[1])
+	switch a, ok := configArity[sub]; {
+	case !ok:
+		k.w.WriteError("ERR unknown subcommand '" + clip(k.args[1]) + "'. Try CONFIG HELP.")
+	case !a.ok(len(k.args)):
+		k.w.WriteError("ERR wrong number of arguments for 'config|" + sub + "' command")
+	case sub == "get":
+		configGet(k)
+	case sub == "help":
+		k.w.WriteArray(5)
+		for _, line := range []string{
+			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET <pattern>",
+			"    Return parameters matching the glob-like <pattern> and their values.",
+			"SET, REWRITE, RESETSTAT: refused; partmap is configured by the flags of partmap serve.",
+			"HELP",
+		} {
+			k.w.WriteString(line)
+		}
+	default:
+		k.w.WriteError("ERR partmap is configured by the flags of `partmap serve` (see partmap serve -h), not by CONFIG " + strings.ToUpper(sub))
+	}
+}
+
+// configGet answers each parameter once, as Redis does: one named exactly
+// (in any case) under the name given, those a glob matches (in any case)
+// under their own.
+func configGet(k *call) {
+	var names, values []string
+	seen := map[string]bool{}
+	add := func(name, param string) {
+		if !seen[param] {
+			seen[param] = true
+			names, values = append(names, name), append(values, configs[param])
+		}
+	}
+	for _, a := range k.args[2:] {
+		pattern := string(a)
+		if !strings.ContainsAny(pattern, "[*?") {
+			if _, ok := configs[strings.ToLower(pattern)]; ok {
+				add(pattern, strings.ToLower(pattern))
+			}
+			continue
+		}
+		for _, param := range slices.Sorted(maps.Keys(configs)) {
+			if globMatch(strings.ToLower(pattern), param) {
+				add(param, param)
+			}
+		}
+	}
+	k.w.mapLen(len(names))
+	for i := range names {
+		k.w.WriteBulkString(names[i])
+		k.w.WriteBulkString(values[i])
+	}
+}
+
+// cmdTime answers the server's clock: Unix seconds and microseconds.
+func cmdTime(k *call) {
+	now := time.Now()
+	k.w.WriteArray(2)
+	k.w.WriteBulkString(strconv.FormatInt(now.Unix(), 10))
+	k.w.WriteBulkString(strconv.Itoa(now.Nanosecond() / 1000))
+}
