@@ -34,11 +34,11 @@ func TestIntegerArgumentsMatchRedis(t *testing.T) {
 			[]any{"hincrby", k, "f", bad}, []any{"hincrby", none, "f", bad},
 			[]any{"scan", "0", "count", bad}, []any{"hscan", k, "0", "count", bad}, []any{"hscan", none, "0", "count", bad},
 			[]any{"hrandfield", k, bad}, []any{"hrandfield", none, bad, "withvalues"}, []any{"hrandfield", none, bad, "bogus"},
-			[]any{"select", bad}, []any{"hello", bad},
+			[]any{"select", bad}, []any{"hello", bad}, []any{"copy", k, "c@x.io", "db", bad},
 		)
 	}
 	steps = append(steps,
-		[]any{"exists", k}, []any{"ttl", k}, []any{"hget", k, "f"}, // nothing above took
+		[]any{"exists", k, "c@x.io"}, []any{"ttl", k}, []any{"hget", k, "f"}, // nothing above took
 		[]any{"hincrby", k, "f", "-9223372036854775808"}, []any{"hincrby", k, "f", "9223372036854775807"}, []any{"hget", k, "f"},
 		// Cursors: strtoul's reading.
 		[]any{"scan", "+0"}, []any{"scan", "-0"}, []any{"scan", "000"}, []any{"scan", ""}, []any{"scan", " 0"}, []any{"scan", "0 "},

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/partmap/partmap"
@@ -58,11 +57,7 @@ func parseCopy(args [][]byte, ops []partmap.Operation) ([]partmap.Operation, err
 			replace = true
 		case opt == "db" && i+1 < len(args):
 			i++
-			switch db := r.int(i); {
-			case r.err != nil:
-			case db < math.MinInt32 || db > math.MaxInt32:
-				r.refuse(fmt.Sprintf("ERR value is out of range, value must between %d and %d", math.MinInt32, math.MaxInt32))
-			case db != 0:
+			if db := r.intIn(i, math.MinInt32, math.MaxInt32, ""); r.err == nil && db != 0 { // Redis's getIntFromObjectOrReply
 				r.refuse("ERR DB index is out of range")
 			}
 		default:
