@@ -432,7 +432,9 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 	t.Run("DeadlinesAtOneInstant", func(t *testing.T) {
 		s, _, clock := start(t)
 		const e = "instant@example.com"
-		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1"})
+		// b stays, so that the profile outlives a: a profile whose last
+		// field is gone is gone too.
+		putProfile(t, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"})
 		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: e, When: at(T0 + 10_000)})
 		for k := int64(1); k <= 5; k++ {
 			clock.Set(T0)
