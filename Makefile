@@ -7,9 +7,9 @@ GO ?= go
 # for about 2 s on a 2-core machine (the whole fuzz stage takes about half
 # a minute): a smoke test of each target, whose corpus is committed.
 # Counts, not durations: with -fuzztime=10s Go 1.26's fuzz coordinator can
-# fail a healthy target with "context deadline exceeded"
-# as the time runs out (go.dev/issue/75804, fixed in Go 1.27). `make fuzz
-# FUZZTIME=60s` still runs every target for a duration.
+# fail a healthy target with "context deadline exceeded" as the time runs
+# out (go.dev/issue/75804, fixed in Go 1.27). `make fuzz FUZZTIME=60s`
+# still runs every target for a duration.
 FUZZ_TARGETS = .:FuzzCanonicalEmail:50000x .:FuzzProfileValueUTF8:50000x \
 	.:FuzzParseProfileJSON:75000x .:FuzzParseRecordJSON:50000x .:FuzzParseOperationJSON:25000x .:FuzzFlatObjectSyntax:75000x \
 	./internal/directory:FuzzDecodeCursor:15000x .:FuzzAddFloat:50000x \
@@ -19,8 +19,8 @@ FUZZTIME ?=
 
 # Every package, the slowest first: go test starts packages in the order
 # named, two at a time on a 2-core machine, so that the Redis store's
-# (about eight minutes) run beside the others rather than after them. The
-# run is CPU-bound: a third at a time (-p 3) made it no shorter.
+# tests (about eight minutes) run beside the others rather than after
+# them. The run is CPU-bound: three at a time (-p 3) made it no shorter.
 SLOW_PACKAGES = ./redis/ ./http/ ./cmd/partmap/ ./pebble/ ./postgres/
 TEST_PACKAGES = $(SLOW_PACKAGES) $(filter-out $(SLOW_PACKAGES),$(shell $(GO) list -f '{{.Dir}}' ./... | sed 's|^$(CURDIR)|.|; s|$$|/|'))
 
