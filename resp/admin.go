@@ -6,10 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/partmap/partmap"
 )
 
-// FLUSHDB and FLUSHALL, CONFIG and TIME: the server commands that Redis
-// tools and client libraries send.
+// FLUSHDB and FLUSHALL, CONFIG, TIME and MEMORY USAGE: the server commands
+// that Redis tools and client libraries send.
 
 // cmdFlush deletes every profile (partmap.Emptier), durably, before it
 // answers OK. ASYNC is accepted and runs as SYNC does: the reply comes
@@ -114,4 +116,57 @@ func cmdTime(k *call) {
 	k.w.WriteArray(2)
 	k.w.WriteBulkString(strconv.FormatInt(now.Unix(), 10))
 	k.w.WriteBulkString(strconv.Itoa(now.Nanosecond() / 1000))
+}
+
+// cmdMemory answers MEMORY USAGE with the bytes of a profile's field names
+// and values, emailAddress aside, as its limits count them: not what Redis
+// would take to hold it, which depends on Redis's encodings, and which no
+// client can rely on either. A missing key is nil, as in Redis.
+func cmdMemory(k *call) {
+	sub := lower(k.args[1])
+	switch {
+	case sub == "help" && len(k.args) == 2:
+		k.w.WriteArray(4)
+		for _, line := range []string{
+			"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"USAGE <key> [SAMPLES <count>]",
+			"    Return the bytes of the profile's field names and values (emailAddress aside).",
+			"HELP",
+		} {
+			k.w.WriteString(line)
+		}
+	case sub == "usage" && len(k.args) >= 3:
+		r := argReader{args: k.args}
+		email := r.key(2)
+		for i := 3; i < len(k.args); i += 2 { // SAMPLES is Redis's, for sampling its big keys: read, and unused
+			if lower(k.args[i]) != "samples" || i+1 == len(k.args) {
+				r.refuse(errSyntax)
+			} else if r.int(i+1) < 0 {
+				r.refuse(errSyntax)
+			}
+		}
+		if r.err != nil {
+			k.w.WriteError(r.err.Error())
+			return
+		}
+		rec, err := k.store.FindProfile(k.ctx, email)
+		switch {
+		case partmap.ErrorCode(err) == partmap.ENOTFOUND || (err == nil && !isKey(&rec)):
+			k.w.null()
+		case err != nil:
+			k.w.WriteError(storeError(err))
+		default:
+			n := 0
+			for name, value := range rec.Profile {
+				if name != partmap.FieldEmail {
+					n += len(name) + len(value)
+				}
+			}
+			k.w.WriteInt(n)
+		}
+	case sub == "usage" || sub == "help":
+		k.w.WriteError("ERR wrong number of arguments for 'memory|" + sub + "' command")
+	default:
+		k.w.WriteError("ERR unknown subcommand '" + clip(k.args[1]) + "'. Try MEMORY HELP.")
+	}
 }

@@ -195,3 +195,34 @@ func TestTime(t *testing.T) {
 		check("TIME in EXEC", r.val.([]any)[0])
 	}
 }
+
+// MEMORY USAGE answers Redis's errors and nil as Redis does, and for a
+// profile the bytes of its field names and values, emailAddress aside
+// (Redis's figure is its encoding's, so only its kind is compared).
+func TestMemoryUsage(t *testing.T) {
+	addr, _ := serve(t, nil)
+	for _, proto := range []int{2, 3} {
+		pm, rd := client(t, addr, proto), oneDBRedis(t, proto)
+		for _, c := range []*goredis.Client{pm, rd} {
+			do(c, "del", "m@x.io")
+		}
+		for _, args := range [][]any{
+			{"memory"}, {"memory", "nosuch"}, {"memory", "usage"}, {"memory", "help", "x"},
+			{"memory", "usage", "m@x.io"}, {"memory", "usage", "m@x.io", "samples"},
+			{"memory", "usage", "m@x.io", "samples", "x"}, {"memory", "usage", "m@x.io", "samples", "-1"},
+			{"memory", "usage", "m@x.io", "samples", "+1"}, {"memory", "usage", "m@x.io", "nosuch", "1"},
+		} {
+			if got, want := do(pm, args...), do(rd, args...); !reflect.DeepEqual(got, want) {
+				t.Errorf("RESP%d %q: partmap %#v, redis %#v", proto, args, got, want)
+			}
+		}
+		for _, c := range []*goredis.Client{pm, rd} {
+			do(c, "hset", "m@x.io", "ab", "cde", "f", "g")
+		}
+		for _, args := range [][]any{{"memory", "usage", "m@x.io"}, {"memory", "usage", "m@x.io", "samples", "0"}} {
+			if got, want := do(pm, args...), do(rd, args...); got.val != int64(7) || fmt.Sprintf("%T", want.val) != "int64" {
+				t.Errorf("RESP%d %q: partmap %#v (want 7, the bytes of ab, cde, f and g), redis %#v", proto, args, got, want)
+			}
+		}
+	}
+}

@@ -76,6 +76,9 @@ var table = []command{
 		"rewrite 2.8.0; ; Refused: partmap is configured by its flags", "resetstat 2.0.0; ; Refused: partmap keeps no such statistics",
 		"help 5.0.0; ; Show helpful text about the different subcommands"}},
 	{name: "time", arity: 1, flags: "loading stale fast", queued: true, run: cmdTime, doc: "server 2.6.0; ; The server's clock"},
+	{name: "memory", arity: -2, run: cmdMemory, doc: "server 4.0.0; ; Commands about memory", subs: []string{
+		"usage 4.0.0; key:key count:integer/tok=SAMPLES/optional; The bytes of a profile's field names and values",
+		"help 4.0.0; ; Show helpful text about the different subcommands"}},
 
 	{name: "hset", arity: -4, flags: "write denyoom fast", keys: oneKey, queued: true, parse: parseHSet, reply: replyHSet,
 		doc: "hash 2.0.0; key:key field_value:block/multiple{field:string value:string}; Set fields of a profile, creating it if missing"},
