@@ -62,16 +62,10 @@ func cmdConfig(k *call) {
 	case sub == "get":
 		configGet(k)
 	case sub == "help":
-		k.w.WriteArray(5)
-		for _, line := range []string{
-			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		writeHelp(k.w, "CONFIG",
 			"GET <pattern>",
 			"    Return parameters matching the glob-like <pattern> and their values.",
-			"SET, REWRITE, RESETSTAT: refused; partmap is configured by the flags of partmap serve.",
-			"HELP",
-		} {
-			k.w.WriteString(line)
-		}
+			"SET, REWRITE, RESETSTAT: refused; partmap is configured by the flags of partmap serve.")
 	default:
 		k.w.WriteError("ERR partmap is configured by the flags of `partmap serve` (see partmap serve -h), not by CONFIG " + strings.ToUpper(sub))
 	}
@@ -118,6 +112,17 @@ func cmdTime(k *call) {
 	k.w.WriteBulkString(strconv.Itoa(now.Nanosecond() / 1000))
 }
 
+// writeHelp answers a container command's HELP in Redis's shape: a
+// heading, the lines given, and HELP last.
+func writeHelp(w *writer, command string, lines ...string) {
+	w.WriteArray(len(lines) + 2)
+	w.WriteString(command + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, line := range lines {
+		w.WriteString(line)
+	}
+	w.WriteString("HELP")
+}
+
 // cmdMemory answers MEMORY USAGE with the bytes of a profile's field names
 // and values, emailAddress aside, as its limits count them: not what Redis
 // would take to hold it, which depends on Redis's encodings, and which no
@@ -126,15 +131,9 @@ func cmdMemory(k *call) {
 	sub := lower(k.args[1])
 	switch {
 	case sub == "help" && len(k.args) == 2:
-		k.w.WriteArray(4)
-		for _, line := range []string{
-			"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		writeHelp(k.w, "MEMORY",
 			"USAGE <key> [SAMPLES <count>]",
-			"    Return the bytes of the profile's field names and values (emailAddress aside).",
-			"HELP",
-		} {
-			k.w.WriteString(line)
-		}
+			"    Return the bytes of the profile's field names and values (emailAddress aside).")
 	case sub == "usage" && len(k.args) >= 3:
 		r := argReader{args: k.args}
 		email := r.key(2)
