@@ -33,37 +33,31 @@ func TestMain(m *testing.M) {
 var namespaces atomic.Int64
 
 func TestConformanceOnRedis(t *testing.T) {
-	for name, client := range map[string]func(t *testing.T) goredis.UniversalClient{
-		"Server": func(t *testing.T) goredis.UniversalClient {
-			s, err := shared.Server()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return goredis.NewClient(&goredis.Options{Network: "unix", Addr: s.Socket})
-		},
-	} {
-		// open opens a store in a namespace of its own, closed at the end
-		// of the test.
-		open := func(t *testing.T, opts redis.Options) *redis.Store {
-			opts.Namespace = fmt.Sprintf("http%d", namespaces.Add(1))
-			store, err := redis.Open(context.Background(), client(t), &opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { store.Close() })
-			return store
+	// open opens a store in a namespace of its own on the shared server,
+	// closed at the end of the test.
+	open := func(t *testing.T, opts redis.Options) *redis.Store {
+		srv, err := shared.Server()
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name+"/ExportDeadlines", func(t *testing.T) {
-			storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
-				store := open(t, redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock, SweepInterval: -1}})
-				return newClient(t, serveStore(t, store, nil).URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
-			})
-		})
-		t.Run(name, func(t *testing.T) {
-			storetest.RunStore(t, func(t *testing.T) partmap.Store {
-				store := open(t, redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
-				return newClient(t, serveStore(t, store, nil).URL, nil)
-			})
-		})
+		opts.Namespace = fmt.Sprintf("http%d", namespaces.Add(1))
+		store, err := redis.Open(context.Background(), goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		return store
 	}
+	t.Run("Server/ExportDeadlines", func(t *testing.T) {
+		storetest.RunExportDeadlines(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+			store := open(t, redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, Clock: clock, SweepInterval: -1}})
+			return newClient(t, serveStore(t, store, nil).URL, nil), func(ctx context.Context) error { _, err := store.Sweep(ctx); return err }
+		})
+	})
+	t.Run("Server", func(t *testing.T) {
+		storetest.RunStore(t, func(t *testing.T) partmap.Store {
+			store := open(t, redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}})
+			return newClient(t, serveStore(t, store, nil).URL, nil)
+		})
+	})
 }
