@@ -41,8 +41,9 @@
 //     first and the others in byte order of their names; the Redis
 //     protocol lists every field in byte order, where Redis keeps a small
 //     hash's insertion order.
-//   - Over the Redis protocol a profile's hash includes emailAddress:
-//     HGETALL, HKEYS and HVALS answer it and HLEN counts it.
+//   - Over the Redis protocol a profile's hash leaves out emailAddress,
+//     which the key is; a profile of its key alone (which HTTP and imports
+//     can make) reads there as a missing key, but DBSIZE and INFO count it.
 //   - Store.Transact names at most MaxTransactionOps (100) profiles and runs
 //     at most MaxTransactionSteps (10,000) operations; the HTTP transaction
 //     route takes at most 100 operations, and is all or nothing: it does
