@@ -33,7 +33,7 @@ func TestSearchAnswersOnlyMatches(t *testing.T) {
 		})
 	}
 	bad := 0
-	for range 200 {
+	for range 60 {
 		page, err := s.ListProfiles(ctx, partmap.ListOptions{Limit: 1000, Where: []partmap.Match{{Field: "companyName", Value: "Acme"}}})
 		if err != nil {
 			t.Fatal(err)

@@ -204,7 +204,7 @@ func RunResize(t *testing.T, open Opener) {
 
 	t.Run("ResizeKeepsEverything", func(t *testing.T) {
 		s := started(t)
-		want := load(t, s, 3000)
+		want := load(t, s, 1500)
 		for _, n := range []int{7, 1500} {
 			page, _ := s.ListProfiles(ctx, partmap.ListOptions{Limit: 10})
 			st, err := s.Resize(ctx, n)
