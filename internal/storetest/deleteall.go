@@ -119,7 +119,7 @@ func RunDeleteAll(t *testing.T, open func(t *testing.T) EmptierStore) {
 	t.Run("MidResize", func(t *testing.T) {
 		s := started(t)
 		var profiles []partmap.Profile
-		for i := range 3000 {
+		for i := range 1200 {
 			profiles = append(profiles, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("m%05d@example.com", i), "customerTier": "gold"})
 		}
 		MustUpsert(t, s, profiles)
