@@ -1,6 +1,7 @@
 package partmap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,24 @@ import (
 type Deadlines struct {
 	Profile int64            // 0: the profile itself never expires
 	Fields  map[string]int64 // a field not named never expires
+}
+
+// DeadlineCounter is a store that counts its profiles with deadlines, as
+// Redis's INFO keyspace does (expires= and subexpiry=): Pebble and Redis
+// are. The HTTP API has no such route.
+type DeadlineCounter interface {
+	// CountDeadlines counts from the expiry entries alone, never reading
+	// a record: its cost grows with the profiles that have deadlines, not
+	// with the directory.
+	CountDeadlines(ctx context.Context) (DeadlineCounts, error)
+}
+
+// DeadlineCounts count the live profiles that have deadlines. A profile
+// whose field deadline has passed counts until the sweeper rewrites it,
+// as Redis counts a hash until it deletes the expired field.
+type DeadlineCounts struct {
+	Ending      int64 // profiles that end at a deadline (Record.End): their own, or their last field's
+	FieldExpiry int64 // profiles with a deadline on one field or more
 }
 
 // IsZero reports that nothing expires.

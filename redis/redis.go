@@ -191,6 +191,14 @@ func (s *Store) DeleteAllProfiles(ctx context.Context) (int64, error) {
 
 var _ partmap.Emptier = (*Store)(nil)
 
+// CountDeadlines counts the profiles with deadlines
+// (partmap.DeadlineCounter).
+func (s *Store) CountDeadlines(ctx context.Context) (partmap.DeadlineCounts, error) {
+	return s.dir.CountDeadlines(ctx)
+}
+
+var _ partmap.DeadlineCounter = (*Store)(nil)
+
 // Changes reads the change feed (partmap.Feeder).
 func (s *Store) Changes(ctx context.Context, q partmap.ChangeQuery) (partmap.ChangePage, error) {
 	return s.dir.Changes(ctx, q)

@@ -61,11 +61,18 @@ func cmdConfig(k *call) {
 		k.w.WriteError("ERR wrong number of arguments for 'config|" + sub + "' command")
 	case sub == "get":
 		configGet(k)
+	case sub == "resetstat":
+		// Redis zeroes the counters of INFO's stats sections; partmap's
+		// INFO has none (its keyspace counts are the data's), so there
+		// is nothing to reset.
+		k.w.WriteString("OK")
 	case sub == "help":
 		writeHelp(k.w, "CONFIG",
 			"GET <pattern>",
 			"    Return parameters matching the glob-like <pattern> and their values.",
-			"SET, REWRITE, RESETSTAT: refused; partmap is configured by the flags of partmap serve.")
+			"RESETSTAT",
+			"    Reset statistics reported by the INFO command: partmap's INFO has none to reset.",
+			"SET, REWRITE: refused; partmap is configured by the flags of partmap serve.")
 	default:
 		k.w.WriteError("ERR partmap is configured by the flags of `partmap serve` (see partmap serve -h), not by CONFIG " + strings.ToUpper(sub))
 	}

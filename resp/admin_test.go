@@ -116,7 +116,8 @@ func pairs(r reply) reply {
 }
 
 // CONFIG GET answers the parameters clients ask about as Redis's does,
-// with partmap's values; CONFIG SET, REWRITE and RESETSTAT are refused.
+// with partmap's values; CONFIG RESETSTAT answers OK, as Redis's does;
+// CONFIG SET and REWRITE are refused.
 func TestConfigMatchesRedis(t *testing.T) {
 	addr, _ := serve(t, nil)
 	for _, proto := range []int{2, 3} {
@@ -128,7 +129,7 @@ func TestConfigMatchesRedis(t *testing.T) {
 			{"config", "get", "maxmemory-policy", "timeout", "notify-keyspace-events"}, {"config", "get", "nosuch"},
 			{"config", "get", "Save", "s?ve", "[sz]ave"}, {"config", "get", "databas[e]s"},
 			{"config"}, {"config", "get"}, {"config", "nosuch"}, {"config", "set", "save"}, {"config", "rewrite", "x"},
-			{"config", "resetstat", "x"}, {"config", "help", "x"},
+			{"config", "resetstat", "x"}, {"config", "resetstat"}, {"config", "help", "x"},
 		} {
 			if got, want := pairs(do(pm, args...)), pairs(do(rd, args...)); !reflect.DeepEqual(got, want) {
 				t.Errorf("RESP%d %q: partmap %#v, redis %#v", proto, args, got, want)
@@ -148,7 +149,7 @@ func TestConfigMatchesRedis(t *testing.T) {
 				t.Errorf("RESP%d %q: %#v, want %v", proto, tc.args, got, tc.want)
 			}
 		}
-		for _, sub := range []string{"set save x", "rewrite", "resetstat"} {
+		for _, sub := range []string{"set save x", "rewrite"} {
 			args := []any{"config"}
 			for _, a := range strings.Fields(sub) {
 				args = append(args, a)
@@ -223,6 +224,61 @@ func TestMemoryUsage(t *testing.T) {
 			if got, want := do(pm, args...), do(rd, args...); got.val != int64(7) || fmt.Sprintf("%T", want.val) != "int64" {
 				t.Errorf("RESP%d %q: partmap %#v (want 7, the bytes of ab, cde, f and g), redis %#v", proto, args, got, want)
 			}
+		}
+	}
+}
+
+// INFO keyspace writes db0's line as Redis 7.4 does, counting the
+// profiles with deadlines (expires=, a profile's own or its last
+// field's) and those with field deadlines (subexpiry=), and none for an
+// empty directory, as redis-server writes none for an empty database.
+func TestInfoKeyspace(t *testing.T) {
+	addr, _ := serve(t, nil)
+	pm, rd := client(t, addr, 2), oneDBRedis(t, 2)
+	keyspace := func(c *goredis.Client) string {
+		t.Helper()
+		s, err := c.Info(context.Background(), "keyspace").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if got, want := keyspace(pm), keyspace(rd); got != want {
+		t.Fatalf("empty: %q, redis %q", got, want)
+	}
+	// Two sections: a blank line between them, none after the last.
+	for _, c := range []*goredis.Client{pm, rd} {
+		s, err := c.Info(context.Background(), "clients", "keyspace").Result()
+		if err != nil || !strings.HasPrefix(s, "# Clients\r\n") || !strings.HasSuffix(s, "\r\n\r\n# Keyspace\r\n") {
+			t.Fatalf("INFO clients keyspace: %q %v", s, err)
+		}
+	}
+	line := func(want string) {
+		t.Helper()
+		if got := keyspace(pm); got != "# Keyspace\r\n"+want+"\r\n" {
+			t.Fatalf("%q, want the line %q", got, want)
+		}
+	}
+	for _, args := range [][]any{
+		{"hset", "a", "f", "1"}, {"hset", "b", "f", "1"}, {"expire", "b", "1000"},
+		{"hset", "c", "f", "1", "g", "2"}, {"hpexpire", "c", "100000", "fields", "1", "f"},
+	} {
+		if r := do(pm, args...); r.err != "" {
+			t.Fatalf("%q: %s", args, r.err)
+		}
+	}
+	line("db0:keys=3,expires=1,avg_ttl=0,subexpiry=1")
+	do(pm, "hpexpire", "a", "100000", "fields", "1", "f") // a's only field: a ends with it
+	line("db0:keys=3,expires=2,avg_ttl=0,subexpiry=2")
+	do(pm, "hdel", "c", "f")
+	do(pm, "persist", "b")
+	line("db0:keys=3,expires=1,avg_ttl=0,subexpiry=1")
+	do(pm, "hpexpire", "c", "1", "fields", "1", "g") // c's last field, due at once
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got := keyspace(pm); got == "# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0,subexpiry=1\r\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after c's last field expired: %q", got)
 		}
 	}
 }

@@ -73,7 +73,7 @@ var table = []command{
 	{name: "config", arity: -2, queued: true, run: cmdConfig, doc: "server 2.0.0; ; Read the server's configuration", subs: []string{
 		"get 2.0.0; parameter:block/multiple{parameter:string}; The values of configuration parameters",
 		"set 2.0.0; parameter_value:block/multiple{parameter:string value:string}; Refused: partmap is configured by its flags",
-		"rewrite 2.8.0; ; Refused: partmap is configured by its flags", "resetstat 2.0.0; ; Refused: partmap keeps no such statistics",
+		"rewrite 2.8.0; ; Refused: partmap is configured by its flags", "resetstat 2.0.0; ; Reset the statistics INFO reports: partmap's INFO has none to reset",
 		"help 5.0.0; ; Show helpful text about the different subcommands"}},
 	{name: "time", arity: 1, flags: "loading stale fast", queued: true, run: cmdTime, doc: "server 2.6.0; ; The server's clock"},
 	{name: "memory", arity: -2, run: cmdMemory, doc: "server 4.0.0; ; Commands about memory", subs: []string{
@@ -597,21 +597,43 @@ func cmdInfo(k *call) {
 		sections[lower(a)] = true
 	}
 	all := len(sections) == 0 || sections["all"] || sections["everything"] || sections["default"]
-	var b strings.Builder
+	var out []string // Redis separates sections by a blank line, and ends with none
 	if all || sections["server"] {
-		fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nserver_name:partmap\r\nos:partmap\r\n\r\n", redisVersion)
+		out = append(out, fmt.Sprintf("# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nserver_name:partmap\r\nos:partmap\r\n", redisVersion))
 	}
 	if all || sections["clients"] {
-		fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\n\r\n", k.s.Clients())
+		out = append(out, fmt.Sprintf("# Clients\r\nconnected_clients:%d\r\n", k.s.Clients()))
 	}
 	if all || sections["keyspace"] {
-		b.WriteString("# Keyspace\r\n")
-		if st, err := k.store.ListPartitions(k.ctx); err == nil && st.TotalProfiles > 0 {
-			fmt.Fprintf(&b, "db0:keys=%d,expires=0,avg_ttl=0\r\n", st.TotalProfiles)
+		line, err := keyspaceLine(k)
+		if err != nil {
+			k.w.WriteError(storeError(err))
+			return
 		}
-		b.WriteString("\r\n")
+		out = append(out, "# Keyspace\r\n"+line)
 	}
-	k.w.WriteBulkString(b.String())
+	k.w.WriteBulkString(strings.Join(out, "\r\n"))
+}
+
+// keyspaceLine is INFO keyspace's line of db0, as Redis 7.4 writes it,
+// or none for an empty or unstarted directory. expires= counts the
+// profiles that end at a deadline, a profile's own or its last field's
+// (partmap.DeadlineCounts); avg_ttl, an estimate in Redis, is 0.
+func keyspaceLine(k *call) (string, error) {
+	st, err := k.store.ListPartitions(k.ctx)
+	if partmap.ErrorCode(err) == partmap.ENOTSTARTED || err == nil && st.TotalProfiles == 0 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var dc partmap.DeadlineCounts
+	if k.s.deadlines != nil {
+		if dc, err = k.s.deadlines.CountDeadlines(k.ctx); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("db0:keys=%d,expires=%d,avg_ttl=0,subexpiry=%d\r\n", st.TotalProfiles, dc.Ending, dc.FieldExpiry), nil
 }
 
 func cmdDBSize(k *call) {

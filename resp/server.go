@@ -52,7 +52,8 @@ type Options struct {
 // Server answers Redis clients from a partmap.Store.
 type Server struct {
 	store        partmap.Store
-	emptier      partmap.Emptier // FLUSHALL's; nil when the store is none
+	emptier      partmap.Emptier         // FLUSHALL's; nil when the store is none
+	deadlines    partmap.DeadlineCounter // INFO keyspace's expires= and subexpiry=; nil when the store is none
 	tokens       *auth.Tokens
 	log          *slog.Logger
 	writeTimeout time.Duration
@@ -76,6 +77,7 @@ func New(store partmap.Store, opts *Options) *Server {
 	base, cancel := context.WithCancel(context.Background())
 	s := &Server{base: base, cancel: cancel, store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
 	s.emptier, _ = store.(partmap.Emptier)
+	s.deadlines, _ = store.(partmap.DeadlineCounter)
 	if opts != nil {
 		s.tokens = opts.Tokens
 		if opts.Log != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -309,6 +310,42 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 		}
 		return nil
 	})
+}
+
+// CountDeadlines counts the live profiles with deadlines
+// (partmap.DeadlineCounter) from one read of every expiry entry: a
+// profile's 'p' entry says when it ends, its 'f' entry that a field has a
+// deadline. A profile whose end has passed is gone, whatever its entries.
+func (d *Directory) CountDeadlines(ctx context.Context) (partmap.DeadlineCounts, error) {
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.DeadlineCounts{}, err
+	}
+	var c partmap.DeadlineCounts
+	err := d.read(func(sv *serving) error {
+		now := d.now()
+		all, err := d.engine.Due(ctx, sv.cur.Generation, 0, partmap.Partition(sv.cur.Partitions), math.MaxInt64, math.MaxInt, nil)
+		if err != nil {
+			return err
+		}
+		ended := map[string]bool{}
+		for _, e := range all {
+			if e.Profile && e.Deadline <= now {
+				ended[e.Email] = true
+			}
+		}
+		c = partmap.DeadlineCounts{}
+		for _, e := range all {
+			switch {
+			case ended[e.Email]:
+			case e.Profile:
+				c.Ending++
+			default:
+				c.FieldExpiry++
+			}
+		}
+		return nil
+	})
+	return c, err
 }
 
 // dueProfiles counts, per partition of gen, the profiles that have ended

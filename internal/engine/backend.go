@@ -433,8 +433,14 @@ func ExpiryValue(deadline int64, profile bool) string {
 const maxExpiryValue = 1e16 - 1
 
 // ExpiryBound is the least expiry value of deadline: every entry due
-// before it sorts below it.
-func ExpiryBound(deadline int64) string { return ExpiryValue(deadline, false)[:16] }
+// before it sorts below it. Past maxExpiryValue every entry does, those
+// entered at it too ('q' sorts after 'p' and 'f').
+func ExpiryBound(deadline int64) string {
+	if deadline > maxExpiryValue {
+		return ExpiryValue(maxExpiryValue, false)[:16] + "q"
+	}
+	return ExpiryValue(deadline, false)[:16]
+}
 
 // ParseExpiryValue reads what ExpiryValue wrote.
 func ParseExpiryValue(v string) (deadline int64, profile bool, ok bool) {

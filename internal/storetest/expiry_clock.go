@@ -504,6 +504,56 @@ func RunExpiry(t *testing.T, open ClockOpener, reopen ClockReopener) {
 		}
 	})
 
+	// CountDeadlines (Redis's INFO keyspace expires= and subexpiry=)
+	// follows every way a deadline comes and goes: set, replaced, removed
+	// with its field, persisted, passed, and swept.
+	t.Run("CountsDeadlines", func(t *testing.T) {
+		s, sweep, clock := start(t)
+		counter, ok := s.(partmap.DeadlineCounter)
+		if !ok {
+			t.Skip("this store counts no deadlines")
+		}
+		want := func(what string, ending, fields int64) {
+			t.Helper()
+			got, err := counter.CountDeadlines(ctx)
+			if w := (partmap.DeadlineCounts{Ending: ending, FieldExpiry: fields}); err != nil || got != w {
+				t.Fatalf("%s: %+v %v, want %+v", what, got, err, w)
+			}
+		}
+		want("none", 0, 0)
+		emails := Spread(5, "counted")
+		a, b, c, d, e := emails[0], emails[1], emails[2], emails[3], emails[4]
+		for _, email := range emails {
+			putProfile(t, s, partmap.Profile{partmap.FieldEmail: email, "f": "1", "g": "2"})
+		}
+		want("profiles without deadlines", 0, 0)
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: a, When: at(T0 + 60_000)})
+		want("a profile's deadline", 1, 0)
+		apply(t, s, partmap.Operation{Op: partmap.OpExpire, Email: a, When: at(T0 + 90_000)})
+		want("a profile's deadline replaced", 1, 0)
+		expireFields(t, s, b, at(T0+60_000), "", "f")
+		expireFields(t, s, b, at(T0+70_000), "", "g")
+		want("every field of a profile (it ends with the last)", 2, 1)
+		expireFields(t, s, c, at(T0+1000), "", "f")
+		expireFields(t, s, d, at(T0+60_000), "", "f", "g")
+		expireFields(t, s, e, at(T0+60_000), "", "f")
+		want("fields of three more", 3, 4)
+		apply(t, s, partmap.Operation{Op: partmap.OpGetDelete, Email: e, Fields: []string{"f"}})
+		want("the field with the deadline deleted", 3, 3)
+		apply(t, s, partmap.Operation{Op: partmap.OpPersist, Email: d, Fields: []string{"g"}})
+		want("one of two field deadlines persisted: the profile no longer ends", 2, 3)
+		apply(t, s, partmap.Operation{Op: partmap.OpPersist, Email: a})
+		want("the profile's deadline persisted", 1, 3)
+		clock.Set(T0 + 2000)
+		want("c's field deadline passed, not swept", 1, 3)
+		mustSweep(t, sweep)
+		want("c's field swept", 1, 2)
+		clock.Set(T0 + 70_000)
+		want("b ended, not swept", 0, 1)
+		mustSweep(t, sweep)
+		want("everything due swept", 0, 0)
+	})
+
 	t.Run("SurvivesReopen", func(t *testing.T) {
 		if reopen == nil {
 			t.Skip("this store has no data to open again")
