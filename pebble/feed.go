@@ -20,7 +20,7 @@ import (
 // The change feed is one sequence over the whole database, whatever the
 // layout generation:
 //
-//	"f" | sequence number (uint64 BE)   one event (record.EncodeEvent)
+//	"f" | sequence number (uint64 BE)   one event (record.AppendEvent)
 //	"g"                                 the cut (uint64 BE): every event numbered below it is trimmed
 //
 // A commit takes its events' numbers under feed.mu and writes them in its
@@ -150,11 +150,14 @@ func (f *feed) settle(s *span, ok bool) {
 // addEvents appends an event for every write that names a change, numbered
 // from seq, at the commit time ms, as take handed them out.
 func (f *feed) addEvents(batch *pebble.Batch, writes []engine.Write, encoded [][]byte, seq uint64, ms int64) error {
+	var key, event []byte // reused: Set copies them into the batch
 	for i, w := range writes {
 		if w.Change == engine.Move {
 			continue
 		}
-		if err := batch.Set(feedKey(seq), record.EncodeEvent(ms, w.Change, w.Email, encoded[i]), nil); err != nil {
+		key = binary.BigEndian.AppendUint64(append(key[:0], prefixFeed), seq)
+		event = record.AppendEvent(event[:0], ms, w.Change, w.Email, encoded[i])
+		if err := batch.Set(key, event, nil); err != nil {
 			return err
 		}
 		seq++

@@ -6,18 +6,18 @@ import (
 	"github.com/partmap/partmap"
 )
 
-// EncodeEvent is the stored form of a change feed event, which backends
-// keep as they keep records: the commit time (uvarint Unix ms), the
-// operation and the email (length-prefixed), then 'R' and the record as
-// Encode wrote it (encoded), or '-' for a deletion (encoded nil). A
-// backend that stores the record too encodes it once for both.
-func EncodeEvent(millis int64, op partmap.OpKind, email string, encoded []byte) []byte {
-	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(op)+len(email)+1+len(encoded))
+// AppendEvent appends to b the stored form of a change feed event, which
+// backends keep as they keep records: the commit time (uvarint Unix ms),
+// the operation and the email (length-prefixed), then 'R' and the record
+// as Encode wrote it (encoded), or '-' for a deletion (encoded nil). A
+// backend that stores the record too encodes it once for both, and can
+// reuse b for every event of a batch, which copies them.
+func AppendEvent(b []byte, millis int64, op partmap.OpKind, email string, encoded []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(millis))
 	return append(AppendEventHead(b, op, email, encoded == nil), encoded...)
 }
 
-// AppendEventHead is EncodeEvent without the commit time and the record,
+// AppendEventHead is AppendEvent without the commit time and the record,
 // for a backend that stores the time apart (Redis's stream IDs) and
 // appends the encoded record itself.
 func AppendEventHead(b []byte, op partmap.OpKind, email string, deleted bool) []byte {
@@ -29,7 +29,7 @@ func AppendEventHead(b []byte, op partmap.OpKind, email string, deleted bool) []
 	return append(b, 'R')
 }
 
-// DecodeEvent reads what EncodeEvent wrote.
+// DecodeEvent reads what AppendEvent wrote.
 func DecodeEvent(b []byte) (millis int64, op partmap.OpKind, email string, rec *partmap.Record, err error) {
 	ms, w := binary.Uvarint(b)
 	if w <= 0 || ms > 1<<62 {
