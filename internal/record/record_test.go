@@ -126,7 +126,7 @@ func TestEventCodec(t *testing.T) {
 			t.Fatalf("%s: got %d %q %q %+v %v", c.op, ms, op, email, got, err)
 		}
 		head := len(b) - len(AppendEvent(nil, 0, "", "", encoded(c.rec))) + 3 // time, op, email and tag
-		for i := range head {                                            // a truncated head is refused, never misread
+		for i := range head {                                                 // a truncated head is refused, never misread
 			if _, _, _, _, err := DecodeEvent(b[:i]); err == nil {
 				t.Fatalf("%s: %d of %d bytes decoded", c.op, i, len(b))
 			}
