@@ -300,7 +300,7 @@ func (b *backend) getOne(k []byte) (*partmap.Record, error) {
 // Commit writes the records, their index entries and each partition's
 // profile count in one batch. The count is read without a snapshot: the
 // engine holds the partition's lock, so nobody else changes it.
-func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Write) (func() error, error) {
+func (b *backend) Commit(ctx context.Context, _ engine.Lease, writes []engine.Write) (func() error, error) {
 	// The commit's time is its events' and every record's but a copy's;
 	// the events' numbers are taken with it, so that time and numbers agree.
 	events, seq, ms := b.feed.take(writes)
@@ -388,7 +388,7 @@ func (b *backend) Commit(_ context.Context, _ engine.Lease, writes []engine.Writ
 	err := b.db.ApplyNoSyncWait(batch, pebble.Sync)
 	if b.cache != nil {
 		fill := encoded
-		if !fillsCache(writes) {
+		if !fillsCache(ctx, writes) {
 			fill = nil // a bulk write's records: drop what the cache held
 		}
 		b.cache.end(keys, fill, err == nil)

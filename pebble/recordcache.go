@@ -1,12 +1,14 @@
 package pebble
 
 import (
+	"context"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
 	"github.com/coocood/freecache"
 
+	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
 )
 
@@ -149,27 +151,18 @@ func (c *recordCache) fill(key []byte, ticket uint64, v []byte) {
 }
 
 // fillsCache says whether a commit stores its records in the cache: one
-// of a few records of one partition does (a write of one profile, a
-// transaction in one partition); a bulk write's (an import, whose
-// invocations take many partitions; a sweep), a rename's and a
-// transaction's across partitions drop them instead. Storing an import's
-// records cost a sixth of its CPU (issue 32: 2.46 s of server CPU for
-// 200,000 profiles without, 2.95 s with) and replaced the records lookups
-// were using with records nobody may ask for; a lookup of one of them
-// fills it on its first miss.
-func fillsCache(writes []engine.Write) bool {
-	if len(writes) > cacheFillWrites {
-		return false
-	}
-	for _, w := range writes[1:] {
-		if w.Part != writes[0].Part {
-			return false
-		}
-	}
-	return true
+// of a few records does (a write of one profile, a transaction, a
+// pipeline's group of writes, whose records were read first); a bulk
+// write's (engine.Bulk: an import, a sweep, a resize's copy) drops them
+// instead. Storing an import's records cost a sixth of its CPU (issue 32:
+// 2.46 s of server CPU for 200,000 profiles without, 2.95 s with) and
+// replaced the records lookups were using with records nobody may ask
+// for; a lookup of one of them fills it on its first miss. Dropping a
+// group's instead made every write of the next group read Pebble: a third
+// of the server's CPU under redis-benchmark -P 16.
+func fillsCache(ctx context.Context, writes []engine.Write) bool {
+	return !engine.IsBulk(ctx) && len(writes) <= partmap.MaxTransactionOps
 }
-
-const cacheFillWrites = 16
 
 // begin marks keys busy before their batch is applied; end must follow.
 func (c *recordCache) begin(keys [][]byte) {

@@ -222,6 +222,19 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	// all ends before redcon writes the replies out. A failed wait hangs
 	// up, and no reply of the pipeline is sent.
 	defer s.endOfCommand(conn, c)
+	if len(conn.PeekPipeline()) > 0 {
+		// The rest of the pipeline runs here, its writes grouped.
+		s.runPipeline(conn, c, append([]redcon.Command{rc}, conn.ReadPipeline()...))
+		return
+	}
+	s.one(conn, c, args)
+}
+
+// one runs one command and writes its reply.
+func (s *Server) one(conn redcon.Conn, c *client, args [][]byte) {
+	if len(args) == 0 {
+		return
+	}
 	k, w := &c.call, &c.w
 	*w = writer{Conn: conn, proto: c.proto}
 	cmd, ok := lookup(args[0])

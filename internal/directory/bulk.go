@@ -117,7 +117,7 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 		}
 		inv := sv.invocation(parts...)
 		inv.Records = emails
-		durable, err := d.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
+		durable, err := d.engine.InvokeVisible(engine.Bulk(ctx), inv, func(tx *engine.Tx) error {
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}

@@ -105,7 +105,7 @@ func (d *Directory) deletePage(ctx context.Context, sv *serving, hold engine.Lea
 	}
 	slices.SortFunc(parts, engine.Part.Compare)
 	var deleted int64
-	err := d.engine.InvokeHeld(ctx, hold, sv.invocation(parts...), func(tx *engine.Tx) error {
+	err := d.engine.InvokeHeld(engine.Bulk(ctx), hold, sv.invocation(parts...), func(tx *engine.Tx) error {
 		if d.serving.Load() != sv {
 			return engine.ErrStale
 		}

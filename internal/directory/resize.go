@@ -406,7 +406,7 @@ func (d *Directory) copySlice(ctx context.Context, sv *serving, part engine.Part
 		}
 		slices.SortFunc(lock, engine.Part.Compare)
 		lock = slices.Compact(lock)
-		err := d.engine.Invoke(ctx, sv.invocation(lock...), func(tx *engine.Tx) error {
+		err := d.engine.Invoke(engine.Bulk(ctx), sv.invocation(lock...), func(tx *engine.Tx) error {
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}

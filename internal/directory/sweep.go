@@ -268,7 +268,7 @@ func (d *Directory) reclaimGroup(ctx context.Context, sv *serving, emails []stri
 	if len(parts) == 1 {
 		inv.Records = emails
 	}
-	return d.engine.InvokeVisible(ctx, inv, func(tx *engine.Tx) error {
+	return d.engine.InvokeVisible(engine.Bulk(ctx), inv, func(tx *engine.Tx) error {
 		if d.serving.Load() != sv {
 			return engine.ErrStale
 		}

@@ -54,6 +54,19 @@ type Invocation struct {
 	Records []string
 }
 
+// Bulk marks ctx's invocations as a bulk write's (an import, a sweep, a
+// resize's copy, a deletion of everything): records nobody asked for, which
+// a backend that caches records drops rather than stores.
+func Bulk(ctx context.Context) context.Context { return context.WithValue(ctx, bulkKey{}, true) }
+
+// IsBulk says whether ctx is marked by Bulk.
+func IsBulk(ctx context.Context) bool {
+	bulk, _ := ctx.Value(bulkKey{}).(bool)
+	return bulk
+}
+
+type bulkKey struct{}
+
 // Options configure an engine.
 type Options struct {
 	// LockWait is how long an invocation waits for a held lock; 0 means

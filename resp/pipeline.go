@@ -1,0 +1,116 @@
+package resp
+
+import (
+	"github.com/tidwall/redcon"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/auth"
+)
+
+// A pipeline's writes commit together. Consecutive commands that each
+// write one profile, all of them different profiles, run as one
+// transaction whose operations fail alone (partmap.Operation.FailAlone),
+// as EXEC's do: one invocation, one batch and one commit where each
+// command would have had its own. Each command keeps its own reply, and
+// one that fails answers its error in its place while the others apply.
+// Grouping adds nothing a client can tell: the commands run in the order
+// sent, their replies wait for the pipeline's end anyway, and every
+// command keeps its own change feed event, since no two of a group write
+// one profile (a transaction's event names a profile's last write).
+// Anything else (a read, a command of several keys, MULTI, a refusal)
+// ends the group, runs alone in its place, and a new group begins after
+// it. A group that the store refuses whole (a lock conflict after the
+// retries, the store unavailable) runs again command by command.
+
+// maxGroup bounds a group's commands, below partmap.MaxTransactionOps.
+const maxGroup = 64
+
+type grouped struct {
+	cmd *command
+	x   exchange
+}
+
+// runPipeline runs cmds, the commands of one pipeline, in order.
+func (s *Server) runPipeline(conn redcon.Conn, c *client, cmds []redcon.Command) {
+	var group []grouped
+	profiles := map[string]bool{}
+	flush := func() {
+		s.runGroup(conn, c, group)
+		group = group[:0]
+		clear(profiles)
+	}
+	for _, rc := range cmds {
+		if c.quit {
+			break // QUIT drops the rest of the pipeline
+		}
+		cmd, ops, ok := s.groupable(c, rc.Args)
+		if !ok {
+			flush()
+			s.one(conn, c, rc.Args)
+			continue
+		}
+		profile := ops[0].Email
+		if e, err := partmap.CanonicalEmail(profile); err == nil {
+			profile = e
+		}
+		if profiles[profile] || len(group) == maxGroup {
+			flush()
+		}
+		profiles[profile] = true
+		group = append(group, grouped{cmd: cmd, x: exchange{args: rc.Args, ops: ops}})
+	}
+	flush()
+}
+
+// groupable parses args if they are a command that may join a group: a
+// write of one operation on one profile, that the client may send now.
+func (s *Server) groupable(c *client, args [][]byte) (*command, []partmap.Operation, bool) {
+	if len(args) == 0 || c.tx.queue != nil || !c.authed {
+		return nil, nil, false
+	}
+	cmd, ok := lookup(args[0])
+	if !ok || !cmd.write || cmd.parse == nil || cmd.ttl || cmd.run != nil || !cmd.arity.ok(len(args)) ||
+		c.scope < auth.ScopeWrite || (cmd.admin && c.scope < auth.ScopeAdmin) {
+		return nil, nil, false
+	}
+	ops, err := cmd.parse(args, nil)
+	if err != nil || len(ops) != 1 || ops[0].To != "" {
+		return nil, nil, false
+	}
+	switch ops[0].Op {
+	case partmap.OpGet, partmap.OpRename, partmap.OpCopy:
+		return nil, nil, false
+	}
+	return cmd, ops, true
+}
+
+// runGroup runs a group's commands, as one transaction when there are
+// several, and writes their replies in order.
+func (s *Server) runGroup(conn redcon.Conn, c *client, group []grouped) {
+	if len(group) == 0 {
+		return
+	}
+	k, w := &c.call, &c.w
+	*w = writer{Conn: conn, proto: c.proto}
+	*k = call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store}
+	var results []partmap.OperationResult
+	var err error
+	if len(group) > 1 {
+		ops := make([]partmap.Operation, len(group))
+		for i := range group {
+			ops[i] = sent(group[i].x.ops[0])
+			ops[i].FailAlone = true
+		}
+		results, err = k.store.Transact(k.ctx, ops)
+	}
+	for i := range group {
+		g := &group[i]
+		if results != nil && err == nil {
+			g.x.res = results[i : i+1]
+		} else {
+			k.args = g.x.args
+			k.runAlone(g.cmd, &g.x)
+		}
+		g.cmd.reply(w, &g.x)
+	}
+}
