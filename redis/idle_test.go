@@ -41,6 +41,7 @@ func TestIdleCommands(t *testing.T) {
 			name += "WithData"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a redis-server each, mostly idle: they overlap
 			srv := redistest.StartTestServer(t)
 			admin := srv.Client(t)
 			opts := redis.Options{}
