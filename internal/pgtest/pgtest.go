@@ -9,6 +9,7 @@
 package pgtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type Server struct {
 	Dir    string // the temporary directory: data/, sock/, log
 	Socket string // the unix socket directory
 	Port   int
+	// MaxConnections is PostgreSQL's max_connections from the next
+	// Start; 0 means 50.
+	MaxConnections int
 
 	bin   string
 	cred  *syscall.Credential
@@ -138,7 +142,7 @@ func (s *Server) Start() error {
 	}
 	defer logf.Close()
 	cmd := s.command("postgres", "-D", s.data(), "-k", s.Socket, "-p", strconv.Itoa(s.Port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=50")
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections="+strconv.Itoa(cmp.Or(s.MaxConnections, 50)))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: starting postgres: %w", err)

@@ -62,6 +62,7 @@ type config struct {
 	pprofDir          string
 	phases            []phase // the wrk phases to run, in phases' order as given
 	imports           bool    // run the import phase
+	postgres          bool    // run the postgres phase after each put phase (postgres.go)
 	importProfiles    int
 }
 
@@ -132,7 +133,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.sizesOnly, "sizes-only", false, "leave out the bare server: compare partmap's sizes only")
 	fs.StringVar(&c.pprof, "pprof", "", "after the rounds, run `phase` (get, put or lone) once more against each partmap and save a CPU profile of the server; import keeps the import phase's profiles")
 	fs.StringVar(&c.pprofDir, "pprof-dir", ".", "`directory` for --pprof's profiles")
-	only := fs.String("phases", "get,put,lone", "the `phases` to run, a comma list of get, put, lone and import")
+	only := fs.String("phases", "get,put,lone", "the `phases` to run, a comma list of get, put, lone, import and postgres (upserts into a PostgreSQL of its own, after each put phase)")
 	fs.IntVar(&c.importProfiles, "import-profiles", 200_000, "profiles the import phase imports")
 	if err := fs.Parse(args); err != nil {
 		return c, usageError{err}
@@ -148,13 +149,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.preload = append(c.preload, n)
 	}
 	for name := range strings.SplitSeq(*only, ",") {
-		if strings.TrimSpace(name) == "import" {
+		switch strings.TrimSpace(name) {
+		case "import":
 			c.imports = true
+			continue
+		case "postgres":
+			c.postgres = true
 			continue
 		}
 		i := slices.IndexFunc(phases, func(p phase) bool { return p.name == strings.TrimSpace(name) })
 		if i < 0 {
-			return c, usageError{fmt.Errorf("--phases: no phase %q (get, put, lone or import)", name)}
+			return c, usageError{fmt.Errorf("--phases: no phase %q (get, put, lone, import or postgres)", name)}
 		}
 		if !slices.ContainsFunc(c.phases, func(p phase) bool { return p.name == phases[i].name }) {
 			c.phases = append(c.phases, phases[i])
@@ -173,6 +178,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, usageError{fmt.Errorf("--pprof: no phase %q (get, put, lone or import)", c.pprof)}
 	case c.pprof == "import" && !c.imports:
 		return c, usageError{errors.New("--pprof import needs the import phase in --phases")}
+	case c.postgres && !slices.ContainsFunc(c.phases, func(p phase) bool { return p.name == "put" }):
+		return c, usageError{errors.New("--phases: postgres is measured beside put; name both")}
 	case c.imports && c.importProfiles < 1:
 		return c, usageError{errors.New("--import-profiles must be at least 1")}
 	}
@@ -223,7 +230,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(c.phases) == 0 {
-		report(stdout, c, nil, imports, wrk, args)
+		report(stdout, c, nil, nil, imports, wrk, args)
 		return nil
 	}
 
@@ -269,6 +276,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		t.preload = time.Since(begin)
 		logf("preloaded %v: %d profiles in %.1f s", t, t.profiles, t.preload.Seconds())
 	}
+	var pgs []*pgTarget
+	defer func() {
+		for _, pg := range pgs {
+			pg.close()
+		}
+	}()
+	if c.postgres {
+		for _, n := range c.preload {
+			pg, err := startPostgres(ctx, n, logf)
+			if err != nil {
+				return err
+			}
+			pgs = append(pgs, pg)
+		}
+	}
 	settle(ctx, targets, 3*time.Minute, logf)
 
 	// Rounds: each phase runs against every target in turn, the order
@@ -288,6 +310,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				t.samples[ph.name] = append(t.samples[ph.name], s)
 				logf("round %d/%d %-4s %-16v %9.0f ops/s %7.1f µs CPU/req  p50 %v  p99 %v", round+1, c.rounds, ph.name, t,
 					s.wrk.PerSecond, s.cpuPerReq, s.wrk.P50, s.wrk.P99)
+			}
+			if ph.name != "put" {
+				continue
+			}
+			for _, pg := range pgs {
+				settle(ctx, targets, time.Minute, logf)
+				s, err := pg.run(ctx, c.duration, clkTck)
+				if err != nil {
+					return err
+				}
+				pg.samples = append(pg.samples, s)
+				logf("round %d/%d %-4s PostgreSQL@%-5s %9.0f upserts/s %7.1f µs CPU/upsert", round+1, c.rounds, "put", short(pg.profiles), s.perSecond, s.cpuPerOp)
 			}
 		}
 	}
@@ -313,7 +347,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%v: %w", t, err)
 		}
 	}
-	report(stdout, c, targets, imports, wrk, args)
+	report(stdout, c, targets, pgs, imports, wrk, args)
 	return nil
 }
 
@@ -642,7 +676,7 @@ end
 `
 
 // report writes the Markdown report.
-func report(w io.Writer, c config, targets []*target, imports []*importTarget, wrk string, args []string) {
+func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports []*importTarget, wrk string, args []string) {
 	find := func(kind string, n int) *target {
 		i := slices.IndexFunc(targets, func(t *target) bool { return t.kind == kind && t.profiles == n })
 		if i < 0 {
@@ -710,6 +744,10 @@ func report(w io.Writer, c config, targets []*target, imports []*importTarget, w
 			}
 			fmt.Fprintln(w)
 		}
+	}
+
+	if len(pgs) > 0 {
+		reportPostgres(w, targets, pgs)
 	}
 
 	if len(c.preload) > 1 {

@@ -97,4 +97,10 @@ func TestParsePhases(t *testing.T) {
 	if _, err := parseConfig([]string{"--phases", "put,post"}, io.Discard); err == nil || !strings.Contains(err.Error(), `"post"`) {
 		t.Fatalf("--phases put,post: %v", err)
 	}
+	if c, err := parseConfig([]string{"--phases", "put,postgres"}, io.Discard); err != nil || !c.postgres || len(c.phases) != 1 {
+		t.Fatalf("--phases put,postgres: %+v %v", c, err)
+	}
+	if _, err := parseConfig([]string{"--phases", "get,postgres"}, io.Discard); err == nil {
+		t.Fatal("--phases get,postgres: postgres without put accepted")
+	}
 }

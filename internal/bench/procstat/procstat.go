@@ -23,6 +23,55 @@ func CPUTicks(pid int) (int64, error) {
 	return ParseStatTicks(string(b))
 }
 
+// FamilyCPUTicks is CPUTicks of process pid and of each of its children
+// now running: a server of many processes, as PostgreSQL's postmaster and
+// its backends are. A child that has exited no longer counts.
+func FamilyCPUTicks(pid int) (int64, error) {
+	total, err := CPUTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if ppid, err := parseStatField(string(b), 4); err != nil || ppid != int64(pid) {
+			continue
+		}
+		ticks, err := ParseStatTicks(string(b))
+		if err != nil {
+			return 0, err
+		}
+		total += ticks
+	}
+	return total, nil
+}
+
+// parseStatField returns field n (counted from 1, as proc(5) does; n ≥ 3)
+// of the text of /proc/PID/stat as an integer.
+func parseStatField(stat string, n int) (int64, error) {
+	// Field 2, the command name, is in parentheses and may hold spaces and
+	// parentheses itself: the fields after the last ')' are plain.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3, state
+	if len(f) <= n-3 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least %d", len(f), n-2)
+	}
+	return strconv.ParseInt(f[n-3], 10, 64)
+}
+
 // PeakRSS is process pid's peak resident set size (VmHWM), in bytes.
 func PeakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -48,18 +97,8 @@ func ClockTick() (float64, error) {
 // ParseStatTicks returns utime+stime, in clock ticks, from the text of
 // /proc/PID/stat: the CPU the whole process (all its threads) has used.
 func ParseStatTicks(stat string) (int64, error) {
-	// Field 2, the command name, is in parentheses and may hold spaces and
-	// parentheses itself: the fields after the last ')' are plain.
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("/proc stat: no command name")
-	}
-	f := strings.Fields(stat[i+1:]) // f[0] is field 3, state
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least 13", len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[14-3], 10, 64)
-	stime, err2 := strconv.ParseInt(f[15-3], 10, 64)
+	utime, err1 := parseStatField(stat, 14)
+	stime, err2 := parseStatField(stat, 15)
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, fmt.Errorf("/proc stat: %w", err)
 	}

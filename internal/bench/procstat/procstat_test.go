@@ -1,8 +1,11 @@
 package procstat_test
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/partmap/partmap/internal/bench/procstat"
 )
@@ -57,5 +60,37 @@ func TestOwnProcess(t *testing.T) {
 	}
 	if tck, err := procstat.ClockTick(); err != nil || tck <= 0 {
 		t.Errorf("clock tick %v, %v", tck, err)
+	}
+}
+
+// A child's CPU counts in its parent's family, and not in the parent's own.
+func TestFamilyCPUTicks(t *testing.T) {
+	child := exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 5")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { child.Process.Kill(); child.Wait() }()
+	tck, err := procstat.ClockTick()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// In this order, since the counts only grow: the family's, read
+		// last, holds at least the other two.
+		theirs, err3 := procstat.CPUTicks(child.Process.Pid)
+		own, err1 := procstat.CPUTicks(os.Getpid())
+		family, err2 := procstat.FamilyCPUTicks(os.Getpid())
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if theirs >= int64(tck/10) { // the loop has run a tenth of a second
+			if family < own+theirs {
+				t.Fatalf("family %d ticks, own %d, the child's %d", family, own, theirs)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child used only %d ticks", theirs)
+		}
 	}
 }
