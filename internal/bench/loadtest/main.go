@@ -18,13 +18,15 @@
 //
 // The postgres phase (postgres.go) runs PostgreSQL's upserts of the same
 // profiles from 64 clients after each put phase, as the reference for a
-// durable write. The import phase is different (import.go): each round imports a file
-// into a fresh server on an empty directory with `partmap import`, and
-// reports the rate, the server's CPU and how often its collector ran.
+// durable write. The import phase is different (import.go): each round
+// imports a file into a fresh server on an empty directory with `partmap
+// import`, and reports the rate, the server's CPU and how often its
+// collector ran.
 //
 // It needs Linux, wrk for the wrk phases, and PostgreSQL (Debian's
-// postgresql, which make test installs) for the postgres phase. Progress goes to stderr, a Markdown report to
-// stdout. docs/PERFORMANCE.md describes the figures.
+// postgresql, which make test installs) for the postgres phase. Progress
+// goes to stderr, a Markdown report to stdout. docs/PERFORMANCE.md
+// describes the figures.
 package main
 
 import (
