@@ -19,8 +19,11 @@ import (
 // one profile (a transaction's event names a profile's last write).
 // Anything else (a read, a command of several keys, MULTI, a refusal)
 // ends the group, runs alone in its place, and a new group begins after
-// it. A group that the store refuses whole (a lock conflict after the
-// retries, the store unavailable) runs again command by command.
+// it. A group that meets a lock conflict wrote nothing and runs again
+// command by command, each retried on its own, so that the conflict
+// delays only the commands of its partition. A group that fails otherwise
+// (the store unavailable: it may have committed) is not run again: each
+// of its commands answers the failure, as it would have alone.
 
 // maxGroup bounds a group's commands, below partmap.MaxTransactionOps.
 const maxGroup = 64
@@ -101,14 +104,19 @@ func (s *Server) runGroup(conn redcon.Conn, c *client, group []grouped) {
 			ops[i] = sent(group[i].x.ops[0])
 			ops[i].FailAlone = true
 		}
-		results, err = k.store.Transact(k.ctx, ops)
+		// Not retried whole (retrying): a conflict sends each command
+		// to its own retries instead.
+		results, err = s.store.(retrying).Store.Transact(k.ctx, ops)
 	}
 	for i := range group {
 		g := &group[i]
-		if results != nil && err == nil {
+		switch {
+		case len(group) > 1 && err == nil:
 			g.x.res = results[i : i+1]
-		} else {
-			k.args = g.x.args
+		case len(group) > 1 && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT:
+			op := g.x.ops[0]
+			g.x.res = []partmap.OperationResult{{Op: op.Op, Email: op.Email, Err: err}}
+		default:
 			k.runAlone(g.cmd, &g.x)
 		}
 		g.cmd.reply(w, &g.x)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/resp"
 )
 
 // commits is how many commits the store has made, from its
@@ -246,5 +248,71 @@ func TestPipelinesAreLinearizable(t *testing.T) {
 	}
 	if res, _ := porcupine.CheckOperationsVerbose(model, history, 30*time.Second); res != porcupine.Ok {
 		t.Fatalf("a history of %d pipelined commands is %v", len(history), res)
+	}
+}
+
+// groupFailing is a store whose transactions of several operations (a
+// pipeline's groups) fail with err, and that counts single writes.
+type groupFailing struct {
+	partmap.Store
+	err     error
+	applied atomic.Int64
+}
+
+func (s *groupFailing) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
+	if len(ops) > 1 {
+		return nil, s.err
+	}
+	return s.Store.Transact(ctx, ops)
+}
+
+func (s *groupFailing) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
+	s.applied.Add(1)
+	return s.Store.Apply(ctx, op)
+}
+
+// A group that meets a lock conflict wrote nothing: its commands run
+// again one by one. One that fails otherwise may have committed: each
+// command answers the failure, and none runs again.
+func TestPipelineGroupFailures(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		err     error
+		applied int64
+		reply   string
+	}{
+		{&partmap.Error{Code: partmap.ELOCKCONFLICT, Message: "held"}, 3, ""},
+		{&partmap.Error{Code: partmap.EUNAVAILABLE, Message: "the store did not answer"}, 0, "LOADING the store did not answer"},
+	} {
+		t.Run(string(partmap.ErrorCode(tc.err)), func(t *testing.T) {
+			_, store := serve(t, nil)
+			fs := &groupFailing{Store: store, err: tc.err}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := resp.New(fs, nil)
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+			c := client(t, ln.Addr().String(), 2)
+			cmds, _ := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				for _, k := range []string{"a@x.io", "b@x.io", "c@x.io"} {
+					p.HIncrBy(ctx, k, "n", 2)
+				}
+				return nil
+			})
+			for i, cmd := range cmds {
+				v, err := cmd.(*goredis.IntCmd).Result()
+				switch {
+				case tc.reply == "" && (err != nil || v != 2):
+					t.Errorf("command %d: %d %v, want 2", i, v, err)
+				case tc.reply != "" && (err == nil || err.Error() != tc.reply):
+					t.Errorf("command %d: %d %v, want %q", i, v, err, tc.reply)
+				}
+			}
+			if n := fs.applied.Load(); n != tc.applied {
+				t.Errorf("%d commands ran alone, want %d", n, tc.applied)
+			}
+		})
 	}
 }
