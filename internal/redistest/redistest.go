@@ -57,7 +57,18 @@ func (s *Server) Stop() {
 // Cluster is a Redis Cluster of three masters, each with one replica.
 type Cluster struct {
 	Addrs []string // every node, HOST:PORT
-	cmds  []*exec.Cmd
+	nodes []*node
+}
+
+// node is one cluster node's process.
+type node struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited
+}
+
+func (n *node) kill() {
+	n.cmd.Process.Kill()
+	<-n.exited
 }
 
 // StartCluster starts six cluster-enabled servers under dir, joins them
@@ -72,32 +83,17 @@ func StartCluster(dir string) (*Cluster, error) { return StartClusterTimeout(dir
 func StartClusterTimeout(dir string, nodeTimeout time.Duration) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range 6 {
-		port, err := freeClusterPort()
-		if err != nil {
-			c.Stop()
-			return nil, err
-		}
 		d := filepath.Join(dir, fmt.Sprint(i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			c.Stop()
 			return nil, err
 		}
-		cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--dir", d, "--save", "", "--appendonly", "no",
-			"--repl-diskless-sync-delay", "0",
-			"--cluster-node-timeout", fmt.Sprint(nodeTimeout.Milliseconds()))
-		if err := cmd.Start(); err != nil {
+		addr, n, err := startNode(d, nodeTimeout)
+		if err != nil {
 			c.Stop()
-			return nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
+			return nil, err
 		}
-		c.cmds = append(c.cmds, cmd)
-		c.Addrs = append(c.Addrs, fmt.Sprintf("127.0.0.1:%d", port))
-	}
-	for _, a := range c.Addrs {
-		if err := waitFor(func() bool { return dial(a) }); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("%s did not listen", a)
-		}
+		c.Addrs, c.nodes = append(c.Addrs, addr), append(c.nodes, n)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
 	if out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput(); err != nil {
@@ -166,8 +162,7 @@ func (c *Cluster) IsMaster(addr string) bool {
 func (c *Cluster) Kill(addr string) error {
 	for i, a := range c.Addrs {
 		if a == addr {
-			c.cmds[i].Process.Kill()
-			c.cmds[i].Wait()
+			c.nodes[i].kill()
 			return nil
 		}
 	}
@@ -176,10 +171,64 @@ func (c *Cluster) Kill(addr string) error {
 
 // Stop kills every node.
 func (c *Cluster) Stop() {
-	for _, cmd := range c.cmds {
-		cmd.Process.Kill()
-		cmd.Wait()
+	for _, n := range c.nodes {
+		n.kill()
 	}
+}
+
+// startNode starts a cluster node in dir on a free port pair and returns
+// once it answers, as itself: its port, or its bus port 10000 above, may
+// be taken between the pick and its bind (another test's node, picked at
+// random from the same range), and then redis-server exits, or, worse, a
+// dial reaches the other node. A node that exits for a taken address is
+// started again on other ports; any other failure names the node's log.
+func startNode(dir string, nodeTimeout time.Duration) (string, *node, error) {
+	logPath := filepath.Join(dir, "redis.log")
+	for attempt := 1; ; attempt++ {
+		port, err := pickClusterPort()
+		if err != nil {
+			return "", nil, err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		os.Remove(filepath.Join(dir, "nodes.conf"))
+		cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", "--dir", dir, "--save", "", "--appendonly", "no",
+			"--repl-diskless-sync-delay", "0", "--logfile", logPath,
+			"--cluster-node-timeout", fmt.Sprint(nodeTimeout.Milliseconds()))
+		if err := cmd.Start(); err != nil {
+			return "", nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
+		}
+		n := &node{cmd: cmd, exited: make(chan struct{})}
+		go func() { cmd.Wait(); close(n.exited) }()
+		if answersAs(addr, cmd.Process.Pid, n.exited) {
+			return addr, n, nil
+		}
+		n.kill()
+		log, _ := os.ReadFile(logPath)
+		if attempt < 5 && strings.Contains(string(log), "Address already in use") {
+			continue
+		}
+		return "", nil, fmt.Errorf("%s did not listen; its log:\n%s", addr, log)
+	}
+}
+
+// answersAs waits until the server at addr says it is process pid, and
+// reports false if the process exits first or 30 s pass.
+func answersAs(addr string, pid int, exited <-chan struct{}) bool {
+	cl := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 500 * time.Millisecond})
+	defer cl.Close()
+	want := fmt.Sprintf("process_id:%d\r", pid)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		if info, err := cl.Info(context.Background(), "server").Result(); err == nil && strings.Contains(info, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // freeClusterPort returns a port that is free, and whose cluster bus port
@@ -187,6 +236,8 @@ func (c *Cluster) Stop() {
 // ephemeral ports: a port from that range can be taken by any outgoing
 // connection between the pick and redis-server's bind, and a node whose
 // bus port is taken never listens (TestClusterFailover failed so, once).
+var pickClusterPort = freeClusterPort // a test's to replace
+
 func freeClusterPort() (int, error) {
 	low := 32768 // Linux's default start of the range
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
@@ -221,14 +272,6 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func dial(addr string) bool {
-	c, err := net.Dial("tcp", addr)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
 }
 
 func waitFor(ok func() bool) error {
