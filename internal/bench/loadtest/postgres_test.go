@@ -25,7 +25,7 @@ func TestPostgresPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := pg.run(ctx, time.Second, tck)
+	s, err := pg.run(ctx, 300*time.Millisecond, tck)
 	if err != nil {
 		t.Fatal(err)
 	}
