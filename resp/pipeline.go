@@ -4,7 +4,6 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/partmap/partmap"
-	"github.com/partmap/partmap/auth"
 )
 
 // A pipeline's writes commit together. Consecutive commands that each
@@ -68,12 +67,11 @@ func (s *Server) runPipeline(conn redcon.Conn, c *client, cmds []redcon.Command)
 // groupable parses args if they are a command that may join a group: a
 // write of one operation on one profile, that the client may send now.
 func (s *Server) groupable(c *client, args [][]byte) (*command, []partmap.Operation, bool) {
-	if len(args) == 0 || c.tx.queue != nil || !c.authed {
+	if len(args) == 0 || c.tx.queue != nil {
 		return nil, nil, false
 	}
-	cmd, ok := lookup(args[0])
-	if !ok || !cmd.write || cmd.parse == nil || cmd.ttl || cmd.run != nil || !cmd.arity.ok(len(args)) ||
-		c.scope < auth.ScopeWrite || (cmd.admin && c.scope < auth.ScopeAdmin) {
+	cmd, refusal := admit(c, args)
+	if refusal != "" || !cmd.write || cmd.parse == nil || cmd.ttl || cmd.run != nil {
 		return nil, nil, false
 	}
 	ops, err := cmd.parse(args, nil)

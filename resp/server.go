@@ -237,24 +237,11 @@ func (s *Server) one(conn redcon.Conn, c *client, args [][]byte) {
 	}
 	k, w := &c.call, &c.w
 	*w = writer{Conn: conn, proto: c.proto}
-	cmd, ok := lookup(args[0])
 	inMulti := c.tx.queue != nil
-	refuse := func(msg string) {
+	cmd, refusal := admit(c, args)
+	if refusal != "" {
 		c.tx.failed = c.tx.failed || inMulti
-		w.WriteError(msg)
-	}
-	switch {
-	case !ok:
-		refuse(unknownCommand(args))
-		return
-	case !c.authed && !cmd.open:
-		refuse("NOAUTH Authentication required.")
-		return
-	case !cmd.arity.ok(len(args)):
-		refuse("ERR wrong number of arguments for '" + cmd.name + "' command")
-		return
-	case (cmd.write && c.scope < auth.ScopeWrite) || (cmd.admin && c.scope < auth.ScopeAdmin):
-		refuse("NOPERM this user has no permissions to run the '" + cmd.name + "' command")
+		w.WriteError(refusal)
 		return
 	}
 	*k = call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store, args: args}
@@ -266,6 +253,23 @@ func (s *Server) one(conn redcon.Conn, c *client, args [][]byte) {
 	default:
 		k.execute(cmd)
 	}
+}
+
+// admit looks up args' command and returns Redis's refusal of it for
+// this client now, or "" when it may run.
+func admit(c *client, args [][]byte) (*command, string) {
+	cmd, ok := lookup(args[0])
+	switch {
+	case !ok:
+		return nil, unknownCommand(args)
+	case !c.authed && !cmd.open:
+		return cmd, "NOAUTH Authentication required."
+	case !cmd.arity.ok(len(args)):
+		return cmd, "ERR wrong number of arguments for '" + cmd.name + "' command"
+	case (cmd.write && c.scope < auth.ScopeWrite) || (cmd.admin && c.scope < auth.ScopeAdmin):
+		return cmd, "NOPERM this user has no permissions to run the '" + cmd.name + "' command"
+	}
+	return cmd, ""
 }
 
 // endOfCommand waits for the durability of the pipeline's writes after its

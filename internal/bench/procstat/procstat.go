@@ -44,10 +44,14 @@ func FamilyCPUTicks(pid int) (int64, error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if ppid, err := parseStatField(string(b), 4); err != nil || ppid != int64(pid) {
+		f, err := statFields(string(b))
+		if err != nil {
+			return 0, err
+		}
+		if ppid, err := strconv.Atoi(f[4-3]); err != nil || ppid != pid {
 			continue
 		}
-		ticks, err := ParseStatTicks(string(b))
+		ticks, err := statTicks(f)
 		if err != nil {
 			return 0, err
 		}
@@ -56,20 +60,30 @@ func FamilyCPUTicks(pid int) (int64, error) {
 	return total, nil
 }
 
-// parseStatField returns field n (counted from 1, as proc(5) does; n ≥ 3)
-// of the text of /proc/PID/stat as an integer.
-func parseStatField(stat string, n int) (int64, error) {
+// statFields are the fields of the text of /proc/PID/stat from field 3,
+// the state, on: f[n-3] is field n as proc(5) counts them.
+func statFields(stat string) ([]string, error) {
 	// Field 2, the command name, is in parentheses and may hold spaces and
 	// parentheses itself: the fields after the last ')' are plain.
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, errors.New("/proc stat: no command name")
+		return nil, errors.New("/proc stat: no command name")
 	}
-	f := strings.Fields(stat[i+1:]) // f[0] is field 3, state
-	if len(f) <= n-3 {
-		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least %d", len(f), n-2)
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return nil, fmt.Errorf("/proc stat: %d fields after the command name, want at least 13", len(f))
 	}
-	return strconv.ParseInt(f[n-3], 10, 64)
+	return f, nil
+}
+
+// statTicks is utime+stime (fields 14 and 15) of statFields.
+func statTicks(f []string) (int64, error) {
+	utime, err1 := strconv.ParseInt(f[14-3], 10, 64)
+	stime, err2 := strconv.ParseInt(f[15-3], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc stat: %w", err)
+	}
+	return utime + stime, nil
 }
 
 // PeakRSS is process pid's peak resident set size (VmHWM), in bytes.
@@ -97,12 +111,11 @@ func ClockTick() (float64, error) {
 // ParseStatTicks returns utime+stime, in clock ticks, from the text of
 // /proc/PID/stat: the CPU the whole process (all its threads) has used.
 func ParseStatTicks(stat string) (int64, error) {
-	utime, err1 := parseStatField(stat, 14)
-	stime, err2 := parseStatField(stat, 15)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc stat: %w", err)
+	f, err := statFields(stat)
+	if err != nil {
+		return 0, err
 	}
-	return utime + stime, nil
+	return statTicks(f)
 }
 
 // ParseVmHWM returns the peak resident set size, in bytes, from the text
