@@ -55,3 +55,15 @@ func Deferring(ctx context.Context) bool {
 	_, ok := ctx.Value(deferralKey{}).(*deferral)
 	return ok
 }
+
+// Deferred is how many writes under ctx's DeferDurability wait for its
+// wait: none means that every write made under it is durable already.
+func Deferred(ctx context.Context) int {
+	d, ok := ctx.Value(deferralKey{}).(*deferral)
+	if !ok {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.waits)
+}

@@ -1,6 +1,7 @@
 package partmap
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -119,4 +120,24 @@ func (r Retention) String() string {
 		return "none"
 	}
 	return strings.Join(parts, ",")
+}
+
+type noLockWaitKey struct{}
+
+// NoLockWait returns a context under which a write fails with a lock
+// conflict at once when its partition is locked, instead of waiting up to
+// LockWait for it. A server that runs many clients' commands on one thread
+// uses it, so that one busy partition does not stall every client: it
+// tries the write again later, and serves the others meanwhile.
+func NoLockWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noLockWaitKey{}, true)
+}
+
+// LockWaitOf is how long a write under ctx waits for a locked partition:
+// wait, or a negative duration (fail at once) under NoLockWait.
+func LockWaitOf(ctx context.Context, wait time.Duration) time.Duration {
+	if no, _ := ctx.Value(noLockWaitKey{}).(bool); no {
+		return -1
+	}
+	return wait
 }

@@ -26,7 +26,7 @@ func TestFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, store := serve(t, &resp.Options{Tokens: tokens})
+	addr, store := serve(t, &resp.Options{Tokens: tokens, EventLoop: !noLoop})
 	ctx := context.Background()
 	writer := goredis.NewClient(&goredis.Options{Addr: addr, Password: writeTok, Protocol: 2, DisableIdentity: true})
 	admin := goredis.NewClient(&goredis.Options{Addr: addr, Password: adminTok, Protocol: 3, DisableIdentity: true, PoolSize: 1})

@@ -237,6 +237,12 @@ type call struct {
 	ctx   context.Context
 	store partmap.Store
 	args  [][]byte
+
+	// noWait (the event loop's): a lone command of profiles fails at once
+	// on a locked partition instead of waiting for it, and, when
+	// deferConflict, writes no reply but sets blocked, for the loop to run
+	// it again later. Such a conflict wrote nothing.
+	noWait, deferConflict, blocked bool
 }
 
 func (k *call) arg(i int) string { return string(k.args[i]) }
@@ -261,8 +267,26 @@ func (k *call) execute(cmd *command) {
 		k.w.fail(err)
 		return
 	}
-	k.runAlone(cmd, x)
+	if k.noWait && len(x.ops) <= partmap.MaxTransactionOps { // one store call: a conflict wrote nothing
+		k.store, k.ctx = k.s.raw, partmap.NoLockWait(k.ctx)
+		k.runAlone(cmd, x)
+		if k.blocked = k.deferConflict && conflicted(x.res); k.blocked {
+			return
+		}
+	} else {
+		k.runAlone(cmd, x)
+	}
 	cmd.reply(k.w, x)
+}
+
+// conflicted reports whether a result failed on a locked partition.
+func conflicted(res []partmap.OperationResult) bool {
+	for _, r := range res {
+		if partmap.ErrorCode(r.Err) == partmap.ELOCKCONFLICT {
+			return true
+		}
+	}
+	return false
 }
 
 // runAlone runs x's operations, outside a transaction: reads as plain

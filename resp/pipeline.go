@@ -104,7 +104,7 @@ func (s *Server) runGroup(conn redcon.Conn, c *client, group []grouped) {
 		}
 		// Not retried whole (retrying): a conflict sends each command
 		// to its own retries instead.
-		results, err = s.store.(retrying).Store.Transact(k.ctx, ops)
+		results, err = s.raw.Transact(k.ctx, ops)
 	}
 	for i := range group {
 		g := &group[i]

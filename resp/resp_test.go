@@ -29,6 +29,19 @@ import (
 // redisSocket is the real redis-server TestMain starts, to compare with.
 var redisSocket string
 
+// noLoop runs the tests of a server on a Pebble store with a goroutine
+// per client, as TLS clients have it, instead of on the event loop:
+// PARTMAP_RESP_LOOP=off go test ./resp. The tests of bounds and
+// durability run on both (onBothPaths).
+var noLoop = os.Getenv("PARTMAP_RESP_LOOP") == "off"
+
+// onBothPaths runs test on the event loop and on a goroutine per client.
+func onBothPaths(t *testing.T, test func(t *testing.T, loop bool)) {
+	for _, loop := range []bool{true, false} {
+		t.Run(map[bool]string{true: "Loop", false: "GoroutinePerClient"}[loop], func(t *testing.T) { test(t, loop) })
+	}
+}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "partmap-resp-")
 	if err != nil {
@@ -68,6 +81,9 @@ func serveServer(t testing.TB, storeOpts *pebble.Options, opts *resp.Options) (*
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts == nil {
+		opts = &resp.Options{EventLoop: !noLoop} // as partmap serve has it on Pebble
 	}
 	s := resp.New(store, opts)
 	go s.Serve(ln)
@@ -336,7 +352,7 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := serve(t, &resp.Options{Tokens: tokens})
+	addr, _ := serve(t, &resp.Options{Tokens: tokens, EventLoop: !noLoop})
 	ctx := context.Background()
 	anon := client(t, addr, 2)
 	if err := anon.Ping(ctx).Err(); err != nil {
@@ -390,89 +406,93 @@ func TestNotStarted(t *testing.T) {
 // (a huge bulk string, a million arguments) is hung up on, and the others
 // are served meanwhile.
 func TestHostileClients(t *testing.T) {
-	addr, _ := serve(t, nil)
-	ctx := context.Background()
-	good := client(t, addr, 2)
-	for name, head := range map[string]string{
-		"HugeBulk":        "*3\r\n$4\r\nHGET\r\n$6\r\na@x.io\r\n$2000000000\r\n",
-		"MillionArgs":     "*100000000\r\n",
-		"EndlessInline":   "HGET ",
-		"MalformedLength": "*1\r\n$x\r\n",
-		"HugeCount":       "*9223372036854775807\r\n",
-		"MillionAndOne":   "*1048577\r\n",
-	} {
-		t.Run(name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Write([]byte(head)); err != nil {
-				t.Fatal(err)
-			}
-			if name == "MalformedLength" {
-				buf := make([]byte, 256)
-				n, _ := c.Read(buf)
-				if !strings.HasPrefix(string(buf[:n]), "-ERR Protocol error") {
-					t.Fatalf("a malformed length: %q", buf[:n])
+	onBothPaths(t, func(t *testing.T, loop bool) {
+		addr, _ := serve(t, &resp.Options{EventLoop: loop})
+		ctx := context.Background()
+		good := client(t, addr, 2)
+		for name, head := range map[string]string{
+			"HugeBulk":        "*3\r\n$4\r\nHGET\r\n$6\r\na@x.io\r\n$2000000000\r\n",
+			"MillionArgs":     "*100000000\r\n",
+			"EndlessInline":   "HGET ",
+			"MalformedLength": "*1\r\n$x\r\n",
+			"HugeCount":       "*9223372036854775807\r\n",
+			"MillionAndOne":   "*1048577\r\n",
+		} {
+			t.Run(name, func(t *testing.T) {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			chunk := make([]byte, 1<<20)
-			for i := range chunk {
-				chunk[i] = 'a'
-			}
-			if name == "MillionArgs" {
-				chunk = []byte(strings.Repeat("$1\r\na\r\n", 1<<17))
-			}
-			sent := 0
-			for ; sent < 8*resp.MaxPending; sent += len(chunk) {
-				if _, err := c.Write(chunk); err != nil {
-					break // hung up on
+				defer c.Close()
+				if _, err := c.Write([]byte(head)); err != nil {
+					t.Fatal(err)
 				}
-				if sent == 2*resp.MaxPending {
-					// Meanwhile another client is served.
-					if err := good.Ping(ctx).Err(); err != nil {
-						t.Fatalf("another client's PING: %v", err)
+				if name == "MalformedLength" {
+					buf := make([]byte, 256)
+					n, _ := c.Read(buf)
+					if !strings.HasPrefix(string(buf[:n]), "-ERR Protocol error") {
+						t.Fatalf("a malformed length: %q", buf[:n])
+					}
+					return
+				}
+				chunk := make([]byte, 1<<20)
+				for i := range chunk {
+					chunk[i] = 'a'
+				}
+				if name == "MillionArgs" {
+					chunk = []byte(strings.Repeat("$1\r\na\r\n", 1<<17))
+				}
+				sent := 0
+				for ; sent < 8*resp.MaxPending; sent += len(chunk) {
+					if _, err := c.Write(chunk); err != nil {
+						break // hung up on
+					}
+					if sent == 2*resp.MaxPending {
+						// Meanwhile another client is served.
+						if err := good.Ping(ctx).Err(); err != nil {
+							t.Fatalf("another client's PING: %v", err)
+						}
 					}
 				}
-			}
-			if sent >= 8*resp.MaxPending {
-				t.Fatalf("sent %d bytes without a whole command and was not hung up on", sent)
-			}
-		})
-	}
-	if err := good.HSet(ctx, "a@x.io", "f", "v").Err(); err != nil {
-		t.Fatalf("after the hostile clients: %v", err)
-	}
+				if sent >= 8*resp.MaxPending {
+					t.Fatalf("sent %d bytes without a whole command and was not hung up on", sent)
+				}
+			})
+		}
+		if err := good.HSet(ctx, "a@x.io", "f", "v").Err(); err != nil {
+			t.Fatalf("after the hostile clients: %v", err)
+		}
+	})
 }
 
 // A client that pipelines commands and never reads the replies is hung up
 // on once a reply has waited WriteTimeout, and the others are served.
 func TestClientThatNeverReads(t *testing.T) {
-	addr, _ := serve(t, &resp.Options{WriteTimeout: 200 * time.Millisecond})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ping := []byte(strings.Repeat("*2\r\n$4\r\nECHO\r\n$1024\r\n"+strings.Repeat("x", 1024)+"\r\n", 64))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c.SetWriteDeadline(time.Now().Add(time.Second))
-		if _, err := c.Write(ping); err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() && time.Now().Before(deadline) {
-				continue // the server's buffers are full: it stopped reading until it can write
+	onBothPaths(t, func(t *testing.T, loop bool) {
+		addr, _ := serve(t, &resp.Options{WriteTimeout: 200 * time.Millisecond, EventLoop: loop})
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ping := []byte(strings.Repeat("*2\r\n$4\r\nECHO\r\n$1024\r\n"+strings.Repeat("x", 1024)+"\r\n", 64))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := c.Write(ping); err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() && time.Now().Before(deadline) {
+					continue // the server's buffers are full: it stopped reading until it can write
+				}
+				break
 			}
-			break
+			if time.Now().After(deadline) {
+				t.Fatal("a client that never reads was not hung up on in 30 s")
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("a client that never reads was not hung up on in 30 s")
+		if err := client(t, addr, 2).Ping(context.Background()).Err(); err != nil {
+			t.Fatalf("another client: %v", err)
 		}
-	}
-	if err := client(t, addr, 2).Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("another client: %v", err)
-	}
+	})
 }
 
 func manyArgs(name string, args []string) []any {
@@ -856,61 +876,65 @@ func execUnordered(r reply) reply {
 // A client that sends a command a byte at a time (a slowloris) is hung up
 // on once the command has taken CommandTimeout; an idle one is not.
 func TestSlowloris(t *testing.T) {
-	addr, _ := serve(t, &resp.Options{CommandTimeout: 300 * time.Millisecond})
-	// No retries: a hung-up idle connection must fail the PING below.
-	idle := goredis.NewClient(&goredis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
-	defer idle.Close()
-	ctx := context.Background()
-	if err := idle.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	began := time.Now()
-	msg := []byte("*1\r\n$4\r\nPING\r\n")
-	hungUp := false
-	for i := 0; i < len(msg)-1 && !hungUp; i++ { // never the last byte
-		if _, err := c.Write(msg[i : i+1]); err != nil {
-			hungUp = true
+	onBothPaths(t, func(t *testing.T, loop bool) {
+		addr, _ := serve(t, &resp.Options{CommandTimeout: 300 * time.Millisecond, EventLoop: loop})
+		// No retries: a hung-up idle connection must fail the PING below.
+		idle := goredis.NewClient(&goredis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
+		defer idle.Close()
+		ctx := context.Background()
+		if err := idle.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	if n, err := c.Read(make([]byte, 16)); err == nil {
-		t.Fatalf("the slow client read %d bytes", n)
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatalf("the slow client was not hung up on after %v", time.Since(began))
-	}
-	time.Sleep(200 * time.Millisecond)
-	if err := idle.Ping(ctx).Err(); err != nil {
-		t.Fatalf("an idle client after %v: %v", time.Since(began), err)
-	}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		began := time.Now()
+		msg := []byte("*1\r\n$4\r\nPING\r\n")
+		hungUp := false
+		for i := 0; i < len(msg)-1 && !hungUp; i++ { // never the last byte
+			if _, err := c.Write(msg[i : i+1]); err != nil {
+				hungUp = true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if n, err := c.Read(make([]byte, 16)); err == nil {
+			t.Fatalf("the slow client read %d bytes", n)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("the slow client was not hung up on after %v", time.Since(began))
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := idle.Ping(ctx).Err(); err != nil {
+			t.Fatalf("an idle client after %v: %v", time.Since(began), err)
+		}
+	})
 }
 
 // QUIT answers OK after the replies before it, and nothing sent after it
 // runs.
 func TestQuit(t *testing.T) {
-	addr, store := serve(t, nil)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte("*4\r\n$4\r\nHSET\r\n$6\r\nq@x.io\r\n$1\r\nf\r\n$1\r\n1\r\nQUIT\r\n*4\r\n$4\r\nHSET\r\n$6\r\nq@x.io\r\n$1\r\ng\r\n$1\r\n2\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	got, err := io.ReadAll(c)
-	if err != nil || string(got) != ":1\r\n+OK\r\n" {
-		t.Fatalf("replies %q, %v; want :1 then +OK, then the hang-up", got, err)
-	}
-	rec, err := store.FindProfile(context.Background(), "q@x.io")
-	if err != nil || rec.Profile["f"] != "1" || rec.Profile["g"] != "" {
-		t.Fatalf("after QUIT: %v %v; want f and not g", rec.Profile, err)
-	}
+	onBothPaths(t, func(t *testing.T, loop bool) {
+		addr, store := serve(t, &resp.Options{EventLoop: loop})
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("*4\r\n$4\r\nHSET\r\n$6\r\nq@x.io\r\n$1\r\nf\r\n$1\r\n1\r\nQUIT\r\n*4\r\n$4\r\nHSET\r\n$6\r\nq@x.io\r\n$1\r\ng\r\n$1\r\n2\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != ":1\r\n+OK\r\n" {
+			t.Fatalf("replies %q, %v; want :1 then +OK, then the hang-up", got, err)
+		}
+		rec, err := store.FindProfile(context.Background(), "q@x.io")
+		if err != nil || rec.Profile["f"] != "1" || rec.Profile["g"] != "" {
+			t.Fatalf("after QUIT: %v %v; want f and not g", rec.Profile, err)
+		}
+	})
 }
 
 // A go-redis client with its defaults (RESP3, and CLIENT SETINFO on each

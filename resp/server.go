@@ -47,17 +47,25 @@ type Options struct {
 	// 30 s. An idle client, between commands, may stay as long as it likes,
 	// as Redis's default timeout of 0 lets it.
 	CommandTimeout time.Duration
+	// EventLoop serves plain TCP and unix-socket clients on one epoll loop
+	// per listener, on Linux (loop_linux.go): for a store whose calls do
+	// not wait on a network, such as the embedded one, since the loop makes
+	// them one at a time. TLS clients, and other systems, keep a goroutine
+	// each.
+	EventLoop bool
 }
 
 // Server answers Redis clients from a partmap.Store.
 type Server struct {
-	store        partmap.Store
+	store        partmap.Store           // retrying lock conflicts
+	raw          partmap.Store           // not retrying
 	emptier      partmap.Emptier         // FLUSHALL's; nil when the store is none
 	deadlines    partmap.DeadlineCounter // INFO keyspace's expires= and subexpiry=; nil when the store is none
 	tokens       *auth.Tokens
 	log          *slog.Logger
 	writeTimeout time.Duration
 	cmdTimeout   time.Duration
+	eventLoop    bool
 
 	nextID  atomic.Int64
 	cursors scanCursors // SCAN's
@@ -66,16 +74,18 @@ type Server struct {
 	cancel  context.CancelFunc
 	running sync.WaitGroup // commands in flight
 
-	mu      sync.Mutex
-	clients map[redcon.Conn]*client
-	lns     []net.Listener
-	closed  bool
+	mu          sync.Mutex
+	clients     map[redcon.Conn]*client
+	loopClients atomic.Int64
+	lns         []net.Listener
+	loops       []*loop
+	closed      bool
 }
 
 // New returns a server of store.
 func New(store partmap.Store, opts *Options) *Server {
 	base, cancel := context.WithCancel(context.Background())
-	s := &Server{base: base, cancel: cancel, store: retrying{store}, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
+	s := &Server{base: base, cancel: cancel, store: retrying{store}, raw: store, log: slog.Default(), clients: map[redcon.Conn]*client{}, writeTimeout: 10 * time.Second, cmdTimeout: 30 * time.Second}
 	s.emptier, _ = store.(partmap.Emptier)
 	s.deadlines, _ = store.(partmap.DeadlineCounter)
 	if opts != nil {
@@ -89,6 +99,7 @@ func New(store partmap.Store, opts *Options) *Server {
 		if opts.CommandTimeout > 0 {
 			s.cmdTimeout = opts.CommandTimeout
 		}
+		s.eventLoop = opts.EventLoop
 	}
 	return s
 }
@@ -104,6 +115,15 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
+	if s.eventLoop {
+		l, err := newLoop(s, ln)
+		if err != nil {
+			return err
+		}
+		if l != nil {
+			return s.serveLoop(l)
+		}
+	}
 	err := redcon.Serve(limitListener{ln, s.writeTimeout, s.cmdTimeout}, s.handle, s.accept, s.hangUp)
 	if err == nil {
 		err = net.ErrClosed
@@ -111,11 +131,25 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
+func (s *Server) serveLoop(l *loop) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.close()
+		return net.ErrClosed
+	}
+	s.loops = append(s.loops, l)
+	s.running.Add(1) // Close waits for the loop's commands
+	s.mu.Unlock()
+	defer s.running.Done()
+	return l.serve()
+}
+
 // Close stops every listener and hangs up on every client.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	lns, conns := s.lns, make([]redcon.Conn, 0, len(s.clients))
+	lns, loops, conns := s.lns, s.loops, make([]redcon.Conn, 0, len(s.clients))
 	for c := range s.clients {
 		conns = append(conns, c)
 	}
@@ -132,6 +166,9 @@ func (s *Server) Close() error {
 		c.NetConn().Close()
 	}
 	s.cancel() // a retry or a wait stops
+	for _, l := range loops {
+		l.stop()
+	}
 	s.running.Wait()
 	return errors.Join(errs...)
 }
@@ -140,17 +177,23 @@ func (s *Server) Close() error {
 func (s *Server) Clients() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.clients)
+	return len(s.clients) + int(s.loopClients.Load())
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
-	c := &client{id: s.nextID.Add(1), proto: 2, addr: conn.RemoteAddr()}
-	// One deferral for the connection's life: wait empties it after each
-	// pipeline.
-	c.ctx, c.wait = partmap.DeferDurability(s.base)
+// newClient is a new connection's state.
+func (s *Server) newClient(addr string) *client {
+	c := &client{id: s.nextID.Add(1), proto: 2, addr: addr}
 	if s.tokens == nil {
 		c.authed, c.scope = true, auth.ScopeAdmin
 	}
+	return c
+}
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	c := s.newClient(conn.RemoteAddr())
+	// One deferral for the connection's life: wait empties it after each
+	// pipeline.
+	c.ctx, c.wait = partmap.DeferDurability(s.base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -232,8 +275,15 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 
 // one runs one command and writes its reply.
 func (s *Server) one(conn redcon.Conn, c *client, args [][]byte) {
+	s.command(conn, c, args, false, false)
+}
+
+// command runs one command and writes its reply; with noWait, as the
+// event loop runs it (call.noWait), and it reports whether the command
+// was blocked by a locked partition and left to run again.
+func (s *Server) command(conn redcon.Conn, c *client, args [][]byte, noWait, deferConflict bool) (blocked bool) {
 	if len(args) == 0 {
-		return
+		return false
 	}
 	k, w := &c.call, &c.w
 	*w = writer{Conn: conn, proto: c.proto}
@@ -242,9 +292,9 @@ func (s *Server) one(conn redcon.Conn, c *client, args [][]byte) {
 	if refusal != "" {
 		c.tx.failed = c.tx.failed || inMulti
 		w.WriteError(refusal)
-		return
+		return false
 	}
-	*k = call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store, args: args}
+	*k = call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store, args: args, noWait: noWait, deferConflict: deferConflict}
 	switch {
 	case inMulti && !slices.Contains([]string{"exec", "discard", "multi", "watch", "quit"}, cmd.name):
 		k.enqueue(cmd)
@@ -253,6 +303,7 @@ func (s *Server) one(conn redcon.Conn, c *client, args [][]byte) {
 	default:
 		k.execute(cmd)
 	}
+	return k.blocked
 }
 
 // admit looks up args' command and returns Redis's refusal of it for
@@ -318,9 +369,8 @@ type limitConn struct {
 	net.Conn
 	writeTimeout, cmdTimeout time.Duration
 	writeBy                  time.Time // the write deadline set
-	frame                    framer
-	begun                    time.Time // when the unfinished command's first byte came
-	deadline                 bool      // a read deadline is set
+	framing
+	deadline bool // a read deadline is set
 	// held is what was read but not yet given to redcon: its first ready
 	// bytes end where a command does, the rest is a command's unfinished
 	// start. redcon parses again from a command's start on every read, so
@@ -397,11 +447,18 @@ func (c *limitConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// framing follows what a client sends: where each command ends, and when
+// the unfinished one began.
+type framing struct {
+	frame framer
+	begun time.Time // when the unfinished command's first byte came; set by the reader
+}
+
 // scan follows b's framing and returns how many of its bytes end where a
 // command does: all of them once the framing is lost, which redcon then
 // answers with a protocol error. A command that ended restarts the clock
 // of the one after it.
-func (c *limitConn) scan(b []byte) int {
+func (c *framing) scan(b []byte) int {
 	before := c.frame.whole
 	c.frame.scan(b)
 	if c.frame.whole != before {

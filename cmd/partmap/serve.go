@@ -213,7 +213,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	srv := pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens})
 	var rs *resp.Server
 	if respLn != nil {
-		rs = resp.New(store, &resp.Options{Tokens: tokens, Log: log})
+		// The event loop makes one store call at a time: for the embedded
+		// store, not for one a network away.
+		rs = resp.New(store, &resp.Options{Tokens: tokens, Log: log, EventLoop: c.store == ""})
 		go rs.Serve(respLn)
 		log.Info("serving the Redis protocol", "addr", respLn.Addr().String())
 	}

@@ -32,7 +32,7 @@ func (e *Engine) invokeChecked(ctx context.Context, inv Invocation, fn func(*Tx)
 	hooks := e.hooks.Load()
 	part := inv.Lock[0]
 	records := sortedRecords(inv.Records)
-	deadline := time.Now().Add(e.lockWait)
+	deadline := time.Now().Add(partmap.LockWaitOf(ctx, e.lockWait))
 	for {
 		t0 := time.Now()
 		unlock, err := e.records.lockRecords(ctx, part, records, time.Until(deadline))

@@ -322,7 +322,7 @@ func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error,
 	if e.checked && len(inv.Records) > 0 && len(inv.Lock) == 1 {
 		return e.invokeChecked(ctx, inv, fn, later)
 	}
-	return e.invokeLocked(ctx, inv, fn, later, e.lockWait)
+	return e.invokeLocked(ctx, inv, fn, later, partmap.LockWaitOf(ctx, e.lockWait))
 }
 
 // invokeLocked runs an invocation under its partitions' locks, in process

@@ -169,6 +169,27 @@ func RunEngine(t *testing.T, open EngineOpener) {
 		}
 	})
 
+	// A write under partmap.NoLockWait does not wait, whatever the
+	// engine's budget: the event loop of the Redis protocol's door tries
+	// it again later instead of holding every client.
+	t.Run("NoLockWaitFailsFast", func(t *testing.T) {
+		e := open(t, time.Hour)
+		release := hold(t, e, p)
+		defer release()
+		done := make(chan error, 1)
+		go func() {
+			done <- e.Invoke(partmap.NoLockWait(ctx), lockOne(p), func(*engine.Tx) error { return nil })
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, partmap.ErrLockConflict) {
+				t.Fatalf("got %v, want a lock conflict", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a write under NoLockWait waited for the lock")
+		}
+	})
+
 	t.Run("LockWaitBudget", func(t *testing.T) {
 		const budget = 30 * time.Millisecond
 		e := open(t, budget)
