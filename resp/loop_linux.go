@@ -456,8 +456,16 @@ func (l *loop) runTurn(part []*lclient) {
 		}
 		l.interest(lc)
 	}
-	if l.inFlight == 0 && partmap.Deferred(ctx) == 0 {
+	switch {
+	case l.inFlight > 0:
+	case partmap.Deferred(ctx) == 0:
 		l.done1(t) // nothing to wait for
+		return
+	case len(t.touched) == 1 && len(l.runnable) == 0:
+		// One client and nothing else to do: its fsync, waited for here,
+		// spares it the syncer's wake-ups, as Redis waits for its own.
+		t.err = wait()
+		l.done1(t)
 		return
 	}
 	t.wait = wait
