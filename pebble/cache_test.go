@@ -21,9 +21,9 @@ func TestBlockCacheSurvivesFullMemtables(t *testing.T) {
 	const profiles = 1000
 	note := strings.Repeat("x", 16<<10)
 	email := func(i int) string { return fmt.Sprintf("user%d@example.com", i) }
-	// 160 MB of writes grow memtables to their full size, fill and flush
-	// several, and set off compactions.
-	for round := range 10 {
+	// 96 MB of writes grow memtables to their full size (32 MB), fill and
+	// flush several, and set off compactions.
+	for round := range 6 {
 		ps := make([]partmap.Profile, profiles)
 		for i := range ps {
 			ps[i] = partmap.Profile{"emailAddress": email(i), "note": fmt.Sprint(round, note)}
