@@ -118,7 +118,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, op partmap.Operat
 	if op.Cond, err = condition(r); err != nil {
 		return err
 	}
-	res, err := s.store.Apply(r.Context(), op)
+	res, err := s.writes.Apply(r.Context(), op)
 	if err != nil {
 		return err
 	}

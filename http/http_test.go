@@ -60,7 +60,14 @@ func newStore(t testing.TB, opts *pebble.Options) *pebble.Store {
 // serveStore serves store over a real listener, closed at the end of the
 // test (before a store opened earlier in it).
 func serveStore(t testing.TB, store partmap.Store, opts *pmhttp.ServerOptions) *httptest.Server {
-	srv := httptest.NewServer(pmhttp.NewServer(store, opts))
+	var o pmhttp.ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if _, embedded := store.(*pebble.Store); embedded {
+		o.GroupWrites = true // as partmap serve has it
+	}
+	srv := httptest.NewServer(pmhttp.NewServer(store, &o))
 	t.Cleanup(srv.Close)
 	return srv
 }

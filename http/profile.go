@@ -78,7 +78,7 @@ func (s *Server) handlePutProfile(w http.ResponseWriter, r *http.Request, q url.
 			return err
 		}
 	}
-	rec, created, err := partmap.UpsertProfile(r.Context(), s.store, profile, cond)
+	rec, created, err := partmap.UpsertProfile(r.Context(), s.writes, profile, cond)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *Server) handlePatchProfile(w http.ResponseWriter, r *http.Request, q ur
 	if err != nil {
 		return err
 	}
-	res, err := partmap.PatchProfile(r.Context(), s.store, email, patch, cond)
+	res, err := partmap.PatchProfile(r.Context(), s.writes, email, patch, cond)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (s *Server) handleDeleteProfile(w http.ResponseWriter, r *http.Request, q u
 	if err != nil {
 		return err
 	}
-	if err := partmap.DeleteProfile(r.Context(), s.store, email, cond); err != nil {
+	if err := partmap.DeleteProfile(r.Context(), s.writes, email, cond); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -232,7 +232,7 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 		}
 	}
 	op.Cond = cond
-	res, err := s.store.Apply(r.Context(), op)
+	res, err := s.writes.Apply(r.Context(), op)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 // Server serves a partmap.Store. It holds no state of its own.
 type Server struct {
 	store   partmap.Store
+	writes  partmap.Store // store, or its writes grouped (ServerOptions.GroupWrites)
 	limits  partmap.Limits
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -40,6 +41,11 @@ type ServerOptions struct {
 	Limits *partmap.Limits // body limit; nil means partmap.DefaultLimits
 	Logger *slog.Logger    // nil means slog.Default()
 	Tokens *auth.Tokens    // bearer tokens to require; nil means none
+	// GroupWrites commits the single-profile writes of concurrent
+	// requests together (partmap.GroupWrites): for a store in process,
+	// where a transaction of many partitions costs what their writes do
+	// alone, less each commit's share.
+	GroupWrites bool
 }
 
 // NewServer returns a handler for store.
@@ -50,6 +56,10 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 	}
 	s := &Server{store: store, limits: *cmp.Or(o.Limits, &partmap.DefaultLimits), log: cmp.Or(o.Logger, slog.Default()), tokens: o.Tokens,
 		mux: http.NewServeMux(), feedsDone: make(chan struct{})}
+	s.writes = store
+	if o.GroupWrites {
+		s.writes = partmap.GroupWrites(store)
+	}
 	routes := []struct {
 		method, path string
 		scope        auth.Scope // what a token needs, when tokens are required

@@ -210,7 +210,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	srv := pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens})
+	srv := pmhttp.NewServer(store, &pmhttp.ServerOptions{Logger: log, Tokens: tokens, GroupWrites: c.store == ""})
 	var rs *resp.Server
 	if respLn != nil {
 		// The event loop makes one store call at a time: for the embedded
