@@ -35,7 +35,7 @@ const maxWriteGroup = 64
 type writeGroups struct {
 	Store
 	mu      sync.Mutex
-	running bool          // a group runs; its writers wait
+	running bool           // a group runs; its writers wait
 	queue   []*queuedWrite // the writes for the groups after it
 }
 
