@@ -85,9 +85,13 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 				t.Fatal(err)
 			}
 		}
+		var all []partmap.Record // every profile, listed again after writes (nil)
 		brute := func(w []partmap.Match) []string {
+			if all == nil {
+				all = listAll(t, s, 100)
+			}
 			var out []string
-			for _, rec := range listAll(t, s, 100) {
+			for _, rec := range all {
 				if matchesAll(rec.Profile, w) {
 					out = append(out, rec.Profile.Email())
 				}
@@ -115,6 +119,7 @@ func runSearch(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 
 		// Writes move profiles in and out of results.
+		all = nil
 		e := "s00@example.com" // Acme Corp, gold
 		if _, err := partmap.PatchProfile(ctx, s, e, partmap.Patch{"customerTier": ptr("silver")}, partmap.Condition{}); err != nil {
 			t.Fatal(err)
