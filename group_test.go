@@ -4,48 +4,39 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 )
 
-// gatedStore holds its first write until gate opens, and records how many
-// operations each write call carries; reads pass.
-type gatedStore struct {
-	partmap.Store
-	entered, gate chan struct{}
-	once          sync.Once
-	mu            sync.Mutex
-	calls         []int
-	groupErr      error // what a transaction of several fails with, when set
+// leadGated groups the writes of a gated store (groupErr failing its
+// transactions of several, when set), and starts a first write, which
+// leads a group of its own and waits in the store until g.Gate closes.
+func leadGated(t *testing.T, store partmap.Store, groupErr error) (g *storetest.Gated, grouped partmap.Store, first <-chan error) {
+	t.Helper()
+	g = storetest.NewGated(store)
+	g.GroupErr = groupErr
+	grouped = partmap.GroupWrites(g)
+	done := make(chan error, 1)
+	go func() {
+		_, err := grouped.Apply(context.Background(), partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: "first@x.io"}})
+		done <- err
+	}()
+	<-g.Entered
+	return g, grouped, done
 }
 
-func (g *gatedStore) wrote(n int) {
-	g.mu.Lock()
-	g.calls = append(g.calls, n)
-	g.mu.Unlock()
-	g.once.Do(func() {
-		close(g.entered)
-		<-g.gate
-	})
-}
-
-func (g *gatedStore) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
-	if op.Op != partmap.OpGet {
-		g.wrote(1)
+// waitQueued waits until n writes wait for the next group.
+func waitQueued(t *testing.T, grouped partmap.Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); partmap.QueuedWrites(grouped) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", partmap.QueuedWrites(grouped), n)
+		}
 	}
-	return g.Store.Apply(ctx, op)
-}
-
-func (g *gatedStore) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
-	g.wrote(len(ops))
-	if g.groupErr != nil && len(ops) > 1 {
-		return nil, g.groupErr
-	}
-	return g.Store.Transact(ctx, ops)
 }
 
 func startedPebble(t *testing.T, opts *pebble.Options) *pebble.Store {
@@ -69,14 +60,7 @@ var tagX = "x"
 func TestGroupWrites(t *testing.T) {
 	ctx := context.Background()
 	store := startedPebble(t, nil)
-	g := &gatedStore{Store: store, entered: make(chan struct{}), gate: make(chan struct{})}
-	grouped := partmap.GroupWrites(g)
-	first := make(chan error, 1)
-	go func() {
-		_, err := grouped.Apply(ctx, partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: "first@x.io"}})
-		first <- err
-	}()
-	<-g.entered
+	g, grouped, first := leadGated(t, store, nil)
 	type result struct {
 		i   int
 		res partmap.OperationResult
@@ -98,16 +82,12 @@ func TestGroupWrites(t *testing.T) {
 			results <- result{i, res, err}
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); partmap.QueuedWrites(grouped) < len(writes); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes queued, want %d", partmap.QueuedWrites(grouped), len(writes))
-		}
-	}
+	waitQueued(t, grouped, len(writes))
 	// These pass by while the first group holds the lead.
 	if res, err := grouped.Apply(ctx, partmap.Operation{Op: partmap.OpGet, Email: "nobody@x.io"}); err != nil || res.Record != nil {
 		t.Fatalf("a read beside the groups: %+v %v", res, err)
 	}
-	close(g.gate)
+	close(g.Gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +102,7 @@ func TestGroupWrites(t *testing.T) {
 			t.Errorf("an increment of emailAddress succeeded: %+v", r.res)
 		}
 	}
-	g.mu.Lock()
-	calls := slices.Clone(g.calls)
-	g.mu.Unlock()
+	calls := g.Calls()
 	// The read passed by (no write call); the first alone; then a group
 	// of the thirteen profiles, and the second write of c0 alone.
 	if !slices.Equal(calls, []int{1, 13, 1}) {
@@ -150,15 +128,7 @@ func TestGroupWritesThatFail(t *testing.T) {
 		{&partmap.Error{Code: partmap.EUNAVAILABLE, Message: "no answer"}, partmap.EUNAVAILABLE, 0},
 	} {
 		t.Run(string(partmap.ErrorCode(tc.err)), func(t *testing.T) {
-			store := startedPebble(t, nil)
-			g := &gatedStore{Store: store, entered: make(chan struct{}), gate: make(chan struct{}), groupErr: tc.err}
-			grouped := partmap.GroupWrites(g)
-			first := make(chan error, 1)
-			go func() {
-				_, err := grouped.Apply(ctx, partmap.Operation{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: "first@x.io"}})
-				first <- err
-			}()
-			<-g.entered
+			g, grouped, first := leadGated(t, startedPebble(t, nil), tc.err)
 			errs := make(chan error, 6)
 			for i := range 6 {
 				go func() {
@@ -166,10 +136,8 @@ func TestGroupWritesThatFail(t *testing.T) {
 					errs <- err
 				}()
 			}
-			for partmap.QueuedWrites(grouped) < 6 {
-				time.Sleep(time.Millisecond)
-			}
-			close(g.gate)
+			waitQueued(t, grouped, 6)
+			close(g.Gate)
 			if err := <-first; err != nil {
 				t.Fatal(err)
 			}
@@ -178,9 +146,7 @@ func TestGroupWritesThatFail(t *testing.T) {
 					t.Errorf("a write of the failed group: %v, want %q", err, tc.wantErr)
 				}
 			}
-			g.mu.Lock()
-			calls := slices.Clone(g.calls)
-			g.mu.Unlock()
+			calls := g.Calls()
 			want := []int{1, 6}
 			for range tc.reapplied {
 				want = append(want, 1)

@@ -33,8 +33,9 @@ import (
 // meets one wrote nothing, and waits, with the rest of its client's
 // commands, to be run again in a later turn, for up to retryTime, while
 // the other clients go on. Commands of several calls to the store (EXEC,
-// RENAME, FLUSHALL, SCAN …) run as on the other path, retrying in place,
-// and hold the loop meanwhile, as a slow command holds Redis.
+// FLUSHALL, SCAN, a DEL of over 100 keys …) run as on the other path,
+// retrying in place, and hold the loop meanwhile, as a slow command holds
+// Redis.
 //
 // It keeps the other path's bounds: a client may leave at most MaxPending
 // bytes of an unfinished command (the framer's, as limitConn), for at
@@ -421,14 +422,10 @@ func (l *loop) turn() {
 		return
 	}
 	l.running, l.runnable = l.runnable, l.running[:0]
-	l.runTurn(l.running)
-	clear(l.running)
-}
-
-func (l *loop) runTurn(part []*lclient) {
+	defer clear(l.running)
 	ctx, wait := partmap.DeferDurability(l.s.base)
 	l.turnCtx = ctx
-	for _, lc := range part {
+	for _, lc := range l.running {
 		lc.queued, lc.blocked = false, false
 		if !lc.gone {
 			l.runClient(lc)
@@ -436,7 +433,7 @@ func (l *loop) runTurn(part []*lclient) {
 	}
 	l.flushGroup()
 	t := &turn{}
-	for _, lc := range part {
+	for _, lc := range l.running {
 		if lc.gone {
 			continue
 		}
@@ -530,7 +527,6 @@ func (lc *lclient) block(now time.Time) {
 type loopGroup struct {
 	items    []loopItem
 	profiles map[string]bool
-	ops      []partmap.Operation
 }
 
 type loopItem struct {
@@ -548,17 +544,7 @@ func (l *loop) flushGroup() {
 	if len(g.items) == 0 {
 		return
 	}
-	var results []partmap.OperationResult
-	var err error
-	if len(g.items) > 1 {
-		g.ops = g.ops[:0]
-		for i := range g.items {
-			op := sent(g.items[i].x.ops[0])
-			op.FailAlone = true
-			g.ops = append(g.ops, op)
-		}
-		results, err = l.s.raw.Transact(partmap.NoLockWait(l.turnCtx), g.ops)
-	}
+	alone := l.s.transactGroup(partmap.NoLockWait(l.turnCtx), len(g.items), func(i int) *exchange { return &g.items[i].x })
 	var blocked []*lclient
 	for i := range g.items {
 		it := &g.items[i]
@@ -567,13 +553,7 @@ func (l *loop) flushGroup() {
 			lc.pushback = append(lc.pushback, it.rc)
 			continue
 		}
-		switch {
-		case len(g.items) > 1 && err == nil:
-			it.x.res = results[i : i+1]
-		case len(g.items) > 1 && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT:
-			op := it.x.ops[0]
-			it.x.res = []partmap.OperationResult{{Op: op.Op, Email: op.Email, Err: err}}
-		default:
+		if alone {
 			k := call{s: l.s, c: lc.cl, conn: &lc.conn, ctx: partmap.NoLockWait(l.turnCtx), store: l.s.raw, args: it.rc.Args}
 			k.runAlone(it.cmd, &it.x)
 			if conflicted(it.x.res) && lc.mayDefer(l.now) {

@@ -9,45 +9,14 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/resp"
 )
-
-// gated is a store whose first write waits for its gate to open, and
-// that records how many operations each write call carries.
-type gated struct {
-	partmap.Store
-	entered, gate chan struct{}
-	once          sync.Once
-	mu            sync.Mutex
-	calls         []int
-}
-
-func (g *gated) wrote(n int) {
-	g.mu.Lock()
-	g.calls = append(g.calls, n)
-	g.mu.Unlock()
-	g.once.Do(func() {
-		close(g.entered)
-		<-g.gate
-	})
-}
-
-func (g *gated) Apply(ctx context.Context, op partmap.Operation) (partmap.OperationResult, error) {
-	g.wrote(1)
-	return g.Store.Apply(ctx, op)
-}
-
-func (g *gated) Transact(ctx context.Context, ops []partmap.Operation) ([]partmap.OperationResult, error) {
-	g.wrote(len(ops))
-	return g.Store.Transact(ctx, ops)
-}
 
 // rawClient is a connection that sends commands as bytes and reads
 // replies a line at a time.
@@ -93,7 +62,7 @@ func (c *rawClient) line(t *testing.T) string {
 // the next turn runs them as one transaction. Each gets its own reply.
 func TestLoopGroupsTheWritesOfClients(t *testing.T) {
 	_, store := serve(t, nil)
-	g := &gated{Store: store, entered: make(chan struct{}), gate: make(chan struct{})}
+	g := storetest.NewGated(store)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +81,11 @@ func TestLoopGroupsTheWritesOfClients(t *testing.T) {
 		}
 	}
 	clients[0].send(t, "HSET", "first@x.io", "n", "0")
-	<-g.entered
+	<-g.Entered
 	for i, c := range clients[1:] {
 		c.send(t, "HINCRBY", fmt.Sprintf("c%d@x.io", i), "n", "7")
 	}
-	close(g.gate)
+	close(g.Gate)
 	if got := clients[0].line(t); got != ":1" {
 		t.Fatalf("the first client's HSET: %q", got)
 	}
@@ -125,9 +94,7 @@ func TestLoopGroupsTheWritesOfClients(t *testing.T) {
 			t.Fatalf("client %d's HINCRBY: %q", i+1, got)
 		}
 	}
-	g.mu.Lock()
-	calls := slices.Clone(g.calls)
-	g.mu.Unlock()
+	calls := g.Calls()
 	if !slices.Equal(calls, []int{1, others}) {
 		t.Fatalf("write calls of %v operations; want the first alone, then one of all %d others", calls, others)
 	}

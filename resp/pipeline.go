@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"context"
+
 	"github.com/tidwall/redcon"
 
 	"github.com/partmap/partmap"
@@ -94,29 +96,43 @@ func (s *Server) runGroup(conn redcon.Conn, c *client, group []grouped) {
 	k, w := &c.call, &c.w
 	*w = writer{Conn: conn, proto: c.proto}
 	*k = call{s: s, c: c, w: w, conn: conn, ctx: c.ctx, store: s.store}
-	var results []partmap.OperationResult
-	var err error
-	if len(group) > 1 {
-		ops := make([]partmap.Operation, len(group))
-		for i := range group {
-			ops[i] = sent(group[i].x.ops[0])
-			ops[i].FailAlone = true
-		}
-		// Not retried whole (retrying): a conflict sends each command
-		// to its own retries instead.
-		results, err = s.raw.Transact(k.ctx, ops)
-	}
+	alone := s.transactGroup(k.ctx, len(group), func(i int) *exchange { return &group[i].x })
 	for i := range group {
 		g := &group[i]
-		switch {
-		case len(group) > 1 && err == nil:
-			g.x.res = results[i : i+1]
-		case len(group) > 1 && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT:
-			op := g.x.ops[0]
-			g.x.res = []partmap.OperationResult{{Op: op.Op, Email: op.Email, Err: err}}
-		default:
+		if alone {
 			k.runAlone(g.cmd, &g.x)
 		}
 		g.cmd.reply(w, &g.x)
 	}
+}
+
+// transactGroup runs the exchanges of a group, x(0) to x(n-1), each one
+// write of a profile of its own, as one transaction whose operations
+// fail alone, and sets their results. It is not retried whole (s.raw):
+// it returns true, having set nothing, when each must run alone instead,
+// since the group is of one or met a lock conflict and wrote nothing. A
+// group that fails otherwise (it may have committed) gives each its
+// failure.
+func (s *Server) transactGroup(ctx context.Context, n int, x func(i int) *exchange) (alone bool) {
+	if n < 2 {
+		return true
+	}
+	ops := make([]partmap.Operation, n)
+	for i := range ops {
+		ops[i] = sent(x(i).ops[0])
+		ops[i].FailAlone = true
+	}
+	results, err := s.raw.Transact(ctx, ops)
+	if partmap.ErrorCode(err) == partmap.ELOCKCONFLICT {
+		return true
+	}
+	for i := range n {
+		if err != nil {
+			op := x(i).ops[0]
+			x(i).res = []partmap.OperationResult{{Op: op.Op, Email: op.Email, Err: err}}
+		} else {
+			x(i).res = results[i : i+1]
+		}
+	}
+	return false
 }
