@@ -76,7 +76,12 @@ func TestGroupWrites(t *testing.T) {
 	writes = append(writes,
 		partmap.Operation{Op: partmap.OpPatch, Email: "C0@x.io", Patch: partmap.Patch{"tag": &tagX}},
 		partmap.Operation{Op: partmap.OpIncrement, Email: "first@x.io", Field: "emailAddress", By: 1})
+	// The patch of c0 starts once the increments have queued, so that it
+	// is c0's second write whatever order the goroutines run in.
 	for i, op := range writes {
+		if i == 12 {
+			waitQueued(t, grouped, 12)
+		}
 		go func() {
 			res, err := grouped.Apply(ctx, op)
 			results <- result{i, res, err}
