@@ -98,10 +98,11 @@ func normalize(raw string) string {
 }
 
 // stem is the Snowball English stem of a folded word, or "" when stemming
-// leaves it as it is.
+// leaves it as it is, or leaves nothing (the stemmer trims white space,
+// which an escape can put in a word).
 func stem(word string) string {
 	s := english.Stem(word, true)
-	if s == word {
+	if s == word || s == "" {
 		return ""
 	}
 	return s

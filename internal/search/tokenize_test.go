@@ -49,6 +49,7 @@ func TestTerms(t *testing.T) {
 		{"OKNoStemUnderFourBytes", desk, "notes", "ran dye", []string{"dye", "ran"}},
 		{"OKStemsFourBytes", desk, "notes", "runs", []string{stem("run"), "runs"}},
 		{"OKStemsNonASCII", desk, "notes", "naïve", []string{stem("naïv"), "naïve"}},
+		{"OKNoEmptyStem", desk, "notes", `\ \ \ \ `, []string{"    "}},
 		{"OKNoStemField", desk, "code", "running cats", []string{"cats", "running"}},
 		{"OKStopwordsAreNotStemmed", desk, "notes", "there", nil},
 		{"OKNotText", desk, "customerTier", "gold", nil},
