@@ -197,6 +197,19 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// A schema without TEXT fields takes words, which match nothing, as in
+// Redis.
+func TestParseWithoutTextFields(t *testing.T) {
+	tags := mustSchema([]search.Field{{Name: "t", Type: search.TypeTag}}, search.Options{})
+	n, err := search.Parse(tags, "gold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if search.Match(tags, n, map[string]string{"t": "gold"}) {
+		t.Fatal("a word matched a TAG field")
+	}
+}
+
 // A custom stop-word list replaces the default in queries too.
 func TestParseStopwords(t *testing.T) {
 	s := mustSchema([]search.Field{{Name: "t"}}, search.Options{Stopwords: []string{"Foo"}})
