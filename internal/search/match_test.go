@@ -94,6 +94,30 @@ func TestMatch(t *testing.T) {
 	}
 }
 
+// A schema's tag options hold in queries as in values.
+func TestMatchTagOptions(t *testing.T) {
+	cased := mustSchema([]search.Field{{Name: "t", Type: search.TypeTag}}, search.Options{CaseSensitive: true, Separator: ';'})
+	for _, tt := range []struct {
+		name, query, value string
+		want               bool
+	}{
+		{"OKCaseKept", "@t:{Gold}", "Gold;Silver", true},
+		{"OKOtherCase", "@t:{gold}", "Gold;Silver", false},
+		{"OKSeparator", "@t:{Silver}", " Gold ; Silver ", true},
+		{"OKCommaIsNoSeparator", `@t:{a\,b}`, "a,b;c", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := search.Parse(cased, tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := search.Match(cased, n, map[string]string{"t": tt.value}); got != tt.want {
+				t.Fatalf("%s on %q: got %v, want %v", n, tt.value, got, tt.want)
+			}
+		})
+	}
+}
+
 // Nodes a parser never makes still have a meaning a planner can rely on.
 func TestMatchBuiltNodes(t *testing.T) {
 	p := map[string]string{"orders": "5", "notes": "hello"}

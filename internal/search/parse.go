@@ -115,7 +115,8 @@ func (p *parser) skipSpace() {
 	}
 }
 
-// skipWhite passes white space only, inside ranges.
+// skipWhite passes white space only: around a field's colon and inside
+// a range, where punctuation is a mistake to report, not to pass over.
 func (p *parser) skipWhite() {
 	for !p.eof() && unicode.IsSpace(p.peek()) {
 		p.pos += utf8.RuneLen(p.peek())
