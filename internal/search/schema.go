@@ -49,7 +49,7 @@ type Field struct {
 // Redis's defaults.
 type Options struct {
 	// Stopwords are the words TEXT fields and queries leave out. Nil is
-	// Redis's default list (DefaultStopwords); an empty, non-nil list is
+	// Redis's default list (DefaultStopwords()); an empty, non-nil list is
 	// none (STOPWORDS 0). Words are folded to lower case.
 	Stopwords []string
 	// Separator splits a TAG value into tags: one printable ASCII
@@ -60,15 +60,17 @@ type Options struct {
 	CaseSensitive bool
 }
 
-// DefaultStopwords is Redis's default stop-word list (RediSearch's
-// src/stopwords.h).
-var DefaultStopwords = []string{
+// DefaultStopwords returns Redis's default stop-word list (RediSearch's
+// src/stopwords.h), which nil Options.Stopwords mean.
+func DefaultStopwords() []string { return slices.Clone(defaultStopwords) }
+
+var defaultStopwords = []string{
 	"a", "is", "the", "an", "and", "are", "as", "at", "be", "but", "by", "for",
 	"if", "in", "into", "it", "no", "not", "of", "on", "or", "such", "that", "their",
 	"then", "there", "these", "they", "this", "to", "was", "will", "with",
 }
 
-var defaultStopSet = stopSet(DefaultStopwords)
+var defaultStopSet = stopSet(defaultStopwords)
 
 func stopSet(words []string) map[string]bool {
 	set := make(map[string]bool, len(words))

@@ -101,6 +101,9 @@ func TestSchemaLookups(t *testing.T) {
 	if got, want := desk.TextFields(), []string{"fullName", "notes", "code", "first name", "a\x01b"}; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+	if got := search.DefaultStopwords(); len(got) != 33 || !slices.Contains(got, "the") {
+		t.Fatalf("got %q, want Redis's 33 stop words", got)
+	}
 	for typ, want := range map[search.Type]string{search.TypeText: "TEXT", search.TypeTag: "TAG", search.TypeNumeric: "NUMERIC", 9: "Type(9)"} {
 		if got := typ.String(); got != want {
 			t.Fatalf("got %q, want %q", got, want)
