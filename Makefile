@@ -14,7 +14,7 @@ FUZZ_TARGETS = .:FuzzCanonicalEmail:20000x .:FuzzProfileValueUTF8:20000x \
 	.:FuzzParseProfileJSON:30000x .:FuzzParseRecordJSON:20000x .:FuzzParseOperationJSON:10000x .:FuzzFlatObjectSyntax:30000x \
 	./internal/directory:FuzzDecodeCursor:6000x .:FuzzAddFloat:20000x \
 	./internal/record:FuzzDecode:60000x ./internal/record:FuzzDecodeEvent:60000x \
-	./resp:FuzzCommands:6000x
+	./resp:FuzzCommands:6000x ./internal/search:FuzzParse:10000x ./internal/search:FuzzTerms:5000x
 FUZZTIME ?=
 
 # Every package, the slowest first: go test starts packages in the order
