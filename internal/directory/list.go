@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
@@ -106,43 +108,8 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 		var err error
 		n = sv.cur.Partitions
 		now := d.now()
-		// Expired profiles are gone at once, swept or not: each count less
-		// the partition's profiles due, two separate reads. With now
-		// fixed, what is due only shrinks (a sweep deletes a profile, a
-		// write revives it; no write makes a profile due at a past
-		// instant), so due profiles read alike before and after the
-		// counts did not change meanwhile, and each count less its due
-		// ones is what the partition held live when the count was read,
-		// whatever else was written. (Two reads of the counts alike said
-		// nothing of a sweep and a put in one partition between them.)
-		due, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
-		if err != nil {
-			return err
-		}
-		for try := 0; ; try++ {
-			if counts, err = d.engine.Counts(ctx, sv.cur.Generation, 0, partmap.Partition(n)); err != nil {
-				return err
-			}
-			again, err := d.dueProfiles(ctx, sv.cur.Generation, n, now)
-			if err != nil {
-				return err
-			}
-			// A sweep that reclaims throughout gets the last: a
-			// partition may then still count the profiles reclaimed in
-			// it after its count was read (DESIGN.md, Expiry).
-			stable := maps.Equal(again, due)
-			if due = again; stable || try == 3 {
-				break
-			}
-		}
-		kept := counts[:0]
-		for _, c := range counts {
-			if c.Profiles -= due[c.Partition]; c.Profiles > 0 {
-				kept = append(kept, c)
-			}
-		}
-		counts = kept
-		return nil
+		counts, err = d.liveCounts(ctx, sv.cur.Generation, n, now)
+		return err
 	})
 	if err != nil {
 		return partmap.PartitionStats{}, err
@@ -152,6 +119,87 @@ func (d *Directory) ListPartitions(ctx context.Context) (partmap.PartitionStats,
 		stats.TotalProfiles += c.Profiles
 	}
 	return stats, nil
+}
+
+// liveCounts returns the profile count of each partition of generation
+// gen that holds a live profile, each less the profiles due at now and not
+// yet swept. The counts and the expiry entries are two reads, so the
+// entries are read before and after the counts: with now fixed, what is
+// due only shrinks (a sweep deletes a profile, a write revives one; no
+// write makes a profile due at a past instant), so a partition whose due
+// profiles read alike on both sides did not change between, and its count
+// less them is what it held live when the count was read, whatever else
+// was written. When every partition holds still the counts are of one
+// read (one instant on Pebble); otherwise each partition takes its count
+// from the latest read it held still around, up to four reads. A sweep
+// commits once in a partition, which upsets it for one read only; a
+// partition that moves around all four takes the last, and may then count
+// the profiles reclaimed in it after its count was read (DESIGN.md,
+// Expiry).
+func (d *Directory) liveCounts(ctx context.Context, gen, n int, now int64) ([]partmap.PartitionCount, error) {
+	due, err := d.dueProfiles(ctx, gen, n, now)
+	if err != nil {
+		return nil, err
+	}
+	live := map[partmap.Partition]int64{} // of the partitions that held still around a read
+	for try := 0; ; try++ {
+		counts, err := d.engine.Counts(ctx, gen, 0, partmap.Partition(n))
+		if err != nil {
+			return nil, err
+		}
+		again, err := d.dueProfiles(ctx, gen, n, now)
+		if err != nil {
+			return nil, err
+		}
+		if maps.Equal(again, due) {
+			return lessDue(counts, again), nil
+		}
+		// This read's count of every partition it or the entries name, or
+		// that held still before: 0 where it names none.
+		read := map[partmap.Partition]int64{}
+		for _, c := range counts {
+			read[c.Partition] = c.Profiles
+		}
+		for _, named := range []map[partmap.Partition]int64{live, due, again} {
+			for p := range named {
+				if _, ok := read[p]; !ok {
+					read[p] = 0
+				}
+			}
+		}
+		for p, c := range read {
+			_, held := live[p]
+			switch {
+			case due[p] == again[p]:
+				live[p] = c - again[p]
+			case try == 3 && !held:
+				live[p] = c - again[p] // never still: the caveat
+			}
+		}
+		if due = again; try == 3 {
+			break
+		}
+	}
+	out := make([]partmap.PartitionCount, 0, len(live))
+	for p, c := range live {
+		if c > 0 {
+			out = append(out, partmap.PartitionCount{Partition: p, Profiles: c})
+		}
+	}
+	slices.SortFunc(out, func(a, b partmap.PartitionCount) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+// lessDue returns counts, in place, each less its partition's due
+// profiles, without the partitions left with none.
+func lessDue(counts []partmap.PartitionCount, due map[partmap.Partition]int64) []partmap.PartitionCount {
+	kept := counts[:0]
+	for _, c := range counts {
+		if c.Profiles -= due[c.Partition]; c.Profiles > 0 {
+			kept = append(kept, c)
+		}
+	}
+	return kept
 }
 
 // A cursor is the last position of a page, authenticated with the
