@@ -26,7 +26,7 @@ SLOW_PACKAGES = ./http/ ./cmd/partmap/ ./pebble/ ./postgres/
 TEST_PACKAGES = $(SLOW_PACKAGES) $(filter-out $(SLOW_PACKAGES) ./redis/,$(shell $(GO) list -f '{{.Dir}}' ./... | sed 's|^$(CURDIR)|.|; s|$$|/|'))
 
 # The Redis store's tests on a Redis Cluster (TestCluster...) run without
-# the race detector, after the rest of its tests have run with it. They
+# the race detector, beside the rest of its tests, which run with it. They
 # repeat on a cluster the suites that run with -race on one redis-server,
 # through the same code of partmap's, to show the same semantics where the
 # keys of one operation must share a slot; the race detector doubled
@@ -55,15 +55,16 @@ LDFLAGS = -ldflags=-w
 test: deps lint
 	@mkdir -p artifacts
 	@nice -n 19 $(MAKE) --no-print-directory fuzz >artifacts/fuzz.log 2>&1 & fuzz=$$!; \
-	echo "$(GO) test -race $(TEST_FLAGS) ..., the Redis store's beside them (artifacts/redis.log), and make fuzz"; \
-	{ $(GO) test -race $(TEST_FLAGS) -skip '$(CLUSTER_TESTS)' ./redis/; single=$$?; \
-	  $(GO) test $(TEST_FLAGS) -run '$(CLUSTER_TESTS)' ./redis/; cluster=$$?; [ $$single -eq 0 ] && [ $$cluster -eq 0 ]; } >artifacts/redis.log 2>&1 & redis=$$!; \
+	echo "$(GO) test -race $(TEST_FLAGS) ..., the Redis store's beside them (artifacts/redis*.log), and make fuzz"; \
+	$(GO) test -race $(TEST_FLAGS) -skip '$(CLUSTER_TESTS)' ./redis/ >artifacts/redis.log 2>&1 & redis=$$!; \
+	$(GO) test $(TEST_FLAGS) -run '$(CLUSTER_TESTS)' ./redis/ >artifacts/redis-cluster.log 2>&1 & cluster=$$!; \
 	$(GO) test -race $(TEST_FLAGS) $(TEST_PACKAGES); tested=$$?; \
-	wait $$redis; redised=$$?; \
-	cat artifacts/redis.log; \
+	wait $$redis; redised=$$?; wait $$cluster; clustered=$$?; \
+	cat artifacts/redis.log artifacts/redis-cluster.log; \
+	[ $$clustered -eq 0 ] || redised=1; \
 	wait $$fuzz; fuzzed=$$?; \
 	cat artifacts/fuzz.log; \
-	[ $$redised -eq 0 ] || echo "the Redis store's tests failed (artifacts/redis.log)"; \
+	[ $$redised -eq 0 ] || echo "the Redis store's tests failed (artifacts/redis*.log)"; \
 	[ $$fuzzed -eq 0 ] || echo "make fuzz failed (artifacts/fuzz.log)"; \
 	[ $$tested -eq 0 ] && [ $$redised -eq 0 ] && [ $$fuzzed -eq 0 ]
 
