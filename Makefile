@@ -19,9 +19,9 @@ FUZZTIME ?=
 
 # Every package but the Redis store's, the slowest first: go test starts
 # packages in the order named, two at a time on a 2-core machine. The
-# Redis store's tests (about seven minutes) run beside them, as a third
-# process. The run is CPU-bound: three at a time (-p 3) made it no
-# shorter.
+# Redis store's tests, the longest package, run beside them as two more
+# processes (below), so that they are not the run's tail. The run is
+# CPU-bound: three packages at a time (-p 3) made it no shorter.
 SLOW_PACKAGES = ./http/ ./cmd/partmap/ ./pebble/ ./postgres/
 TEST_PACKAGES = $(SLOW_PACKAGES) $(filter-out $(SLOW_PACKAGES) ./redis/,$(shell $(GO) list -f '{{.Dir}}' ./... | sed 's|^$(CURDIR)|.|; s|$$|/|'))
 
