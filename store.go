@@ -91,6 +91,28 @@ type Store interface {
 	// named must be indexed (EINVALID otherwise), each at most once.
 	ListProfiles(ctx context.Context, opts ListOptions) (Page, error)
 
+	// CreateIndex declares a search index and returns at once: the
+	// profiles that exist are indexed in the background (IndexInfo's
+	// Building and Progress), and every write from then on keeps the
+	// index in its own commit. A name in use is EEXISTS; a bad
+	// definition, or one index too many, EINVALID.
+	CreateIndex(ctx context.Context, def IndexDefinition) error
+
+	// DropIndex removes a search index and, in the background, its
+	// entries. An unknown name is ENOTFOUND; the legacy index cannot be
+	// dropped (EINVALID).
+	DropIndex(ctx context.Context, name string) error
+
+	// ListIndexes describes every search index, by name, the legacy one
+	// (LegacyIndexName) first when the directory has indexed fields.
+	ListIndexes(ctx context.Context) ([]IndexInfo, error)
+
+	// Search runs a query in the Redis Query Engine's syntax on a search
+	// index. An unknown index is ENOTFOUND; a bad query EINVALID, with
+	// where it went wrong; an index still building EUNAVAILABLE. A write
+	// acknowledged before the call is seen by it.
+	Search(ctx context.Context, index string, opts SearchOptions) (SearchResult, error)
+
 	// ListPartitions describes the partitions that exist, in order.
 	ListPartitions(ctx context.Context) (PartitionStats, error)
 

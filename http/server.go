@@ -94,6 +94,10 @@ func NewServer(store partmap.Store, opts *ServerOptions) *Server {
 		{"POST", "/resize", auth.ScopeAdmin, []string{"partitions"}, s.handleResize},
 		{"GET", "/resize", auth.ScopeAdmin, nil, s.handleResizeStatus},
 		{"GET", "/backup", auth.ScopeAdmin, nil, s.handleBackup},
+		{"GET", "/indexes", auth.ScopeRead, nil, s.handleListIndexes},
+		{"POST", "/indexes", auth.ScopeAdmin, nil, s.handleCreateIndex},
+		{"DELETE", "/indexes/{name}", auth.ScopeAdmin, nil, s.handleDropIndex},
+		{"GET", "/indexes/{name}/search", auth.ScopeRead, []string{"query", "sortBy", "order", "limit", "offset", "cursor", "return", "noContent"}, s.handleSearch},
 	}
 	allowed := map[string][]string{}
 	for _, r := range routes {

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/partmap/partmap"
@@ -73,8 +74,21 @@ func indexPrefix(pre []byte, p partmap.Partition, field int, value string) []byt
 	return append(k, value...)
 }
 
+// indexKey is entry e's key. A search entry (engine.SearchFieldBase and
+// up) ends with its tail (engine.EntryTail), in the order ranges read it;
+// the others with their value's length, the value and the email.
 func indexKey(pre []byte, p partmap.Partition, e engine.IndexEntry) []byte {
+	if e.Field >= engine.SearchFieldBase {
+		k := append(searchPrefix(pre, p, e.Field), e.Value...)
+		return append(append(k, 0), e.Email...)
+	}
 	return append(indexPrefix(pre, p, e.Field, e.Value), e.Email...)
+}
+
+// searchPrefix is the start of every entry of search field field in p.
+func searchPrefix(pre []byte, p partmap.Partition, field int) []byte {
+	k := binary.BigEndian.AppendUint32(kind(pre, prefixIndex, 5+64), uint32(p))
+	return append(k, byte(field))
 }
 
 // partitionIndexPrefix is the start of every index entry of p.
@@ -88,6 +102,10 @@ func parseIndexKey(k []byte) (engine.IndexEntry, bool) {
 		return engine.IndexEntry{}, false
 	}
 	field := int(k[5])
+	if field >= engine.SearchFieldBase {
+		value, email, ok := bytes.Cut(k[6:], []byte{0})
+		return engine.IndexEntry{Field: field, Value: string(value), Email: string(email)}, ok
+	}
 	n, w := binary.Uvarint(k[6:])
 	if w <= 0 || n > uint64(len(k)-6-w) {
 		return engine.IndexEntry{}, false

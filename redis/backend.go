@@ -112,6 +112,15 @@ func indexMember(value, email string) string {
 	return valuePrefix(value) + email
 }
 
+// entryMember is e's member in its field's sorted set: a search entry's
+// is its tail (engine.EntryTail), which ZRANGEBYLEX reads in ranges.
+func entryMember(e engine.IndexEntry) string {
+	if e.Field >= engine.SearchFieldBase {
+		return engine.EntryTail(e.Value, e.Email)
+	}
+	return indexMember(e.Value, e.Email)
+}
+
 func valuePrefix(value string) string {
 	return string(binary.BigEndian.AppendUint32(nil, uint32(len(value)))) + value
 }
@@ -543,10 +552,10 @@ func partWrites(writes []engine.Write) []partWrite {
 			pw.Prev = binary.BigEndian.AppendUint64(nil, uint64(w.Prev))
 		}
 		for _, e := range w.Remove {
-			pw.Index = append(pw.Index, indexOp{Field: e.Field, Member: []byte(indexMember(e.Value, e.Email))})
+			pw.Index = append(pw.Index, indexOp{Field: e.Field, Member: []byte(entryMember(e))})
 		}
 		for _, e := range w.Add {
-			pw.Index = append(pw.Index, indexOp{Field: e.Field, Add: true, Member: []byte(indexMember(e.Value, e.Email))})
+			pw.Index = append(pw.Index, indexOp{Field: e.Field, Add: true, Member: []byte(entryMember(e))})
 		}
 		out[i] = pw
 	}
@@ -759,8 +768,11 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 	for try := 0; ; try++ {
 		pipe := b.client.Pipeline()
 		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
-		cmds := make([]*goredis.StringSliceCmd, engine.IndexFields)
+		cmds := make([]*goredis.StringSliceCmd, engine.MaxSearchField+1)
 		for field := range cmds {
+			if field >= engine.IndexFields && field < engine.SearchFieldBase {
+				continue
+			}
 			cmds[field] = pipe.ZRange(ctx, b.indexKey(part, field), 0, -1)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -778,7 +790,18 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 		}
 		var out []engine.IndexEntry
 		for field, c := range cmds {
+			if c == nil {
+				continue
+			}
 			for _, m := range c.Val() {
+				if field >= engine.SearchFieldBase {
+					value, email, ok := strings.Cut(m, "\x00")
+					if !ok {
+						value, email = "", m // reported as drift
+					}
+					out = append(out, engine.IndexEntry{Field: field, Value: value, Email: email})
+					continue
+				}
 				e, ok := parseIndexMember(m)
 				if !ok {
 					e = engine.IndexEntry{Email: m} // reported as drift
@@ -838,8 +861,10 @@ func (b *backend) Drop(ctx context.Context, l engine.Layout) error {
 		// Not the lock key: a whole-map lock may hold it (a resize starting
 		// its copy over), and an old lock expires by itself.
 		keys := []string{b.emailsKey(part), b.countKey(part)}
-		for f := range engine.IndexFields {
-			keys = append(keys, b.indexKey(part, f))
+		for f := range engine.MaxSearchField + 1 {
+			if f < engine.IndexFields || f >= engine.SearchFieldBase {
+				keys = append(keys, b.indexKey(part, f))
+			}
 		}
 		for _, e := range emails {
 			keys = append(keys, b.recordKey(part, e))

@@ -72,6 +72,10 @@ type Directory struct {
 	wholeMap wholeMap   // held by an operator, for bulk maintenance
 	serveMu  sync.Mutex // the backend hears of layouts in the order they serve
 
+	searcher engine.Searcher // nil: the backend keeps no search indexes
+	searches atomic.Pointer[searchSetBox]
+	search   searchAdmin
+
 	// started only ever goes from false to true, so a cached true is safe.
 	started atomic.Bool
 }
@@ -142,8 +146,15 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 	if d.perPart {
 		d.bulkSize = 1
 	}
+	d.searcher, _ = b.(engine.Searcher)
 	d.engine.SetHooks(d.metrics.hooks())
 	d.serve(nil, newServing(meta.current(), meta.next()))
+	if err := d.loadSearch(meta); err != nil {
+		return nil, err
+	}
+	d.search.mu.Lock()
+	d.startSearchWork(meta)
+	d.search.mu.Unlock()
 	if err := d.resumeResize(); err != nil {
 		return nil, err
 	}

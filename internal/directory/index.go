@@ -118,10 +118,16 @@ func (d *Directory) checkPartition(ctx context.Context, sv *serving, p partmap.P
 			return err
 		}
 		want := map[engine.IndexEntry]bool{}
+		set := d.searchSet()
 		for _, it := range items {
 			check.Profiles++
 			for _, e := range engine.Entries(d.indexes, it.Email, &it.Record) {
 				want[e] = true
+			}
+			for _, ix := range set.checked(part) {
+				for _, e := range ix.entries(it.Email, &it.Record) {
+					want[e] = true
+				}
 			}
 		}
 		if check.Counted, err = tx.Count(part); err != nil {
@@ -131,6 +137,8 @@ func (d *Directory) checkPartition(ctx context.Context, sv *serving, p partmap.P
 		if err != nil {
 			return err
 		}
+		cleaning := set.cleaning()
+		have = slices.DeleteFunc(have, func(e engine.IndexEntry) bool { return cleaning[e.Field] })
 		check.IndexEntries = int64(len(have))
 		for _, e := range have {
 			if want[e] {
@@ -157,6 +165,10 @@ func (d *Directory) drift(e engine.IndexEntry, missing bool) partmap.IndexDrift 
 		field = d.indexes[e.Field]
 	case e.Field == engine.ExpiryField:
 		field = "(expiry)"
+	case e.Field >= engine.SearchFieldBase:
+		if name := d.searchSet().slotName(e.Field); name != "" {
+			field = name
+		}
 	}
 	return partmap.IndexDrift{Email: e.Email, Field: field, Value: e.Value, Missing: missing}
 }

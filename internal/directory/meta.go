@@ -12,9 +12,15 @@ import (
 	"github.com/partmap/partmap/internal/engine"
 )
 
-// Schema is the version of the metadata and storage layout this code reads
-// and writes. 2 added secondary indexes; 1 has none.
-const Schema = 2
+// Schema is the newest version of the metadata and storage layout this
+// code reads and writes. 2 added secondary indexes (1 has none); 3,
+// written once a directory has a search index, added those.
+const Schema = schemaSearch
+
+const (
+	schemaIndexes = 2
+	schemaSearch  = 3
+)
 
 // metadata is the directory's persisted description of itself, which a backend
 // stores as JSON bytes it does not read. The JSON names are the ones
@@ -37,6 +43,10 @@ type metadata struct {
 	Retired []retiredLayout `json:"retired,omitempty"`
 	// WholeMap is the whole-map lock, while an operator holds it.
 	WholeMap *wholeMapLease `json:"wholeMap,omitempty"`
+	// Search are the search indexes (schema 3), and Dropping those
+	// dropped whose entries are still being removed.
+	Search   []indexMeta    `json:"search,omitempty"`
+	Dropping []droppedSlots `json:"dropping,omitempty"`
 }
 
 // Retired is a layout a resize replaced.
@@ -74,7 +84,7 @@ func (m metadata) next() *engine.Layout {
 func newMeta(partitions int, indexes []string) metadata {
 	key := make([]byte, 32)
 	rand.Read(key)
-	return metadata{Schema: Schema, Partitions: partitions, CursorKey: key, Indexes: indexes}
+	return metadata{Schema: schemaIndexes, Partitions: partitions, CursorKey: key, Indexes: indexes}
 }
 
 // parseMeta reads stored metadata and checks that this code can serve it,

@@ -109,6 +109,9 @@ func (d *Directory) Resize(ctx context.Context, partitions int) (partmap.ResizeS
 	// half: the metadata and the marks go together.
 	ctx = context.WithoutCancel(ctx)
 	meta, err := d.updateMeta(ctx, func(m *metadata) error {
+		if err := searchWorkPending(*m); err != nil {
+			return err
+		}
 		if m.Resize != nil || m.Generation != sv.cur.Generation {
 			return engine.ErrStale
 		}
@@ -241,6 +244,7 @@ func (r *resizer) setErr(err error) {
 // removal of an old generation (a later open finishes it). A whole-map lock
 // an operator holds stays held, in the store, until released or over.
 func (d *Directory) Close() {
+	d.closeSearch()
 	d.sweeper.halt() // and waits for its pass to end
 	d.trimmer.halt()
 	r := &d.resizer

@@ -497,3 +497,45 @@ type IndexMatch struct {
 	Field int
 	Value string
 }
+
+// SearchFieldBase is the first field number of search-index entries
+// (the directory's search indexes number their fields from here up to
+// MaxSearchField). Their values never hold a 0 byte, and a backend keeps
+// them in the order of their tail, the value, a 0 byte and the email, so
+// that a range of tails is a range read (Searcher).
+const SearchFieldBase = 32
+
+// MaxSearchField is the last field number an index entry can have: a
+// backend may give the field one byte.
+const MaxSearchField = 254
+
+// EntryTail is a search entry's tail, by which a backend orders the
+// entries of one field and partition.
+func EntryTail(value, email string) string { return value + "\x00" + email }
+
+// IndexRange asks for the entries of one search field in one partition
+// whose tails lie in [From, To), in tail order (descending with Reverse),
+// at most Limit of them (0: all).
+type IndexRange struct {
+	Part     Part
+	Field    int // SearchFieldBase or more
+	From, To string
+	Limit    int
+	Reverse  bool
+}
+
+// Searcher is a Backend that reads ranges of search entries; a directory
+// over a backend without one has no search indexes.
+type Searcher interface {
+	// IndexRanges answers each range, in order, each from one view of its
+	// partition that sees every commit that returned before the call.
+	IndexRanges(ctx context.Context, ranges []IndexRange) ([][]IndexEntry, error)
+}
+
+// Indexer computes the search-index entries of records, which the engine
+// keeps beside the legacy ones (Options.Indexes) in every commit.
+type Indexer interface {
+	// Changes returns the entries a write of email takes out and puts in
+	// when it replaces prev by next (either nil for none).
+	Changes(email string, prev, next *partmap.Record) (remove, add []IndexEntry)
+}

@@ -97,6 +97,7 @@ type Engine struct {
 	checked  bool
 	lockWait time.Duration
 	indexes  []string
+	indexer  atomic.Pointer[indexerBox]
 	hooks    atomic.Pointer[Hooks]
 }
 
@@ -122,6 +123,18 @@ func New(backend Backend, opts Options) *Engine {
 	e.hints, _ = backend.(Hints)
 	e.watcher, _ = backend.(LayoutWatcher)
 	return e
+}
+
+type indexerBox struct{ Indexer }
+
+// SetIndexer installs the search indexes' entries (nil: none): commits
+// that stage their writes from then on carry them.
+func (e *Engine) SetIndexer(ix Indexer) {
+	if ix == nil {
+		e.indexer.Store(nil)
+		return
+	}
+	e.indexer.Store(&indexerBox{ix})
 }
 
 // SetHooks installs hooks; later invocations report to them.
@@ -425,6 +438,7 @@ func durableNow() error { return nil }
 // dropping those that change nothing (a record created and deleted again).
 func (e *Engine) finish(tx *Tx) []Write {
 	out := tx.writes[:0]
+	ix := e.indexer.Load()
 	for _, w := range tx.writes {
 		k, _ := tx.known.get(key{w.Part, w.Email})
 		prev := k.stored
@@ -435,7 +449,13 @@ func (e *Engine) finish(tx *Tx) []Write {
 		if prev != nil {
 			w.Prev = prev.Version
 		}
-		w.Remove, w.Add = indexChanges(e.indexes, w.Email, prev, w.Record)
+		// A reindex (Tx.Reindex) staged its own entries already.
+		remove, add := indexChanges(e.indexes, w.Email, prev, w.Record)
+		w.Remove, w.Add = append(w.Remove, remove...), append(w.Add, add...)
+		if ix != nil {
+			remove, add := ix.Changes(w.Email, prev, w.Record)
+			w.Remove, w.Add = append(w.Remove, remove...), append(w.Add, add...)
+		}
 		out = append(out, w)
 	}
 	return out
@@ -590,6 +610,30 @@ func (tx *Tx) Put(part Part, email string, rec partmap.Record, change partmap.Op
 // time included, and records no event: a resize's copy.
 func (tx *Tx) Copy(part Part, email string, rec partmap.Record) error {
 	return tx.stage(part, email, &rec, Move, true)
+}
+
+// Reindex stages email's record in part as it is, with the search
+// entries add and remove and no event: a search index's build or drop.
+// rec, when not nil, is the record as this invocation's Scan of part
+// read it, which saves reading it again. A record that does not exist is
+// left alone.
+func (tx *Tx) Reindex(part Part, email string, rec *partmap.Record, remove, add []IndexEntry) error {
+	if rec != nil {
+		if _, ok := tx.known.get(key{part, email}); !ok {
+			tx.known.put(key{part, email}, known{rec: rec, stored: rec, staged: -1})
+		}
+	}
+	k, err := tx.lookup(part, email)
+	if err != nil || k.stored == nil {
+		return err
+	}
+	if err := tx.stage(part, email, k.stored, Move, true); err != nil {
+		return err
+	}
+	k, _ = tx.known.get(key{part, email})
+	w := &tx.writes[k.staged]
+	w.Remove, w.Add = append(w.Remove, remove...), append(w.Add, add...)
+	return nil
 }
 
 // Delete stages the removal of email from part, as change. Deleting an

@@ -442,7 +442,7 @@ func (p *parser) tags(field string) (Node, error) {
 				b.WriteRune(r)
 			}
 		}
-		v := p.s.foldTag(b.String())
+		v := p.s.foldTag(field, b.String())
 		if v == "" {
 			return nil, p.syntaxError(p.pos, "a tag is empty")
 		}

@@ -43,6 +43,13 @@ type Field struct {
 	// NoStem is Redis's NOSTEM, for TEXT fields only: the field indexes its
 	// words as they are, and a query word matches only itself there.
 	NoStem bool
+	// Separator, CaseSensitive (TAG only) are Redis's per-field SEPARATOR
+	// and CASESENSITIVE; a zero Separator is the schema's (Options).
+	// Whole (TAG only) keeps a value as one tag, exactly as written, not
+	// split, trimmed or folded: the equality indexes of old directories.
+	Separator     byte
+	CaseSensitive bool
+	Whole         bool
 }
 
 // Options are the index-wide settings of a schema. The zero Options are
@@ -116,6 +123,14 @@ func NewSchema(fields []Field, opts Options) (*Schema, error) {
 		case TypeText:
 			s.text = append(s.text, f.Name)
 		case TypeTag, TypeNumeric:
+			if f.Type == TypeNumeric && (f.Separator != 0 || f.CaseSensitive || f.Whole) {
+				return nil, &partmap.Error{Code: partmap.EINVALID, Field: f.Name,
+					Message: fmt.Sprintf("field %q is NUMERIC: only a TAG field takes SEPARATOR or CASESENSITIVE", f.Name)}
+			}
+			if c := f.Separator; c != 0 && (c <= ' ' || c >= 0x7f || c == '\\') {
+				return nil, &partmap.Error{Code: partmap.EINVALID, Field: f.Name,
+					Message: fmt.Sprintf("tag separator %q must be one printable ASCII character other than space and backslash", c)}
+			}
 			if f.NoStem {
 				return nil, &partmap.Error{Code: partmap.EINVALID, Field: f.Name,
 					Message: fmt.Sprintf("field %q is %s: only a TEXT field takes NOSTEM", f.Name, f.Type)}

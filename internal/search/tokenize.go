@@ -151,18 +151,28 @@ func (s *Schema) Expand(field, word string) []string {
 }
 
 // Tags returns the tags of a TAG field's value, sorted and without
-// repeats: the value split on the separator, each part trimmed of white
-// space and, unless the schema is CaseSensitive, folded to lower case;
-// empty parts are dropped. It returns nil for a field that is not a TAG
-// field of the schema.
+// repeats: the value split on the field's separator (unless the field is
+// Whole), each part trimmed of white space and, unless the field or the
+// schema is CaseSensitive, folded to lower case; empty parts are dropped.
+// It returns nil for a field that is not a TAG field of the schema.
 func (s *Schema) Tags(field, value string) []string {
 	f, ok := s.Field(field)
 	if !ok || f.Type != TypeTag {
 		return nil
 	}
+	if f.Whole {
+		if t := s.foldTag(field, value); t != "" {
+			return []string{t}
+		}
+		return nil
+	}
+	sep := s.opts.Separator
+	if f.Separator != 0 {
+		sep = f.Separator
+	}
 	var tags []string
-	for part := range strings.SplitSeq(value, string(s.opts.Separator)) {
-		if t := s.foldTag(part); t != "" {
+	for part := range strings.SplitSeq(value, string(sep)) {
+		if t := s.foldTag(field, part); t != "" {
 			tags = append(tags, t)
 		}
 	}
@@ -170,10 +180,15 @@ func (s *Schema) Tags(field, value string) []string {
 	return slices.Compact(tags)
 }
 
-// foldTag is the normal form of one tag, in values and queries alike.
-func (s *Schema) foldTag(t string) string {
+// foldTag is the normal form of one tag of field, in values and queries
+// alike. A Whole field keeps its value exactly, as an equality index does.
+func (s *Schema) foldTag(field, t string) string {
+	f, _ := s.Field(field)
+	if f.Whole {
+		return t
+	}
 	t = strings.TrimSpace(t)
-	if !s.opts.CaseSensitive {
+	if !s.opts.CaseSensitive && !f.CaseSensitive {
 		t = strings.ToLower(t)
 	}
 	return t

@@ -62,6 +62,7 @@ func RunStore(t *testing.T, open Opener) {
 	runExport(t, open, started)
 	runSearch(t, started)
 	runSearchInput(t, started)
+	runSearchIndexes(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)

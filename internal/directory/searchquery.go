@@ -1,0 +1,734 @@
+package directory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/search"
+)
+
+// maxSearchDepth bounds offset plus count: a sorted page reads that many
+// sort keys of each partition.
+const maxSearchDepth = 1_000_000
+
+// sortInMemory is how many matches a sorted query reads whole and sorts
+// in memory; beyond it, it reads the sort keys of each partition in order,
+// only as far as the page needs.
+const sortInMemory = 1000
+
+func (d *Directory) Search(ctx context.Context, name string, opts partmap.SearchOptions) (partmap.SearchResult, error) {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = partmap.DefaultSearchLimit
+	case limit < 0:
+		limit = 0
+	case limit > partmap.MaxSearchLimit:
+		return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "LIMIT count is %d; at most %d", limit, partmap.MaxSearchLimit)
+	}
+	if opts.Offset < 0 || opts.Offset+limit > maxSearchDepth {
+		return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "LIMIT offset %d and count %d: the offset must be at least 0, and the two add up to at most %d",
+			opts.Offset, limit, maxSearchDepth)
+	}
+	for i, f := range opts.Return {
+		if f == "" || slices.Contains(opts.Return[:i], f) {
+			return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "RETURN names %q twice, or an empty field", f)
+		}
+	}
+	if err := d.checkStarted(ctx); err != nil {
+		return partmap.SearchResult{}, err
+	}
+	ix, err := d.readyIndex(ctx, name)
+	if err != nil {
+		return partmap.SearchResult{}, err
+	}
+	node, err := search.Parse(ix.schema, opts.Query)
+	if err != nil {
+		return partmap.SearchResult{}, err
+	}
+	sortField := -1
+	if opts.SortBy != "" {
+		sortField = slices.IndexFunc(ix.fields, func(f search.Field) bool { return f.Name == opts.SortBy })
+		if sortField < 0 {
+			return partmap.SearchResult{}, &partmap.Error{Code: partmap.EINVALID, Field: opts.SortBy,
+				Message: fmt.Sprintf("Property `%s` not loaded nor in schema", opts.SortBy)}
+		}
+	}
+	var res partmap.SearchResult
+	err = d.read(func(sv *serving) error {
+		var err error
+		res, err = d.runSearch(ctx, sv, ix, node, opts, sortField, limit)
+		return err
+	})
+	return res, err
+}
+
+// readyIndex returns the named index, once built. An index this server
+// has not heard of yet, or has heard of as building, is looked up in the
+// metadata again: another server may have created or built it.
+func (d *Directory) readyIndex(ctx context.Context, name string) (*searchIndex, error) {
+	ix := d.searchSet().get(name)
+	if ix == nil || ix.meta.Build != nil {
+		meta, err := d.readMeta(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !sameIndexes(d.searchSet(), meta) {
+			if err := d.loadSearch(meta); err != nil {
+				return nil, err
+			}
+		}
+		ix = d.searchSet().get(name)
+		if ix != nil && ix.meta.Build != nil {
+			return nil, partmap.Errorf(partmap.EUNAVAILABLE, "index %q is still being built: %d of %d partitions indexed; retry when FT.INFO says indexing 0",
+				name, ix.meta.Build.Built, meta.Partitions)
+		}
+	}
+	if ix == nil {
+		return nil, partmap.Errorf(partmap.ENOTFOUND, "Unknown Index name")
+	}
+	return ix, nil
+}
+
+// query is one search on one layout generation.
+type query struct {
+	d        *Directory
+	ctx      context.Context
+	ix       *searchIndex
+	gen, n   int
+	now      int64
+	universe [][]string // every live profile's email, by partition, once read
+}
+
+func (d *Directory) runSearch(ctx context.Context, sv *serving, ix *searchIndex, node search.Node, opts partmap.SearchOptions, sortField, limit int) (partmap.SearchResult, error) {
+	q := &query{d: d, ctx: ctx, ix: ix, gen: sv.cur.Generation, n: sv.cur.Partitions, now: d.now()}
+	sets, err := q.eval(node)
+	if err != nil {
+		return partmap.SearchResult{}, err
+	}
+	if err := q.settleDue(node, sets); err != nil {
+		return partmap.SearchResult{}, err
+	}
+	var res partmap.SearchResult
+	for _, s := range sets {
+		res.Total += int64(len(s))
+	}
+	scope := fmt.Appendf(nil, "index=%s;slots=%v;query=%s;sort=%s,%t;version=%d", ix.meta.Def.Name, ix.meta.Slots, node, opts.SortBy, opts.Descending, q.gen)
+	offset := opts.Offset
+	var after *engine.Position
+	if opts.Cursor != "" {
+		pos, err := decodeCursor(d.cursors, opts.Cursor, q.n, scope)
+		if err != nil {
+			return partmap.SearchResult{}, err
+		}
+		offset = 0
+		if sortField >= 0 {
+			offset, _ = strconv.Atoi(pos.Email)
+		} else {
+			after = &pos
+		}
+	}
+	var order []engine.Position
+	var records map[string]*partmap.Record
+	if sortField < 0 {
+		order = inOrder(sets, after, offset, limit+1)
+	} else if order, records, err = q.sorted(sv, sets, sortField, opts.Descending, offset+limit+1); err != nil {
+		return partmap.SearchResult{}, err
+	} else {
+		order = order[min(offset, len(order)):]
+	}
+	more := len(order) > limit
+	order = order[:min(limit, len(order))]
+	if more && limit > 0 {
+		last := order[len(order)-1]
+		if sortField >= 0 {
+			last = engine.Position{Email: strconv.Itoa(offset + limit)}
+		}
+		res.NextCursor = encodeCursor(d.cursors, last, scope)
+	}
+	if len(order) == 0 {
+		return res, nil
+	}
+	emails := make([]string, len(order))
+	for i, p := range order {
+		emails[i] = p.Email
+	}
+	var recs []*partmap.Record
+	if records != nil {
+		for _, e := range emails {
+			recs = append(recs, records[e])
+		}
+	} else if recs, err = d.readBatch(ctx, sv, emails); err != nil {
+		return partmap.SearchResult{}, err
+	}
+	res.Hits = make([]partmap.SearchHit, 0, len(order))
+	for i, rec := range recs {
+		// A profile changed between its entries and its record being read
+		// is left out, as it no longer matches.
+		if rec == nil || !search.Match(ix.schema, node, rec.Profile) {
+			continue
+		}
+		res.Hits = append(res.Hits, hit(emails[i], rec.Profile, opts))
+	}
+	return res, nil
+}
+
+func hit(email string, p partmap.Profile, opts partmap.SearchOptions) partmap.SearchHit {
+	h := partmap.SearchHit{Email: email}
+	switch {
+	case opts.NoContent:
+	case opts.Return != nil:
+		h.Fields = []partmap.FieldValue{}
+		for _, f := range opts.Return {
+			if v, ok := p[f]; ok {
+				h.Fields = append(h.Fields, partmap.FieldValue{Name: f, Value: v})
+			}
+		}
+	default:
+		h.Fields = make([]partmap.FieldValue, 0, len(p))
+		for _, f := range slices.Sorted(mapsKeys(p)) {
+			h.Fields = append(h.Fields, partmap.FieldValue{Name: f, Value: p[f]})
+		}
+	}
+	return h
+}
+
+func mapsKeys(p partmap.Profile) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range p {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// inOrder is the matches in enumeration order after after, less the
+// first skip, at most want of them.
+func inOrder(sets [][]string, after *engine.Position, skip, want int) []engine.Position {
+	var out []engine.Position
+	first := 0
+	if after != nil {
+		first = int(after.Partition)
+	}
+	for p := first; p < len(sets) && len(out) < want; p++ {
+		emails := sets[p]
+		if after != nil && p == int(after.Partition) {
+			i, found := slices.BinarySearch(emails, after.Email)
+			if found {
+				i++
+			}
+			emails = emails[i:]
+		}
+		if skip >= len(emails) {
+			skip -= len(emails)
+			continue
+		}
+		emails = emails[skip:]
+		skip = 0
+		for _, e := range emails[:min(len(emails), want-len(out))] {
+			out = append(out, engine.Position{Partition: partmap.Partition(p), Email: e})
+		}
+	}
+	return out
+}
+
+// eval returns the emails node matches, by partition, each sorted, from
+// the index entries alone.
+func (q *query) eval(node search.Node) ([][]string, error) {
+	switch n := node.(type) {
+	case search.All:
+		return q.all()
+	case search.Not:
+		all, err := q.all()
+		if err != nil {
+			return nil, err
+		}
+		not, err := q.eval(n.Node)
+		if err != nil {
+			return nil, err
+		}
+		return combine(all, not, minus), nil
+	case search.And:
+		var out [][]string
+		var negated []search.Node
+		for _, c := range n.Nodes {
+			if not, ok := c.(search.Not); ok {
+				negated = append(negated, not.Node)
+				continue
+			}
+			s, err := q.eval(c)
+			if err != nil {
+				return nil, err
+			}
+			if out == nil {
+				out = s
+			} else {
+				out = combine(out, s, intersect)
+			}
+		}
+		if out == nil {
+			all, err := q.all()
+			if err != nil {
+				return nil, err
+			}
+			out = all
+		}
+		for _, c := range negated {
+			if empty(out) {
+				break
+			}
+			s, err := q.eval(c)
+			if err != nil {
+				return nil, err
+			}
+			out = combine(out, s, minus)
+		}
+		return out, nil
+	case search.Or:
+		out := make([][]string, q.n)
+		for _, c := range n.Nodes {
+			s, err := q.eval(c)
+			if err != nil {
+				return nil, err
+			}
+			out = combine(out, s, union)
+		}
+		return out, nil
+	}
+	return q.leaf(node)
+}
+
+// span is a range of one entry field's tails.
+type span struct {
+	field    int
+	from, to string
+}
+
+func exact(field int, value string) span {
+	v := entryValue(value)
+	return span{field, v + "\x00", v + "\x01"}
+}
+
+// leaf reads the entries of a Tag, Term, Prefix or Range node.
+func (q *query) leaf(node search.Node) ([][]string, error) {
+	ix := q.ix
+	slot := func(name string) int {
+		i := slices.IndexFunc(ix.fields, func(f search.Field) bool { return f.Name == name })
+		return ix.meta.Slots[i]
+	}
+	text := func(field string) []string {
+		if field == "" {
+			return ix.schema.TextFields()
+		}
+		return []string{field}
+	}
+	var spans []span
+	switch n := node.(type) {
+	case search.Tag:
+		if ix.legacy {
+			return q.legacy(n)
+		}
+		for _, v := range n.Values {
+			spans = append(spans, exact(slot(n.Field), v))
+		}
+	case search.Term:
+		for _, f := range text(n.Field) {
+			for _, w := range ix.schema.Expand(f, n.Word) {
+				spans = append(spans, exact(slot(f), w))
+			}
+		}
+	case search.Prefix:
+		for _, f := range text(n.Field) {
+			p := entryValue(n.Prefix)
+			spans = append(spans, span{slot(f), p, p + "\xff"})
+		}
+	case search.Range:
+		s := span{field: slot(n.Field)}
+		if !math.IsInf(n.Min, -1) {
+			s.from = numberValue(n.Min)
+			if n.MinExclusive {
+				s.from += "\x01"
+			}
+		}
+		if !math.IsInf(n.Max, 1) {
+			s.to = numberValue(n.Max)
+			if !n.MaxExclusive {
+				s.to += "\x01"
+			}
+		}
+		spans = append(spans, s)
+	default:
+		return nil, fmt.Errorf("search: no plan for %T", node)
+	}
+	return q.read(spans)
+}
+
+// read returns the emails of the entries of every span, in every
+// partition, in one call to the backend.
+func (q *query) read(spans []span) ([][]string, error) {
+	ranges := make([]engine.IndexRange, 0, len(spans)*q.n)
+	for p := range q.n {
+		for _, s := range spans {
+			ranges = append(ranges, engine.IndexRange{Part: engine.Part{Generation: q.gen, Partition: partmap.Partition(p)},
+				Field: s.field, From: s.from, To: s.to})
+		}
+	}
+	found, err := q.d.searcher.IndexRanges(q.ctx, ranges)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, q.n)
+	for i, es := range found {
+		if len(es) == 0 {
+			continue
+		}
+		p := i / len(spans)
+		for _, e := range es {
+			out[p] = append(out[p], e.Email)
+		}
+	}
+	for p, s := range out {
+		if len(s) > 1 {
+			slices.Sort(s)
+			out[p] = slices.Compact(s)
+		}
+	}
+	return out, nil
+}
+
+// legacy reads the equality index of a directory's indexed field: a tag
+// of its values is the whole value.
+func (q *query) legacy(n search.Tag) ([][]string, error) {
+	field := slices.Index(q.d.indexes, n.Field)
+	out := make([][]string, q.n)
+	for _, v := range n.Values {
+		eq := engine.Query{Generation: q.gen, End: partmap.Partition(q.n), Limit: 1000,
+			Where: []engine.IndexMatch{{Field: field, Value: v}}}
+		for {
+			items, err := q.d.engine.Scan(q.ctx, eq)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range items {
+				out[it.Partition] = append(out[it.Partition], it.Email)
+			}
+			if len(items) < eq.Limit {
+				break
+			}
+			eq.After = &items[len(items)-1].Position
+		}
+	}
+	for p, s := range out {
+		if len(s) > 1 {
+			slices.Sort(s)
+			out[p] = slices.Compact(s)
+		}
+	}
+	return out, nil
+}
+
+// all is every live profile, by partition: a query of * or a negation
+// reads every record.
+func (q *query) all() ([][]string, error) {
+	if q.universe != nil {
+		return q.universe, nil
+	}
+	out := make([][]string, q.n)
+	sq := engine.Query{Generation: q.gen, End: partmap.Partition(q.n), Limit: 1000}
+	for {
+		items, err := q.d.engine.Scan(q.ctx, sq)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if live(&it.Record, q.now) != nil {
+				out[it.Partition] = append(out[it.Partition], it.Email)
+			}
+		}
+		if len(items) < sq.Limit {
+			break
+		}
+		sq.After = &items[len(items)-1].Position
+	}
+	q.universe = out
+	return out, nil
+}
+
+// settleDue corrects sets for the profiles with a deadline that has
+// passed: until the sweeper reclaims an expired field or profile, its
+// entries stay, so each such profile's record is read and matched as it
+// is now.
+func (q *query) settleDue(node search.Node, sets [][]string) error {
+	due, err := q.d.engine.Due(q.ctx, q.gen, 0, partmap.Partition(q.n), q.now+1, math.MaxInt, nil)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	byPart := map[partmap.Partition][]string{}
+	for _, e := range due {
+		if !slices.Contains(byPart[e.Partition], e.Email) {
+			byPart[e.Partition] = append(byPart[e.Partition], e.Email)
+		}
+	}
+	for p, emails := range byPart {
+		recs, err := q.d.engine.ReadRecords(q.ctx, engine.Part{Generation: q.gen, Partition: p}, emails)
+		if err != nil {
+			return err
+		}
+		for i, e := range emails {
+			rec := live(recs[i], q.now)
+			in := rec != nil && search.Match(q.ix.schema, node, rec.Profile)
+			at, found := slices.BinarySearch(sets[p], e)
+			switch {
+			case in && !found:
+				sets[p] = slices.Insert(sets[p], at, e)
+			case !in && found:
+				sets[p] = slices.Delete(sets[p], at, at+1)
+			}
+		}
+	}
+	return nil
+}
+
+// sorted returns the first want matches in SORTBY order: by the field's
+// sort key (descending with desc), ties by email, profiles without one
+// last, by email. A few matches are read whole and sorted (with their
+// records, returned); more are merged from each partition's sort keys,
+// read in order only as far as the page needs.
+func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want int) ([]engine.Position, map[string]*partmap.Record, error) {
+	var total int
+	for _, s := range sets {
+		total += len(s)
+	}
+	f := q.ix.fields[field]
+	slot := q.ix.sortSlot(field)
+	if f.Type == search.TypeNumeric {
+		slot = q.ix.meta.Slots[field]
+	}
+	if total <= sortInMemory || slot == 0 {
+		return q.sortInMemory(sv, sets, f.Name, desc, want)
+	}
+	type cand struct {
+		key, email string
+		p          int
+	}
+	type stream struct {
+		from, to  string
+		collected []cand
+		keyed     []string
+		done      bool
+	}
+	streams := make([]*stream, q.n)
+	for p, s := range sets {
+		if len(s) > 0 {
+			streams[p] = &stream{}
+		}
+	}
+	page := min(max(2*want, 64), 1000)
+	for {
+		var ranges []engine.IndexRange
+		var at []int
+		for p, st := range streams {
+			if st != nil && !st.done {
+				ranges = append(ranges, engine.IndexRange{Part: engine.Part{Generation: q.gen, Partition: partmap.Partition(p)},
+					Field: slot, From: st.from, To: st.to, Limit: page, Reverse: desc})
+				at = append(at, p)
+			}
+		}
+		if len(ranges) == 0 {
+			break
+		}
+		found, err := q.d.searcher.IndexRanges(q.ctx, ranges)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, es := range found {
+			p := at[i]
+			st := streams[p]
+			for _, e := range es {
+				if _, member := slices.BinarySearch(sets[p], e.Email); !member {
+					continue
+				}
+				if len(st.collected) >= want && st.collected[len(st.collected)-1].key != e.Value {
+					st.done = true // the page's last key's ties are all in
+					break
+				}
+				st.collected = append(st.collected, cand{e.Value, e.Email, p})
+			}
+			if len(es) < page {
+				st.done = true
+			} else if last := es[len(es)-1]; desc {
+				st.to = engine.EntryTail(last.Value, last.Email)
+			} else {
+				st.from = engine.EntryTail(last.Value, last.Email) + "\x00"
+			}
+		}
+	}
+	var keyed []cand
+	for _, st := range streams {
+		if st != nil {
+			keyed = append(keyed, st.collected...)
+		}
+	}
+	slices.SortFunc(keyed, func(a, b cand) int {
+		c := strings.Compare(a.key, b.key)
+		if desc {
+			c = -c
+		}
+		if c == 0 {
+			c = strings.Compare(a.email, b.email)
+		}
+		return c
+	})
+	out := make([]engine.Position, 0, min(want, total))
+	for _, c := range keyed[:min(len(keyed), want)] {
+		out = append(out, engine.Position{Partition: partmap.Partition(c.p), Email: c.email})
+	}
+	if len(out) == want {
+		return out, nil, nil
+	}
+	// Every stream ran to its end: the matches it did not meet have no key.
+	var keyless []engine.Position
+	for p, s := range sets {
+		if len(s) == 0 {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, c := range streams[p].collected {
+			seen[c.email] = true
+		}
+		for _, e := range s {
+			if !seen[e] {
+				keyless = append(keyless, engine.Position{Partition: partmap.Partition(p), Email: e})
+			}
+		}
+	}
+	slices.SortFunc(keyless, func(a, b engine.Position) int { return strings.Compare(a.Email, b.Email) })
+	return append(out, keyless[:min(len(keyless), want-len(out))]...), nil, nil
+}
+
+// sortInMemory reads every match and sorts them as search.Order does.
+func (q *query) sortInMemory(sv *serving, sets [][]string, field string, desc bool, want int) ([]engine.Position, map[string]*partmap.Record, error) {
+	var emails []string
+	for _, s := range sets {
+		emails = append(emails, s...)
+	}
+	recs, err := q.d.readBatch(q.ctx, sv, emails)
+	if err != nil {
+		return nil, nil, err
+	}
+	order, err := q.ix.schema.Order(field, desc)
+	if err != nil {
+		return nil, nil, err
+	}
+	type row struct {
+		pos     engine.Position
+		profile map[string]string
+	}
+	rows := make([]row, 0, len(emails))
+	byEmail := make(map[string]*partmap.Record, len(emails))
+	for i, e := range emails {
+		if recs[i] == nil {
+			continue // deleted meanwhile
+		}
+		byEmail[e] = recs[i]
+		// The email decides ties: the key's field, whatever a profile holds.
+		p := map[string]string{partmap.FieldEmail: e}
+		if v, ok := recs[i].Profile[field]; ok {
+			p[field] = v
+		}
+		rows = append(rows, row{engine.Position{Partition: sv.part(e).Partition, Email: e}, p})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return order(a.profile, b.profile) })
+	out := make([]engine.Position, 0, min(want, len(rows)))
+	for _, r := range rows[:min(want, len(rows))] {
+		out = append(out, r.pos)
+	}
+	return out, byEmail, nil
+}
+
+// Set operations on sorted, distinct emails, partition by partition.
+
+func combine(a, b [][]string, op func(x, y []string) []string) [][]string {
+	out := make([][]string, len(a))
+	for p := range a {
+		out[p] = op(a[p], b[p])
+	}
+	return out
+}
+
+func empty(sets [][]string) bool {
+	for _, s := range sets {
+		if len(s) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func union(x, y []string) []string {
+	if len(x) == 0 {
+		return y
+	}
+	if len(y) == 0 {
+		return x
+	}
+	out := make([]string, 0, len(x)+len(y))
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		switch c := strings.Compare(x[i], y[j]); {
+		case c < 0:
+			out = append(out, x[i])
+			i++
+		case c > 0:
+			out = append(out, y[j])
+			j++
+		default:
+			out = append(out, x[i])
+			i, j = i+1, j+1
+		}
+	}
+	out = append(out, x[i:]...)
+	return append(out, y[j:]...)
+}
+
+func intersect(x, y []string) []string {
+	var out []string
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		switch c := strings.Compare(x[i], y[j]); {
+		case c < 0:
+			i++
+		case c > 0:
+			j++
+		default:
+			out = append(out, x[i])
+			i, j = i+1, j+1
+		}
+	}
+	return out
+}
+
+func minus(x, y []string) []string {
+	if len(y) == 0 {
+		return x
+	}
+	var out []string
+	j := 0
+	for _, e := range x {
+		for j < len(y) && y[j] < e {
+			j++
+		}
+		if j < len(y) && y[j] == e {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}

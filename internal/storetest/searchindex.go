@@ -1,0 +1,119 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/partmap/partmap"
+)
+
+// deskIndex is a support desk's index: names and notes as words, tiers as
+// tags, visits as a sortable number.
+var deskIndex = partmap.IndexDefinition{Name: "desk", Fields: []partmap.IndexField{
+	{Name: "fullName", Type: partmap.IndexText},
+	{Name: "notes", Type: partmap.IndexText},
+	{Name: "customerTier", Type: partmap.IndexTag},
+	{Name: "visits", Type: partmap.IndexNumeric, Sortable: true},
+	{Name: "companyName", Type: partmap.IndexTag, Sortable: true},
+}}
+
+// waitBuilt waits until the index answers queries.
+func waitBuilt(t testing.TB, s partmap.Store, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := s.Search(context.Background(), name, partmap.SearchOptions{Query: "*", Limit: -1})
+		if err == nil {
+			return
+		}
+		if partmap.ErrorCode(err) != partmap.EUNAVAILABLE || time.Now().After(deadline) {
+			t.Fatalf("index %s: %v", name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func hitEmails(r partmap.SearchResult) []string {
+	out := make([]string, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = h.Email
+	}
+	return out
+}
+
+func runSearchIndexes(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexSmoke", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		profiles := []partmap.Profile{
+			{partmap.FieldEmail: "alice@example.com", "fullName": "Alice Liddell", "customerTier": "gold", "visits": "12", "companyName": "Acme"},
+			{partmap.FieldEmail: "bob@example.com", "fullName": "Bob Builder", "customerTier": "silver", "visits": "3", "notes": "running late"},
+			{partmap.FieldEmail: "carol@example.com", "fullName": "Carol Alison", "customerTier": "gold, vip", "visits": "40"},
+		}
+		for _, p := range profiles {
+			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateIndex(ctx, deskIndex); partmap.ErrorCode(err) != partmap.EEXISTS {
+			t.Fatalf("second create: %v", err)
+		}
+		waitBuilt(t, s, "desk")
+		partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "dan@example.com", "fullName": "Dan Alinsky", "customerTier": "gold", "visits": "11"}, partmap.Condition{})
+		for _, tc := range []struct {
+			q      string
+			sortBy string
+			desc   bool
+			want   []string
+		}{
+			{"ali*", "", false, []string{"alice@example.com", "carol@example.com", "dan@example.com"}},
+			{"@customerTier:{gold} @visits:[(10 +inf]", "visits", false, []string{"dan@example.com", "alice@example.com", "carol@example.com"}},
+			{"@customerTier:{gold}", "visits", true, []string{"carol@example.com", "alice@example.com", "dan@example.com"}},
+			{"run", "", false, []string{"bob@example.com"}},
+			{"-@customerTier:{gold}", "", false, []string{"bob@example.com"}},
+			{"@customerTier:{vip|silver}", "email", false, nil},
+			{"@companyName:{acme}", "", false, []string{"alice@example.com"}},
+		} {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: tc.q, SortBy: tc.sortBy, Descending: tc.desc, NoContent: true})
+			if tc.sortBy == "email" {
+				if partmap.ErrorCode(err) != partmap.EINVALID {
+					t.Errorf("%s SORTBY %s: %v", tc.q, tc.sortBy, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", tc.q, err)
+				continue
+			}
+			got := hitEmails(res)
+			if tc.sortBy == "" {
+				slices.Sort(got)
+			}
+			if !slices.Equal(got, tc.want) || res.Total != int64(len(tc.want)) {
+				t.Errorf("%s SORTBY %s: got %v (total %d), want %v", tc.q, tc.sortBy, got, res.Total, tc.want)
+			}
+		}
+		if _, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "@nope:{x}"}); partmap.ErrorCode(err) != partmap.EINVALID {
+			t.Errorf("unknown field: %v", err)
+		}
+		if _, err := s.Search(ctx, "nope", partmap.SearchOptions{Query: "*"}); partmap.ErrorCode(err) != partmap.ENOTFOUND {
+			t.Errorf("unknown index: %v", err)
+		}
+		for p := range partmap.Partition(partmap.DefaultPartitions) {
+			if c, err := s.CheckPartition(ctx, p); err != nil || !c.OK() {
+				t.Fatalf("check %d: %+v %v", p, c, err)
+			}
+		}
+		if err := s.DropIndex(ctx, "desk"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "*"}); partmap.ErrorCode(err) != partmap.ENOTFOUND {
+			t.Errorf("dropped index: %v", err)
+		}
+	})
+}
