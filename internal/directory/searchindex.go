@@ -494,6 +494,13 @@ func (d *Directory) startSearchWork(m metadata) {
 	}
 	if a.base == nil {
 		a.base, a.stop = context.WithCancel(context.Background())
+		if d.engine.Shared() {
+			a.work.Add(1)
+			go func() {
+				defer a.work.Done()
+				d.watchSearch(a.base)
+			}()
+		}
 	}
 	for _, x := range m.Search {
 		if x.Build != nil && !a.running[x.Def.Name] {
@@ -550,6 +557,55 @@ func (d *Directory) closeSearch() {
 	a.work.Wait()
 }
 
+// On a store that several servers share (Redis), each reads the metadata
+// every searchPoll for indexes the others created or dropped, and a build
+// or a cleaning waits searchSettle before it starts, so that every server
+// keeps the new set of entries by the time the build visits a partition
+// (see Caveats in DESIGN.md: a server stalled for longer can still write
+// a profile without its entries, which the check reports).
+const (
+	searchPoll   = 250 * time.Millisecond
+	searchSettle = 4 * searchPoll
+)
+
+// watchSearch follows the metadata's indexes, on a shared store.
+func (d *Directory) watchSearch(ctx context.Context) error {
+	t := time.NewTicker(searchPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		meta, err := d.readMeta(ctx)
+		if err != nil {
+			continue // the store is away; try again at the next tick
+		}
+		if !sameIndexes(d.searchSet(), meta) {
+			d.search.mu.Lock()
+			if err := d.loadSearch(meta); err == nil {
+				d.startSearchWork(meta)
+			}
+			d.search.mu.Unlock()
+		}
+	}
+}
+
+// settle waits, on a shared store, for every server to follow a change
+// of the indexes.
+func (d *Directory) settle(ctx context.Context) error {
+	if !d.engine.Shared() {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(searchSettle):
+		return nil
+	}
+}
+
 // searchBuildBatch is how many partitions a build indexes between two
 // records of its progress in the metadata.
 const searchBuildBatch = 16
@@ -575,6 +631,9 @@ func (d *Directory) buildIndex(ctx context.Context, name string) error {
 	ix := d.searchSet().get(name)
 	if ix == nil {
 		return nil
+	}
+	if err := d.settle(ctx); err != nil {
+		return err
 	}
 	gen, p := x.Build.Generation, x.Build.Built
 	if gen != meta.Generation {
@@ -669,6 +728,9 @@ func (d *Directory) cleanDropped(ctx context.Context, name string) error {
 	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name })
 	if i < 0 {
 		return nil
+	}
+	if err := d.settle(ctx); err != nil {
+		return err
 	}
 	x := meta.Dropping[i]
 	parts := meta.Partitions

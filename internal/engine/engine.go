@@ -258,6 +258,9 @@ func (e *Engine) Serve(layouts []Layout) {
 // are for a Hinted engine only.
 func (e *Engine) Hinted() bool { return e.hints != nil }
 
+// Shared says other processes may use the store too (Shared).
+func (e *Engine) Shared() bool { return e.shared != nil }
+
 func (e *Engine) ClaimDue(ctx context.Context, before int64) (DueClaim, error) {
 	return e.hints.ClaimDue(ctx, before)
 }
