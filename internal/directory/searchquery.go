@@ -108,7 +108,7 @@ type query struct {
 
 func (d *Directory) runSearch(ctx context.Context, sv *serving, ix *searchIndex, node search.Node, opts partmap.SearchOptions, sortField, limit int) (partmap.SearchResult, error) {
 	q := &query{d: d, ctx: ctx, ix: ix, gen: sv.cur.Generation, n: sv.cur.Partitions, now: d.now()}
-	sets, err := q.eval(node)
+	sets, err := q.eval(node, nil)
 	if err != nil {
 		return partmap.SearchResult{}, err
 	}
@@ -240,8 +240,10 @@ func inOrder(sets [][]string, after *engine.Position, skip, want int) []engine.P
 }
 
 // eval returns the emails node matches, by partition, each sorted, from
-// the index entries alone.
-func (q *query) eval(node search.Node) ([][]string, error) {
+// the index entries alone. With only, it reads only the partitions only
+// marks, and says nothing of the others: an intersection asks its later
+// parts only where the first left something.
+func (q *query) eval(node search.Node, only []bool) ([][]string, error) {
 	switch n := node.(type) {
 	case search.All:
 		return q.all()
@@ -250,20 +252,33 @@ func (q *query) eval(node search.Node) ([][]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		not, err := q.eval(n.Node)
+		not, err := q.eval(n.Node, only)
 		if err != nil {
 			return nil, err
 		}
 		return combine(all, not, minus), nil
 	case search.And:
-		var out [][]string
-		var negated []search.Node
-		for _, c := range n.Nodes {
-			if not, ok := c.(search.Not); ok {
-				negated = append(negated, not.Node)
+		// The likely narrowest first: exact words and tags, then prefixes
+		// and ranges, then unions; negations last.
+		nodes := slices.Clone(n.Nodes)
+		slices.SortStableFunc(nodes, func(a, b search.Node) int { return cost(a) - cost(b) })
+		out := [][]string(nil)
+		for _, c := range nodes {
+			if out != nil {
+				if empty(out) {
+					break
+				}
+				only = present(out)
+			}
+			if not, ok := c.(search.Not); ok && out != nil {
+				s, err := q.eval(not.Node, only)
+				if err != nil {
+					return nil, err
+				}
+				out = combine(out, s, minus)
 				continue
 			}
-			s, err := q.eval(c)
+			s, err := q.eval(c, only)
 			if err != nil {
 				return nil, err
 			}
@@ -273,28 +288,11 @@ func (q *query) eval(node search.Node) ([][]string, error) {
 				out = combine(out, s, intersect)
 			}
 		}
-		if out == nil {
-			all, err := q.all()
-			if err != nil {
-				return nil, err
-			}
-			out = all
-		}
-		for _, c := range negated {
-			if empty(out) {
-				break
-			}
-			s, err := q.eval(c)
-			if err != nil {
-				return nil, err
-			}
-			out = combine(out, s, minus)
-		}
 		return out, nil
 	case search.Or:
 		out := make([][]string, q.n)
 		for _, c := range n.Nodes {
-			s, err := q.eval(c)
+			s, err := q.eval(c, only)
 			if err != nil {
 				return nil, err
 			}
@@ -302,7 +300,31 @@ func (q *query) eval(node search.Node) ([][]string, error) {
 		}
 		return out, nil
 	}
-	return q.leaf(node)
+	return q.leaf(node, only)
+}
+
+// cost ranks a node by how much of the index it is likely to read.
+func cost(n search.Node) int {
+	switch n.(type) {
+	case search.Tag, search.Term:
+		return 0
+	case search.Prefix, search.Range:
+		return 1
+	case search.Not:
+		return 3
+	case search.All:
+		return 4
+	}
+	return 2
+}
+
+// present marks the partitions where sets holds something.
+func present(sets [][]string) []bool {
+	out := make([]bool, len(sets))
+	for p, s := range sets {
+		out[p] = len(s) > 0
+	}
+	return out
 }
 
 // span is a range of one entry field's tails.
@@ -317,7 +339,7 @@ func exact(field int, value string) span {
 }
 
 // leaf reads the entries of a Tag, Term, Prefix or Range node.
-func (q *query) leaf(node search.Node) ([][]string, error) {
+func (q *query) leaf(node search.Node, only []bool) ([][]string, error) {
 	ix := q.ix
 	slot := func(name string) int {
 		i := slices.IndexFunc(ix.fields, func(f search.Field) bool { return f.Name == name })
@@ -367,14 +389,17 @@ func (q *query) leaf(node search.Node) ([][]string, error) {
 	default:
 		return nil, fmt.Errorf("search: no plan for %T", node)
 	}
-	return q.read(spans)
+	return q.read(spans, only)
 }
 
 // read returns the emails of the entries of every span, in every
 // partition, in one call to the backend.
-func (q *query) read(spans []span) ([][]string, error) {
+func (q *query) read(spans []span, only []bool) ([][]string, error) {
 	ranges := make([]engine.IndexRange, 0, len(spans)*q.n)
 	for p := range q.n {
+		if only != nil && !only[p] {
+			continue
+		}
 		for _, s := range spans {
 			ranges = append(ranges, engine.IndexRange{Part: engine.Part{Generation: q.gen, Partition: partmap.Partition(p)},
 				Field: s.field, From: s.from, To: s.to})
@@ -386,10 +411,7 @@ func (q *query) read(spans []span) ([][]string, error) {
 	}
 	out := make([][]string, q.n)
 	for i, es := range found {
-		if len(es) == 0 {
-			continue
-		}
-		p := i / len(spans)
+		p := int(ranges[i].Part.Partition)
 		for _, e := range es {
 			out[p] = append(out[p], e.Email)
 		}
@@ -499,8 +521,9 @@ func (q *query) settleDue(node search.Node, sets [][]string) error {
 // sorted returns the first want matches in SORTBY order: by the field's
 // sort key (descending with desc), ties by email, profiles without one
 // last, by email. A few matches are read whole and sorted (with their
-// records, returned); more are merged from each partition's sort keys,
-// read in order only as far as the page needs.
+// records, returned); more are merged from every partition's sort keys,
+// each read in order a few at a time, so that the merge reads about one
+// key per partition and then only as many as the page passes over.
 func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want int) ([]engine.Position, map[string]*partmap.Record, error) {
 	var total int
 	for _, s := range sets {
@@ -514,69 +537,40 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 	if total <= sortInMemory || slot == 0 {
 		return q.sortInMemory(sv, sets, f.Name, desc, want)
 	}
+	m := &merge{q: q, slot: slot, desc: desc}
+	var first []*sortStream
+	for p, s := range sets {
+		if len(s) > 0 {
+			first = append(first, &sortStream{p: p, batch: 4})
+		}
+	}
+	if err := m.fill(first); err != nil {
+		return nil, nil, err
+	}
 	type cand struct {
 		key, email string
 		p          int
 	}
-	type stream struct {
-		from, to  string
-		collected []cand
-		keyed     []string
-		done      bool
-	}
-	streams := make([]*stream, q.n)
-	for p, s := range sets {
-		if len(s) > 0 {
-			streams[p] = &stream{}
+	var got []cand
+	keyed := map[int]map[string]bool{} // by partition, the matches met
+	for len(m.heap) > 0 {
+		st := m.heap[0]
+		e := st.buf[0]
+		if len(got) >= want && got[len(got)-1].key != e.Value {
+			break // the page's last key's ties are all in
 		}
-	}
-	page := min(max(2*want, 64), 1000)
-	for {
-		var ranges []engine.IndexRange
-		var at []int
-		for p, st := range streams {
-			if st != nil && !st.done {
-				ranges = append(ranges, engine.IndexRange{Part: engine.Part{Generation: q.gen, Partition: partmap.Partition(p)},
-					Field: slot, From: st.from, To: st.to, Limit: page, Reverse: desc})
-				at = append(at, p)
+		if _, member := slices.BinarySearch(sets[st.p], e.Email); member {
+			got = append(got, cand{e.Value, e.Email, st.p})
+			if keyed[st.p] == nil {
+				keyed[st.p] = map[string]bool{}
 			}
+			keyed[st.p][e.Email] = true
 		}
-		if len(ranges) == 0 {
-			break
-		}
-		found, err := q.d.searcher.IndexRanges(q.ctx, ranges)
-		if err != nil {
+		if err := m.advance(); err != nil {
 			return nil, nil, err
 		}
-		for i, es := range found {
-			p := at[i]
-			st := streams[p]
-			for _, e := range es {
-				if _, member := slices.BinarySearch(sets[p], e.Email); !member {
-					continue
-				}
-				if len(st.collected) >= want && st.collected[len(st.collected)-1].key != e.Value {
-					st.done = true // the page's last key's ties are all in
-					break
-				}
-				st.collected = append(st.collected, cand{e.Value, e.Email, p})
-			}
-			if len(es) < page {
-				st.done = true
-			} else if last := es[len(es)-1]; desc {
-				st.to = engine.EntryTail(last.Value, last.Email)
-			} else {
-				st.from = engine.EntryTail(last.Value, last.Email) + "\x00"
-			}
-		}
 	}
-	var keyed []cand
-	for _, st := range streams {
-		if st != nil {
-			keyed = append(keyed, st.collected...)
-		}
-	}
-	slices.SortFunc(keyed, func(a, b cand) int {
+	slices.SortFunc(got, func(a, b cand) int {
 		c := strings.Compare(a.key, b.key)
 		if desc {
 			c = -c
@@ -587,7 +581,7 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 		return c
 	})
 	out := make([]engine.Position, 0, min(want, total))
-	for _, c := range keyed[:min(len(keyed), want)] {
+	for _, c := range got[:min(len(got), want)] {
 		out = append(out, engine.Position{Partition: partmap.Partition(c.p), Email: c.email})
 	}
 	if len(out) == want {
@@ -596,21 +590,127 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 	// Every stream ran to its end: the matches it did not meet have no key.
 	var keyless []engine.Position
 	for p, s := range sets {
-		if len(s) == 0 {
-			continue
-		}
-		seen := map[string]bool{}
-		for _, c := range streams[p].collected {
-			seen[c.email] = true
-		}
 		for _, e := range s {
-			if !seen[e] {
+			if !keyed[p][e] {
 				keyless = append(keyless, engine.Position{Partition: partmap.Partition(p), Email: e})
 			}
 		}
 	}
 	slices.SortFunc(keyless, func(a, b engine.Position) int { return strings.Compare(a.Email, b.Email) })
 	return append(out, keyless[:min(len(keyless), want-len(out))]...), nil, nil
+}
+
+// sortStream is one partition's sort keys, read in order a batch at a
+// time, each batch twice the last, up to sortBatchMax.
+type sortStream struct {
+	p        int
+	buf      []engine.IndexEntry
+	from, to string
+	batch    int
+	done     bool
+}
+
+const sortBatchMax = 1024
+
+// merge is a heap of the streams that have a key buffered, by their first
+// key (descending with desc).
+type merge struct {
+	q    *query
+	slot int
+	desc bool
+	heap []*sortStream
+}
+
+func (m *merge) less(a, b *sortStream) bool {
+	x, y := a.buf[0], b.buf[0]
+	if x.Value != y.Value {
+		return (x.Value < y.Value) != m.desc
+	}
+	return x.Email < y.Email
+}
+
+// fill reads the next batch of each stream, in one call, and puts those
+// with keys on the heap.
+func (m *merge) fill(streams []*sortStream) error {
+	ranges := make([]engine.IndexRange, len(streams))
+	for i, st := range streams {
+		ranges[i] = engine.IndexRange{Part: engine.Part{Generation: m.q.gen, Partition: partmap.Partition(st.p)},
+			Field: m.slot, From: st.from, To: st.to, Limit: st.batch, Reverse: m.desc}
+	}
+	found, err := m.q.d.searcher.IndexRanges(m.q.ctx, ranges)
+	if err != nil {
+		return err
+	}
+	for i, st := range streams {
+		es := found[i]
+		st.buf = es
+		if len(es) < st.batch {
+			st.done = true
+		} else if last := es[len(es)-1]; m.desc {
+			st.to = engine.EntryTail(last.Value, last.Email)
+		} else {
+			st.from = engine.EntryTail(last.Value, last.Email) + "\x00"
+		}
+		st.batch = min(2*st.batch, sortBatchMax)
+		if len(st.buf) > 0 {
+			m.push(st)
+		}
+	}
+	return nil
+}
+
+// advance drops the heap's first key, reading its stream's next batch
+// when its buffer runs out.
+func (m *merge) advance() error {
+	st := m.heap[0]
+	st.buf = st.buf[1:]
+	if len(st.buf) > 0 {
+		m.down(0)
+		return nil
+	}
+	m.pop()
+	if st.done {
+		return nil
+	}
+	return m.fill([]*sortStream{st})
+}
+
+func (m *merge) push(st *sortStream) {
+	m.heap = append(m.heap, st)
+	for i := len(m.heap) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !m.less(m.heap[i], m.heap[parent]) {
+			break
+		}
+		m.heap[i], m.heap[parent] = m.heap[parent], m.heap[i]
+		i = parent
+	}
+}
+
+func (m *merge) pop() {
+	last := len(m.heap) - 1
+	m.heap[0] = m.heap[last]
+	m.heap = m.heap[:last]
+	if last > 0 {
+		m.down(0)
+	}
+}
+
+func (m *merge) down(i int) {
+	for {
+		l, r, best := 2*i+1, 2*i+2, i
+		if l < len(m.heap) && m.less(m.heap[l], m.heap[best]) {
+			best = l
+		}
+		if r < len(m.heap) && m.less(m.heap[r], m.heap[best]) {
+			best = r
+		}
+		if best == i {
+			return
+		}
+		m.heap[i], m.heap[best] = m.heap[best], m.heap[i]
+		i = best
+	}
 }
 
 // sortInMemory reads every match and sorts them as search.Order does.

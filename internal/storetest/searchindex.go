@@ -1,8 +1,12 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +118,84 @@ func runSearchIndexes(t *testing.T, started func(*testing.T) partmap.Store) {
 		}
 		if _, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "*"}); partmap.ErrorCode(err) != partmap.ENOTFOUND {
 			t.Errorf("dropped index: %v", err)
+		}
+	})
+}
+
+// A sorted query over more matches than are sorted in memory merges the
+// partitions' sort keys: the same order as the reference, ties by email,
+// profiles without the field last, at every offset.
+func runSearchSortedMerge(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchSortedMerge", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		const n = 2600
+		var all []partmap.Profile
+		for i := range n {
+			p := partmap.Profile{partmap.FieldEmail: fmt.Sprintf("m%04d@example.com", i), "customerTier": []string{"gold", "silver"}[i%2]}
+			if i%13 != 0 { // some have no visits: they sort last
+				p["visits"] = strconv.Itoa(i % 97) // many ties
+			}
+			all = append(all, p)
+		}
+		for lo := 0; lo < n; lo += 500 {
+			res, err := s.UpsertProfiles(ctx, all[lo:min(lo+500, n)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+			}
+		}
+		var gold []partmap.Profile
+		for _, p := range all {
+			if p["customerTier"] == "gold" {
+				gold = append(gold, p)
+			}
+		}
+		for _, desc := range []bool{false, true} {
+			want := slices.Clone(gold)
+			slices.SortFunc(want, func(a, b partmap.Profile) int {
+				av, aok := a["visits"]
+				bv, bok := b["visits"]
+				switch {
+				case aok != bok:
+					if aok {
+						return -1
+					}
+					return 1
+				case aok:
+					x, _ := strconv.Atoi(av)
+					y, _ := strconv.Atoi(bv)
+					if c := cmp.Compare(x, y); c != 0 {
+						if desc {
+							return -c
+						}
+						return c
+					}
+				}
+				return strings.Compare(a[partmap.FieldEmail], b[partmap.FieldEmail])
+			})
+			for _, page := range [][2]int{{0, 10}, {7, 25}, {1150, 100}, {1290, 50}} {
+				res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "@customerTier:{gold}", SortBy: "visits", Descending: desc,
+					Offset: page[0], Limit: page[1], NoContent: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wantEmails []string
+				for _, p := range want[min(page[0], len(want)):min(page[0]+page[1], len(want))] {
+					wantEmails = append(wantEmails, p[partmap.FieldEmail])
+				}
+				if got := hitEmails(res); !slices.Equal(got, wantEmails) || res.Total != int64(len(gold)) {
+					t.Errorf("desc %v LIMIT %d %d: got %v (total %d), want %v (total %d)", desc, page[0], page[1], got, res.Total, wantEmails, len(gold))
+				}
+			}
 		}
 	})
 }

@@ -63,6 +63,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearch(t, started)
 	runSearchInput(t, started)
 	runSearchIndexes(t, started)
+	runSearchSortedMerge(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)

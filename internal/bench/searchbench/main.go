@@ -1,0 +1,261 @@
+// Command searchbench measures what search indexes cost on the embedded
+// store (issue 36): a write's CPU with indexed fields against the same
+// write without, the build of an index over stored profiles, the latency
+// of a selective query and of a sorted LIMIT 10 over a broad match, and the
+// index's size on disk per profile.
+//
+//	go run ./internal/bench/searchbench --profiles 1000000
+//
+// It runs the store in its own process and calls it directly, with no
+// network between: the writes' CPU is the process's (getrusage), less
+// nothing, so the ratio of the two write runs understates the index's
+// share slightly (the loop that makes the writes costs both runs alike).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/pebble"
+)
+
+var (
+	profiles = flag.Int("profiles", 1_000_000, "profiles to store before measuring")
+	writes   = flag.Int("writes", 50_000, "writes in each of the two write runs")
+	clients  = flag.Int("clients", 16, "concurrent writers")
+	queries  = flag.Int("queries", 200, "runs of each query")
+	dir      = flag.String("dir", "", "data directory (default: a temporary one, removed at the end)")
+	profW    = flag.String("cpuprofile-writes", "", "write a CPU profile of the indexed write run to this file")
+	profQ    = flag.String("cpuprofile-queries", "", "write a CPU profile of the queries to this file")
+)
+
+// profiled runs fn under a CPU profile written to path, if any.
+func profiled(path string, fn func()) {
+	if path == "" {
+		fn()
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	pprof.StartCPUProfile(f)
+	fn()
+	pprof.StopCPUProfile()
+}
+
+// The index measured: three fields, as the issue's target names, and a
+// fourth, a TAG of 20,000 values, for the selective query.
+var index = partmap.IndexDefinition{Name: "desk", Fields: []partmap.IndexField{
+	{Name: "fullName", Type: partmap.IndexText},
+	{Name: "customerTier", Type: partmap.IndexTag},
+	{Name: "visits", Type: partmap.IndexNumeric, Sortable: true},
+}}
+
+var selective = partmap.IndexDefinition{Name: "accounts", Fields: []partmap.IndexField{
+	{Name: "account", Type: partmap.IndexTag},
+}}
+
+var tiers = []string{"gold", "silver", "bronze", "platinum"}
+
+func profile(i int, r *rand.Rand) partmap.Profile {
+	return partmap.Profile{
+		partmap.FieldEmail: fmt.Sprintf("user%d@example%d.com", i, i%10),
+		"fullName":         fmt.Sprintf("%s %s%d", first[r.IntN(len(first))], last[r.IntN(len(last))], r.IntN(20_000)),
+		"customerTier":     tiers[r.IntN(len(tiers))],
+		"visits":           strconv.Itoa(r.IntN(100_000)),
+		"account":          fmt.Sprintf("acct-%d", r.IntN(20_000)),
+	}
+}
+
+var first = []string{"Alice", "Bob", "Carol", "Dan", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy", "Mallory", "Niaj", "Olivia", "Peggy", "Rupert", "Sybil", "Trent", "Victor", "Walter", "Zoe"}
+var last = []string{"Liddell", "Builder", "Alison", "Smith", "Jones", "Brown", "Taylor", "Wilson", "Davies", "Evans"}
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	ctx := context.Background()
+	path := *dir
+	if path == "" {
+		tmp, err := os.MkdirTemp("", "searchbench-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		path = filepath.Join(tmp, "data")
+	}
+	s, err := pebble.Open(path, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	load(ctx, s)
+	base := diskBytes(path)
+
+	fmt.Printf("profiles\t%d\n", *profiles)
+	plain := writeRun(ctx, s, 1)
+	fmt.Printf("write, no index\t%.1f µs CPU/write\t%.0f writes/s\n", plain.cpuPerOp, plain.rate)
+
+	t0 := time.Now()
+	if err := s.CreateIndex(ctx, index); err != nil {
+		log.Fatal(err)
+	}
+	wait(ctx, s, index.Name)
+	fmt.Printf("build of the 3-field index\t%.1f s\n", time.Since(t0).Seconds())
+	var indexed writeStats
+	profiled(*profW, func() { indexed = writeRun(ctx, s, 2) })
+	fmt.Printf("write, 3 indexed fields\t%.1f µs CPU/write\t%.0f writes/s\t%.2f× the CPU\n", indexed.cpuPerOp, indexed.rate, indexed.cpuPerOp/plain.cpuPerOp)
+	t0 = time.Now()
+	if err := s.CreateIndex(ctx, selective); err != nil {
+		log.Fatal(err)
+	}
+	wait(ctx, s, selective.Name)
+	fmt.Printf("build of a 1-field TAG index\t%.1f s\n", time.Since(t0).Seconds())
+	fmt.Printf("index size on disk\t%.0f bytes/profile (both indexes, with the WAL's share)\n",
+		float64(diskBytes(path)-base)/float64(*profiles))
+
+	profiled(*profQ, func() { queryRuns(ctx, s) })
+}
+
+func queryRuns(ctx context.Context, s partmap.Store) {
+	r := rand.New(rand.NewPCG(7, 7))
+	runQueries(ctx, s, "selective TAG (about 50 matches)", selective.Name, func() partmap.SearchOptions {
+		return partmap.SearchOptions{Query: fmt.Sprintf(`@account:{acct\-%d}`, r.IntN(20_000))}
+	})
+	runQueries(ctx, s, "selective word and prefix", index.Name, func() partmap.SearchOptions {
+		return partmap.SearchOptions{Query: fmt.Sprintf("@fullName:%s%d %s*", last[r.IntN(len(last))], r.IntN(20_000), first[r.IntN(len(first))][:3])}
+	})
+	runQueries(ctx, s, "SORTBY visits DESC LIMIT 10 over a quarter", index.Name, func() partmap.SearchOptions {
+		return partmap.SearchOptions{Query: "@customerTier:{" + tiers[r.IntN(len(tiers))] + "}", SortBy: "visits", Descending: true, Limit: 10}
+	})
+	runQueries(ctx, s, "range, LIMIT 10 (count all)", index.Name, func() partmap.SearchOptions {
+		lo := r.IntN(99_000)
+		return partmap.SearchOptions{Query: fmt.Sprintf("@visits:[%d %d]", lo, lo+1000), Limit: 10}
+	})
+}
+
+func load(ctx context.Context, s partmap.Store) {
+	bar := progressbar.Default(int64(*profiles), "loading")
+	r := rand.New(rand.NewPCG(1, 2))
+	const chunk = 1000
+	for lo := 0; lo < *profiles; lo += chunk {
+		batch := make([]partmap.Profile, 0, chunk)
+		for i := lo; i < min(lo+chunk, *profiles); i++ {
+			batch = append(batch, profile(i, r))
+		}
+		res, err := s.UpsertProfiles(ctx, batch)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, x := range res {
+			if x.Err != nil {
+				log.Fatal(x.Err)
+			}
+		}
+		bar.Add(len(batch))
+	}
+	bar.Finish()
+}
+
+func wait(ctx context.Context, s partmap.Store, name string) {
+	bar := progressbar.Default(100, "building "+name)
+	for {
+		infos, err := s.ListIndexes(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		i := slices.IndexFunc(infos, func(x partmap.IndexInfo) bool { return x.Name == name })
+		if i >= 0 && !infos[i].Building {
+			bar.Finish()
+			return
+		}
+		if i >= 0 {
+			bar.Set(int(infos[i].Progress * 100))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type writeStats struct{ cpuPerOp, rate float64 }
+
+// writeRun replaces random profiles with new values of every field.
+func writeRun(ctx context.Context, s partmap.Store, seed uint64) writeStats {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	for c := range *clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(c)))
+			for next.Add(1) <= int64(*writes) {
+				if _, _, err := partmap.UpsertProfile(ctx, s, profile(r.IntN(*profiles), r), partmap.Condition{}); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	return writeStats{cpuPerOp: (cpuTime() - cpu0).Seconds() * 1e6 / float64(*writes), rate: float64(*writes) / elapsed.Seconds()}
+}
+
+func runQueries(ctx context.Context, s partmap.Store, what, index string, next func() partmap.SearchOptions) {
+	lat := make([]time.Duration, 0, *queries)
+	var hits int64
+	for range *queries {
+		opts := next()
+		t0 := time.Now()
+		res, err := s.Search(ctx, index, opts)
+		if err != nil {
+			log.Fatalf("%s: %v", opts.Query, err)
+		}
+		lat = append(lat, time.Since(t0))
+		hits += res.Total
+	}
+	slices.Sort(lat)
+	fmt.Printf("%s\tp50 %.2f ms\tp99 %.2f ms\tmean total %d\n", what,
+		ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), hits/int64(*queries))
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func diskBytes(path string) int64 {
+	var n int64
+	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
