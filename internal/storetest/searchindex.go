@@ -113,6 +113,29 @@ func runSearchIndexes(t *testing.T, started func(*testing.T) partmap.Store) {
 				t.Fatalf("check %d: %+v %v", p, c, err)
 			}
 		}
+		// The directory's equality indexes are the index "profiles": TAG
+		// fields of whole, case-sensitive values.
+		infos, err := s.ListIndexes(ctx)
+		if err != nil || len(infos) != 2 || infos[0].Name != partmap.LegacyIndexName || !infos[0].Legacy || infos[1].Name != "desk" ||
+			infos[1].Building || infos[1].Docs != 4 {
+			t.Fatalf("indexes: %+v %v", infos, err)
+		}
+		for q, want := range map[string][]string{
+			"@companyName:{Acme}":                              {"alice@example.com"},
+			"@companyName:{acme}":                              nil,
+			"@customerTier:{gold}":                             {"alice@example.com", "dan@example.com"},
+			`@customerTier:{gold\, vip} | @companyName:{Acme}`: {"alice@example.com", "carol@example.com"},
+		} {
+			res, err := s.Search(ctx, partmap.LegacyIndexName, partmap.SearchOptions{Query: q, NoContent: true})
+			got := hitEmails(res)
+			slices.Sort(got)
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("legacy %s: %v %v, want %v", q, got, err, want)
+			}
+		}
+		if err := s.DropIndex(ctx, partmap.LegacyIndexName); partmap.ErrorCode(err) != partmap.EINVALID {
+			t.Errorf("drop the legacy index: %v", err)
+		}
 		if err := s.DropIndex(ctx, "desk"); err != nil {
 			t.Fatal(err)
 		}
