@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -274,7 +275,6 @@ type searchAdmin struct {
 	base    context.Context
 	work    sync.WaitGroup
 	closed  bool
-	lastErr string
 }
 
 type searchSetBox struct{ *searchSet }
@@ -524,14 +524,18 @@ func (d *Directory) runSearchWork(name string, fn func(context.Context) error) {
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
+		t0 := time.Now()
+		slog.Info("search index work started", "work", name)
 		for attempt := 0; ; attempt++ {
 			err := fn(a.base)
-			if err == nil || a.base.Err() != nil {
+			if err == nil {
+				slog.Info("search index work done", "work", name, "seconds", time.Since(t0).Seconds())
 				break
 			}
-			a.mu.Lock()
-			a.lastErr = fmt.Sprintf("%s: %v", name, err)
-			a.mu.Unlock()
+			if a.base.Err() != nil {
+				break // closed: a later open resumes it
+			}
+			slog.Warn("search index work failed; it is retried", "work", name, "err", err)
 			select {
 			case <-a.base.Done():
 			case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 5*time.Second)):
