@@ -123,3 +123,26 @@ func TestParseFTSearch(t *testing.T) {
 		}
 	}
 }
+
+// A store's error becomes the FT commands' reply: the command's text for
+// an unknown index, Redis's for an index that exists, a refusal's message
+// bare, and the rest as every command answers it (an index still being
+// built is LOADING, which go-redis retries).
+func TestFTError(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		notFound string
+		want     string
+	}{
+		{partmap.Errorf(partmap.ENOTFOUND, "Unknown Index name"), "No such index idx", "No such index idx"},
+		{partmap.Errorf(partmap.ENOTFOUND, "no profile"), "", "ERR no profile"},
+		{partmap.Errorf(partmap.EEXISTS, "Index already exists"), "", "Index already exists"},
+		{partmap.Errorf(partmap.EINVALID, "Syntax error at offset 3 near x"), "", "Syntax error at offset 3 near x"},
+		{partmap.Errorf(partmap.EUNAVAILABLE, "index \"idx\" is still being built"), "", "LOADING index \"idx\" is still being built"},
+		{partmap.Errorf(partmap.ELOCKCONFLICT, "locked"), "", "TRYAGAIN locked"},
+	} {
+		if got := ftError(tc.err, tc.notFound); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
