@@ -86,13 +86,15 @@ fuzz:
 	done
 
 # The Redis store's tests start their own redis-server (the Redis
-# protocol's tests drive redis-cli too), the PostgreSQL
+# protocol's tests drive redis-cli too, and compare FT.SEARCH with the
+# RediSearch module's), the PostgreSQL
 # projection's their own postgres (internal/pgtest), and the console's test
 # drives a headless chromium: all are Debian's packages.
 deps:
 	@missing=; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
+	[ -e /usr/lib/redis/modules/redisearch.so ] || missing="$$missing redis-redisearch"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -z "$$missing" ] || { \

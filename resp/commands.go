@@ -167,6 +167,17 @@ var table = []command{
 	{name: "watch", arity: -2, flags: "noscript loading stale fast allow_busy", keys: allKeys, run: cmdWatch, doc: "transactions 2.2.0; key:key/multiple; Make EXEC fail if these profiles change first"},
 	{name: "unwatch", arity: 1, flags: "noscript loading stale fast allow_busy", queued: true, run: cmdUnwatch, doc: "transactions 2.2.0; ; Forget the watched keys"},
 
+	// The Redis Query Engine's, as the RediSearch module names them (ft.go):
+	// changing the set of indexes takes an admin token, as over HTTP.
+	{name: "ft.create", arity: -5, flags: "write denyoom", admin: true, run: cmdFTCreate,
+		doc: "module 1.0.0; index:string data_type:oneof/tok=ON/optional{hash:pure-token/tok=HASH} prefix:block/tok=PREFIX/optional{count:integer prefix:string/multiple} stopwords:block/tok=STOPWORDS/optional{count:integer stopword:string/optional,multiple} schema:pure-token/tok=SCHEMA field:block/multiple{field_name:string type:oneof{text:pure-token/tok=TEXT tag:pure-token/tok=TAG numeric:pure-token/tok=NUMERIC} nostem:pure-token/tok=NOSTEM/optional separator:string/tok=SEPARATOR/optional casesensitive:pure-token/tok=CASESENSITIVE/optional sortable:pure-token/tok=SORTABLE/optional}; Create a search index of every profile"},
+	{name: "ft.search", arity: -3, flags: "readonly", run: cmdFTSearch,
+		doc: "module 1.0.0; index:string query:string nocontent:pure-token/tok=NOCONTENT/optional return:block/tok=RETURN/optional{count:integer identifier:string/multiple} sortby:block/tok=SORTBY/optional{sortby:string order:oneof/optional{asc:pure-token/tok=ASC desc:pure-token/tok=DESC}} limit:block/tok=LIMIT/optional{offset:integer num:integer} dialect:integer/tok=DIALECT/optional; Search an index with a query"},
+	{name: "ft.info", arity: 2, flags: "readonly", run: cmdFTInfo, doc: "module 1.0.0; index:string; Describe a search index"},
+	{name: "ft._list", arity: -1, flags: "readonly", run: cmdFTList, doc: "module 2.0.0; ; The names of the search indexes"},
+	{name: "ft.dropindex", arity: -2, flags: "write", admin: true, run: cmdFTDropIndex,
+		doc: "module 2.0.0; index:string; Drop a search index; its profiles stay"},
+
 	{name: "partmap.search", arity: -4, flags: "readonly", run: cmdSearch,
 		doc: "partmap 1.0.0; cursor:integer condition:block/multiple{field:string value:string} count:integer/tok=COUNT/optional; Page through the profiles whose indexed fields hold the values"},
 }
@@ -198,6 +209,15 @@ func init() {
 		}
 		commands[c.name] = c
 	}
+}
+
+// displayName is the name Redis's errors give the command: a module's
+// (the FT commands') as the module declared it, in capitals.
+func (c *command) displayName() string {
+	if c.about.group == "module" {
+		return strings.ToUpper(c.name)
+	}
+	return c.name
 }
 
 // arity is Redis's: n means exactly n arguments with the command's name,

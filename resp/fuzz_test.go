@@ -27,6 +27,9 @@ func FuzzCommands(f *testing.F) {
 		"hsetex\x00a@x.io\x00fxx\x00keepttl\x00fields\x001\x00f\x00v", "scan\x000\x00match\x00[a-\x00count\x003",
 		"hello\x003\x00setname\x00x", "expire\x00a@x.io\x00-5\x00xx\x00lt", "hrandfield\x00a@x.io\x00-3\x00withvalues",
 		"partmap.search\x000\x00companyName\x00x", "del\x00a@x.io\x00\xff", "command\x00info\x00hset",
+		"ft.create\x00idx\x00on\x00hash\x00stopwords\x000\x00schema\x00f\x00text\x00nostem\x00sortable\x00t\x00tag\x00separator\x00;\x00n\x00numeric",
+		"ft.search\x00idx\x00@t:{a|b} -f:pre* @n:[(1 +inf]\x00return\x002\x00f\x00n\x00sortby\x00n\x00desc\x00limit\x000\x005",
+		"ft.search\x00profiles\x00*\x00nocontent\x00limit\x000\x000", "ft.info\x00idx", "ft._list", "ft.dropindex\x00idx\x00dd",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -26,6 +26,26 @@ func (w *writer) mapLen(pairs int) {
 	w.WriteArray(2 * pairs)
 }
 
+// setLen begins a set of n members: RESP3's own type, an array in RESP2.
+func (w *writer) setLen(n int) {
+	if w.proto == 3 {
+		w.WriteRaw([]byte("~" + strconv.Itoa(n) + "\r\n"))
+		return
+	}
+	w.WriteArray(n)
+}
+
+// double writes f as RESP3's double, or as a bulk string in RESP2, the
+// shortest that reads back as f, as Redis's addReplyDouble does.
+func (w *writer) double(f float64) {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if w.proto == 3 {
+		w.WriteRaw([]byte("," + s + "\r\n"))
+		return
+	}
+	w.WriteBulkString(s)
+}
+
 func (w *writer) null() {
 	if w.proto == 3 {
 		w.WriteRaw([]byte("_\r\n"))

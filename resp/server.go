@@ -316,7 +316,7 @@ func admit(c *client, args [][]byte) (*command, string) {
 	case !c.authed && !cmd.open:
 		return cmd, "NOAUTH Authentication required."
 	case !cmd.arity.ok(len(args)):
-		return cmd, "ERR wrong number of arguments for '" + cmd.name + "' command"
+		return cmd, "ERR wrong number of arguments for '" + cmd.displayName() + "' command"
 	case (cmd.write && c.scope < auth.ScopeWrite) || (cmd.admin && c.scope < auth.ScopeAdmin):
 		return cmd, "NOPERM this user has no permissions to run the '" + cmd.name + "' command"
 	}

@@ -27,15 +27,15 @@ type Server struct {
 }
 
 // StartServer starts a server whose files live in dir, with the given
-// number of logical databases.
-func StartServer(dir string, databases int) (*Server, error) {
+// number of logical databases, and redis-server's further arguments.
+func StartServer(dir string, databases int, args ...string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{Socket: filepath.Join(dir, "redis.sock"), Addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	s.cmd = exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--unixsocket", s.Socket, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--databases", fmt.Sprint(databases))
+	s.cmd = exec.Command("redis-server", append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--unixsocket", s.Socket,
+		"--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir, "--databases", fmt.Sprint(databases)}, args...)...)
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting redis-server (make test installs it): %w", err)
 	}

@@ -20,6 +20,25 @@ func StartTestServer(t testing.TB) *Server {
 	return s
 }
 
+// SearchModule is Debian's RediSearch module (package redis-redisearch,
+// RediSearch 1.2), which make test installs.
+const SearchModule = "/usr/lib/redis/modules/redisearch.so"
+
+// StartSearchTestServer starts a server of the test's own with the
+// RediSearch module loaded, stopped when the test ends.
+func StartSearchTestServer(t testing.TB) *Server {
+	t.Helper()
+	if _, err := os.Stat(SearchModule); err != nil {
+		t.Fatalf("RediSearch is not installed (make test installs redis-redisearch): %v", err)
+	}
+	s, err := StartServer(t.TempDir(), 1, "--loadmodule", SearchModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // StartTestCluster starts a Redis Cluster of the test's own, whose
 // replicas take over after nodeTimeout (StartClusterTimeout), stopped and
 // removed when the test ends.
