@@ -42,8 +42,10 @@
 //   - Stemming is github.com/kljensen/snowball's English (Porter2), a Go
 //     port of the Snowball stemmer Redis links; its stems may differ from
 //     libstemmer's on rare words.
-//   - Results without SORTBY come by email ascending, not by relevance:
-//     partmap computes no scores.
+//   - Results without SORTBY come in a store's enumeration order (by
+//     partition, then email), not by relevance: partmap computes no
+//     scores. Schema.Order with no field sorts by email alone, for
+//     callers that hold no partitions.
 //
 // Not supported, and refused with an error that says so: exact phrases
 // ("a b"), optional terms (~), fuzzy terms (%), suffix and infix queries
