@@ -229,7 +229,11 @@ func runIndexList(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "%s\t%d\t%s\t%s\t%s\n", x.Name, x.Docs, state, cell(stop), cell(strings.Join(specs, " ")))
 	}
-	fmt.Fprintf(e.stderr, "%d indexes\n", len(infos))
+	if len(infos) == 1 {
+		fmt.Fprintln(e.stderr, "1 index")
+	} else {
+		fmt.Fprintf(e.stderr, "%d indexes\n", len(infos))
+	}
 	return nil
 }
 
