@@ -26,7 +26,7 @@ const (
 	ELOCKCONFLICT  Code = "lock-conflict"          // another writer holds the partition; retry
 	ECONFLICT      Code = "conflict"               // the directory's state forbids it now (a resize in progress)
 	EPRECONDITION  Code = "precondition-failed"    // If-Match / If-None-Match did not hold
-	EEXISTS        Code = "exists"                 // the target of a rename already exists
+	EEXISTS        Code = "exists"                 // the target of a rename, or an index of that name, already exists
 	ENOTINTEGER    Code = "not-an-integer"         // increment of a value that is not an int64
 	ENOTFLOAT      Code = "not-a-float"            // float increment of a value Redis would not read as a float
 	EOVERFLOW      Code = "overflow"               // increment result outside int64, or an infinite float
@@ -64,7 +64,7 @@ var Codes = map[Code]CodeInfo{
 	ELOCKCONFLICT:  {409, "Partition locked by another writer"},
 	ECONFLICT:      {409, "Conflict with the directory's state"},
 	EPRECONDITION:  {412, "Precondition failed"},
-	EEXISTS:        {409, "Profile already exists"},
+	EEXISTS:        {409, "Already exists"},
 	ENOTINTEGER:    {409, "Field is not an integer"},
 	ENOTFLOAT:      {409, "Field is not a float"},
 	EOVERFLOW:      {409, "Overflow"},

@@ -868,3 +868,119 @@ func TestConsoleExpiredMidRead(t *testing.T) {
 		`document.querySelector('#view-fields dd[data-field="fullName"]') !== null`)
 	p.checkConsole()
 }
+
+// TestConsoleSearch searches as a support desk would, in headless
+// Chromium, against a real server over Pebble: an index is created, "ali"
+// typed into the box finds Alice Liddell among the 32 profiles whose
+// names begin so, two pages by the cursor hold each of them once, with
+// the total on both, a hit opens its profile, a bad query says where it
+// went wrong, and an index still building says so.
+func TestConsoleSearch(t *testing.T) {
+	exe := chromiumPath(t)
+	store := newStore(t, failFast())
+	srv := serveStore(t, store, &pmhttp.ServerOptions{Logger: newTextLogger(io.Discard)})
+	start(t, srv.URL)
+	api := srv.URL + base
+
+	var bulk strings.Builder
+	matching := []string{"alice@example.com"}
+	bulk.WriteString(`{"emailAddress":"alice@example.com","fullName":"Alice Liddell","companyName":"Wonderland","customerTier":"gold","visits":"12"}` + "\n")
+	for i := range 31 {
+		e := fmt.Sprintf("alison%02d@example.com", i)
+		matching = append(matching, e)
+		fmt.Fprintf(&bulk, `{"emailAddress":%q,"fullName":"Alison %d","customerTier":"silver"}`+"\n", e, i)
+	}
+	for i := range 10 {
+		fmt.Fprintf(&bulk, `{"emailAddress":"bob%d@example.com","fullName":"Bob Carroll","customerTier":"gold"}`+"\n", i)
+	}
+	if r := send(t, "POST", api+"/customer-profiles/bulk", strings.NewReader(bulk.String())); r.status != 200 || !strings.Contains(string(r.body), `"created":42,`) {
+		t.Fatalf("seeding: %d %s", r.status, r.body)
+	}
+	createIndex(t, srv.URL, `{"name":"desk","fields":[{"name":"fullName","type":"TEXT"},{"name":"customerTier","type":"TAG"},{"name":"visits","type":"NUMERIC","sortable":true}]}`)
+	waitSearchable(t, srv.URL, "desk")
+
+	p := openPage(t, exe, 90*time.Second)
+	p.do("load the console", chromedp.Navigate(srv.URL+"/"))
+	p.until("the indexes are listed", q("#search-panel")+".dataset.indexes")
+	if got := evaluate[string](p, q("#search-index")+".value"); got != "desk" {
+		t.Fatalf("the index picked is %q, want desk (the directory's own, profiles, holds no words)", got)
+	}
+	if got := evaluate[[]string](p, `[...document.querySelectorAll('#search-index option')].map(o => o.value)`); !slices.Equal(got, []string{"profiles", "desk"}) {
+		t.Errorf("the index picker offers %q", got)
+	}
+	p.waitText("#search-index-info", "fullName TEXT · customerTier TAG · visits NUMERIC sortable — 42 profiles indexed.")
+
+	// Typing searches: "ali" is sent as ali*, and finds Alice Liddell.
+	hits := `[...document.querySelectorAll('#search-rows tr[data-email]')].map(tr => tr.dataset.email)`
+	p.do("type ali", chromedp.SendKeys(chromedp.CSS("#search-query"), "ali"))
+	p.until("page 1 of the hits", q("#search-table")+".dataset.page === '1' && "+q("#search-table")+".dataset.total === '32' && "+hits+".length === 25")
+	p.waitText("#search-summary", "32 profiles match ali*")
+	p.until("Alice Liddell is a hit", `[...document.querySelectorAll('#search-rows tr')].some(tr => tr.dataset.email === 'alice@example.com' && tr.cells[1].textContent === 'Alice Liddell' && tr.cells[3].textContent === 'gold')`)
+	listed := evaluate[[]string](p, hits)
+	p.do("go to the next page", chromedp.Click(chromedp.CSS("#search-next")))
+	p.until("page 2 of the hits", q("#search-table")+".dataset.page === '2' && "+hits+".length === 7 && "+q("#search-next")+".disabled")
+	p.waitText("#search-summary", "32 profiles match ali*")
+	p.waitText("#search-page", "Page 2 · 26–32")
+	listed = append(listed, evaluate[[]string](p, hits)...)
+	slices.Sort(listed)
+	slices.Sort(matching)
+	if !slices.Equal(listed, matching) {
+		t.Errorf("two pages listed %v, want %v", listed, matching)
+	}
+	p.do("go back", chromedp.Click(chromedp.CSS("#search-prev")))
+	p.until("page 1 again", q("#search-table")+".dataset.page === '1' && "+hits+".length === 25 && "+q("#search-prev")+".disabled")
+
+	// A hit opens its profile.
+	p.do("open Alice", chromedp.Click(chromedp.CSS(`#search-rows tr[data-email="alice@example.com"] button.link`)))
+	p.waitText("#view-email", "alice@example.com")
+	p.waitText(`#view-fields dd[data-field="companyName"]`, "Wonderland")
+
+	// The query syntax goes as typed.
+	p.do("search by tag and words",
+		emptyField("#search-query"),
+		chromedp.SendKeys(chromedp.CSS("#search-query"), "@customerTier:{gold} -carroll"),
+		chromedp.Click(chromedp.CSS("#search-button")))
+	p.until("one hit", q("#search-table")+".dataset.query === '@customerTier:{gold} -carroll' && "+q("#search-table")+".dataset.total === '1'")
+	if got := evaluate[[]string](p, hits); !slices.Equal(got, []string{"alice@example.com"}) {
+		t.Errorf("@customerTier:{gold} -carroll found %v", got)
+	}
+
+	// A bad query: the server's words, and a mark under where it went wrong.
+	for _, tc := range []struct{ query, text, where string }{
+		{"@fullName:(ali | bob", "The query was refused: Syntax error at offset 20 near end of query: the ( at offset 10 is not closed",
+			"@fullName:(ali | bob\n                    ^"},
+		{"ali @city:{Oslo}", "The query was refused: Unknown field at offset 4 near city", "ali @city:{Oslo}\n    ^"},
+	} {
+		p.do("search for "+tc.query,
+			emptyField("#search-query"),
+			chromedp.SendKeys(chromedp.CSS("#search-query"), tc.query),
+			chromedp.Click(chromedp.CSS("#search-button")))
+		p.waitText("#search-error-text", tc.text)
+		p.waitText("#search-error-where", tc.where)
+		if evaluate[string](p, q("#search-error")+".dataset.problem") != "invalid" || !evaluate[bool](p, q("#search-table")+".hidden") {
+			t.Errorf("%s: the error is not an invalid one, or the old hits still show", tc.query)
+		}
+	}
+
+	// An index created while the console is open, whose build is held
+	// back by a writer's lock on one partition: the console says it is
+	// building, and searches it once it is built.
+	release := holdPartition(t, store, "bob3@example.com")
+	createIndex(t, srv.URL, `{"name":"late","fields":[{"name":"fullName","type":"TEXT"}]}`)
+	p.do("reload the indexes", chromedp.Click(chromedp.CSS("#search-reload")))
+	p.until("late is offered", `[...document.querySelectorAll('#search-index option')].some(o => o.value === 'late' && o.textContent === 'late (building)')`)
+	p.do("search late for carroll",
+		chromedp.SetValue(chromedp.CSS("#search-index"), "late"),
+		emptyField("#search-query"),
+		chromedp.SendKeys(chromedp.CSS("#search-query"), "carroll"),
+		chromedp.Click(chromedp.CSS("#search-button")))
+	p.until("the console says late is building", q("#search-error")+`.dataset.kind === 'building' && `+q("#search-error-text")+`.textContent.includes('still being built')`)
+	release()
+	waitSearchable(t, srv.URL, "late")
+	p.do("search late again", chromedp.Click(chromedp.CSS("#search-button")))
+	p.until("ten hits", q("#search-table")+".dataset.total === '10' && "+q("#search-error")+".hidden")
+	p.waitText("#search-index-info", "fullName TEXT — 42 profiles indexed.")
+	p.until("late is offered as built", `[...document.querySelectorAll('#search-index option')].some(o => o.value === 'late' && o.textContent === 'late')`)
+	p.screenshot("search.png")
+	p.checkConsole()
+}

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -1394,6 +1395,9 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		checkResize(t, newChecker(t, newDocServer(t, nil, 0), cov))
 	}
 
+	// Search indexes and searches, on a server of their own.
+	checkSearch(t, newChecker(t, newDocServer(t, nil, 0), cov))
+
 	// The change feed, on a server whose clock the test moves.
 	checkChanges(t, cov)
 
@@ -1663,6 +1667,183 @@ func checkResize(t *testing.T, c *docChecker) {
 	c.expect(t, xPost(resize+fmt.Sprintf("?partitions=%d", target), ""), 400, partmap.EINVALID) // the current count now
 }
 
+// checkSearch drives the search indexes through their replies: before the
+// directory is started, while an index builds, on every page of a search,
+// and on every way to be refused.
+func checkSearch(t *testing.T, c *docChecker) {
+	t.Helper()
+	b := pmhttp.BasePath
+	ix := b + "/indexes"
+	search := func(index, query string) string { return ix + "/" + index + "/search?query=" + url.QueryEscape(query) }
+	jsonCT := []string{"Content-Type", "application/json"}
+	desk := `{"name":"desk","fields":[{"name":"fullName","type":"TEXT"},{"name":"notes","type":"TEXT","noStem":true},` +
+		`{"name":"customerTier","type":"TAG","separator":";"},{"name":"visits","type":"NUMERIC","sortable":true}],"stopwords":[]}`
+
+	// Before the start, indexes can be listed, created and dropped, but
+	// not searched.
+	c.expect(t, xGet(ix), 200, "")
+	c.expect(t, xHead(ix), 200, "")
+	c.expect(t, xPost(ix, desk, jsonCT...), 201, "")
+	c.expect(t, xGet(search("desk", "*")), 409, partmap.ENOTSTARTED)
+	c.expect(t, xHead(search("desk", "*")), 409, "")
+	c.expect(t, xPost(b+"/start", ""), 200, "")
+	for _, p := range []string{
+		`{"emailAddress":"alice@example.com","fullName":"Alice Liddell","customerTier":"gold;vip","visits":"12"}`,
+		`{"emailAddress":"bob@example.com","fullName":"Bob Alison","customerTier":"silver","visits":"3","notes":"running late"}`,
+		`{"emailAddress":"carol@example.com","fullName":"Carol Alinsky","customerTier":"gold"}`,
+	} {
+		c.expect(t, xPut(b+"/customer-profile", p), 201, "")
+	}
+	waitIndex(t, c, "desk")
+
+	// Pages: a sorted search a hit at a time, by its cursor, with the total
+	// on each page.
+	type searchPage struct {
+		Total int
+		Hits  []struct {
+			EmailAddress string
+			Fields       map[string]string
+		}
+		NextCursor *string
+	}
+	var page searchPage
+	read := func(target string) {
+		t.Helper()
+		page = searchPage{}
+		if err := json.Unmarshal(c.expect(t, xGet(target), 200, "").body, &page); err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+	}
+	sorted := search("desk", "ali*") + "&sortBy=visits&order=desc"
+	var got []string
+	cursor := "" // the first page's
+	for target := sorted + "&limit=1"; ; {
+		read(target)
+		if page.Total != 3 || len(page.Hits) != 1 {
+			t.Fatalf("%s: %+v", target, page)
+		}
+		got = append(got, page.Hits[0].EmailAddress)
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = cmp.Or(cursor, *page.NextCursor)
+		target = sorted + "&limit=1&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if want := []string{"alice@example.com", "bob@example.com", "carol@example.com"}; !slices.Equal(got, want) {
+		t.Errorf("paged by visits, descending: %v, want %v", got, want)
+	}
+	c.expect(t, xHead(sorted), 200, "")
+	read(search("desk", "@customerTier:{gold} -@notes:late") + "&return=fullName,nickname")
+	if len(page.Hits) != 2 || !maps.Equal(page.Hits[0].Fields, map[string]string{"fullName": "Alice Liddell"}) {
+		t.Errorf("RETURN fullName nickname: %+v", page)
+	}
+	read(search("desk", "@visits:[(3 +inf]") + "&return=")
+	if len(page.Hits) != 1 || page.Hits[0].Fields == nil || len(page.Hits[0].Fields) != 0 {
+		t.Errorf("RETURN 0: %+v", page)
+	}
+	read(search("desk", "@fullName:(alice|bob)") + "&noContent=true&offset=1&limit=5")
+	if page.Total != 2 || len(page.Hits) != 1 || page.Hits[0].Fields != nil {
+		t.Errorf("NOCONTENT LIMIT 1 5: %+v", page)
+	}
+	read(search("desk", "running") + "&limit=0")
+	if page.Total != 1 || len(page.Hits) != 0 {
+		t.Errorf("LIMIT 0 0: %+v", page)
+	}
+	c.expect(t, xGet(search("profiles", "@customerTier:{gold}")+"&noContent=false"), 200, "")
+
+	// Searches refused.
+	c.expect(t, xGet(search("desk", "(ali")), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "@nope:{x}")), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "a*")), 400, partmap.EINVALID)
+	c.expect(t, xBad(xGet(search("desk", ""))), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "*")+"&sortBy=nope"), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "*")+"&order=desc"), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "*")+"&offset=999999&limit=10"), 400, partmap.EINVALID)
+	c.expect(t, xGet(sorted+"&offset=1&cursor="+url.QueryEscape(cursor)), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "ali*")+"&cursor="+url.QueryEscape(cursor)), 400, partmap.EINVALID) // another order
+	c.expect(t, xGet(search("desk", "*")+"&return=a,a"), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "*")+"&return=a,,b"), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "*")+"&return=a&noContent=true"), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("desk", "*")+"&query=*"), 400, partmap.EINVALID)
+	c.expect(t, xHead(search("desk", "(")), 400, "")
+	c.expect(t, xBad(xGet(search("desk", "*")+"&return=%FF")), 400, partmap.EINVALIDUTF8)
+	for _, q := range []string{"&limit=10001", "&limit=-1", "&limit=ten", "&offset=-1", "&order=up&sortBy=visits", "&noContent=yes", "&sort=visits"} {
+		c.expect(t, xBad(xGet(search("desk", "*")+q)), 400, partmap.EINVALID)
+	}
+	c.expect(t, xBad(xGet(ix+"/desk/search")), 400, partmap.EINVALID)
+	c.expect(t, xBad(xGet(ix+"?verbose=1")), 400, partmap.EINVALID)
+	c.expect(t, xGet(search("nope", "*")), 404, partmap.ENOTFOUND)
+	c.expect(t, xHead(search("nope", "*")), 404, "")
+
+	// Creations refused; none creates anything.
+	c.expect(t, xPost(ix, desk, jsonCT...), 409, partmap.EEXISTS)
+	c.expect(t, xPost(ix, `{"name":"profiles","fields":[{"name":"a","type":"TAG"}]}`, jsonCT...), 400, partmap.EINVALID)
+	c.expect(t, xPost(ix, `{"name":"two","fields":[{"name":"a","type":"TAG"},{"name":"a","type":"TEXT"}]}`, jsonCT...), 400, partmap.EINVALID)
+	c.expect(t, xPost(ix, `{"name":"two","fields":[{"name":"a","type":"NUMERIC","noStem":true}]}`, jsonCT...), 400, partmap.EINVALID)
+	c.expect(t, xPost(ix, `{"name":"white space","fields":[{"name":"a","type":"TAG"}]}`, jsonCT...), 400, partmap.EINVALID)
+	c.expect(t, xBad(xPost(ix, `{"name":"two","fields":[]}`, jsonCT...)), 400, partmap.EINVALID)
+	c.expect(t, xBad(xPost(ix, `{"name":"two","fields":[{"name":"a","type":"GEO"}]}`, jsonCT...)), 400, partmap.EINVALID)
+	c.expect(t, xBad(xPost(ix, `{"name":"two","fields":[{"name":"a","type":"TAG"}],"on":"HASH"}`, jsonCT...)), 400, partmap.EMALFORMEDJSON)
+	c.expect(t, xBad(xPost(ix, `{"name":"two","fields":[{"name":"a","type":"TAG"}]} {}`, jsonCT...)), 400, partmap.EMALFORMEDJSON)
+	c.expect(t, xBad(xPost(ix, "{\"name\":\"\xff\",\"fields\":[{\"name\":\"a\",\"type\":\"TAG\"}]}", jsonCT...)), 400, partmap.EINVALIDUTF8)
+	c.expect(t, xBad(xPost(ix, `{"name":"two","fields":[{"name":"a","type":"TAG"}]}`, "Content-Type", "text/plain")), 415, partmap.EMEDIATYPE)
+	big := `{"name":"two","fields":[{"name":"a","type":"TEXT"}],"stopwords":["` + strings.Repeat("x", partmap.DefaultLimits.MaxBodyBytes) + `"]}`
+	c.expect(t, xPost(ix, big, jsonCT...), 413, partmap.ETOOLARGE)
+	c.expect(t, xBad(xPost(ix+"?name=two", `{"name":"two","fields":[{"name":"a","type":"TAG"}]}`, jsonCT...)), 400, partmap.EINVALID)
+	var list struct{ Indexes []struct{ Name string } }
+	json.Unmarshal(c.expect(t, xGet(ix), 200, "").body, &list)
+	if len(list.Indexes) != 2 || list.Indexes[0].Name != "profiles" || list.Indexes[1].Name != "desk" {
+		t.Errorf("after the refused creations: %+v", list)
+	}
+
+	// An index that is still being built answers no searches: one of its
+	// partitions is held.
+	release := holdPartition(t, c.srv.store.Store, "carol@example.com")
+	c.expect(t, xPost(ix, `{"name":"late","fields":[{"name":"fullName","type":"TEXT"}]}`, jsonCT...), 201, "")
+	var building struct {
+		Indexes []struct {
+			Name     string
+			Building bool
+			Progress float64
+		}
+	}
+	json.Unmarshal(c.expect(t, xGet(ix), 200, "").body, &building)
+	if late := building.Indexes[len(building.Indexes)-1]; late.Name != "late" || !late.Building || late.Progress >= 1 {
+		t.Errorf("an index whose build is held: %+v", building)
+	}
+	c.expect(t, xGet(search("late", "ali*")), 503, partmap.EUNAVAILABLE)
+	c.expect(t, xHead(search("late", "ali*")), 503, "")
+	release()
+	waitIndex(t, c, "late")
+
+	// Drops.
+	c.expect(t, xDelete(ix+"/late"), 200, "")
+	c.expect(t, xDelete(ix+"/late"), 404, partmap.ENOTFOUND)
+	c.expect(t, xGet(search("late", "*")), 404, partmap.ENOTFOUND)
+	c.expect(t, xDelete(ix+"/profiles"), 400, partmap.EINVALID)
+	c.expect(t, xBad(xDelete(ix+"/desk?dd=1")), 400, partmap.EINVALID)
+
+	// Other methods.
+	c.expect(t, xPut(ix, "{}"), 405, partmap.EMETHOD)
+	c.expect(t, xGet(ix+"/desk"), 405, partmap.EMETHOD)
+	c.expect(t, xPost(ix+"/desk/search", ""), 405, partmap.EMETHOD)
+}
+
+// waitIndex waits until an index answers searches.
+func waitIndex(t *testing.T, c *docChecker, name string) {
+	t.Helper()
+	target := pmhttp.BasePath + "/indexes/" + name + "/search?query=*&limit=0"
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		r := c.send(t, xGet(target))
+		if r.status == 200 {
+			return
+		}
+		if r.status != 503 || time.Now().After(deadline) {
+			t.Fatalf("index %s: %d %s", name, r.status, r.body)
+		}
+	}
+}
+
 // checkTokens sends every operation, on a server with tokens, without a
 // token, with one it does not know, with each scope below the one the
 // document names, and with that scope. The first ones must be 401 and 403,
@@ -1717,6 +1898,10 @@ func checkTokens(t *testing.T, cov *docCoverage) {
 		"resizeMap":          {target: b + "/resize?partitions=1000"}, // the current count: refused, changes nothing
 		"getResize":          {target: b + "/resize"},
 		"backupStore":        {target: b + "/backup"},
+		"listIndexes":        {target: b + "/indexes"},
+		"createIndex":        {target: b + "/indexes", body: `{"name":"desk","fields":[{"name":"fullName","type":"TEXT"}]}`, header: jsonCT},
+		"dropIndex":          {target: b + "/indexes/nope"},
+		"searchIndex":        {target: b + "/indexes/profiles/search?query=*"},
 		"getHealth":          {target: "/healthz"},
 		"getReadiness":       {target: "/readyz"},
 		"getMetrics":         {target: "/metrics"},

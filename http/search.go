@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/partmap/partmap"
 )
@@ -30,9 +32,13 @@ func (s *Server) handleListIndexes(w http.ResponseWriter, r *http.Request, _ url
 }
 
 // parseIndexDefinition reads a POST /indexes body strictly: an unknown
-// key is a mistake, not something to ignore.
+// key is a mistake, not something to ignore, and invalid UTF-8, which the
+// decoder would quietly replace, is refused.
 func parseIndexDefinition(body []byte) (partmap.IndexDefinition, error) {
 	var def partmap.IndexDefinition
+	if !utf8.Valid(body) {
+		return def, partmap.Errorf(partmap.EINVALIDUTF8, "the index definition is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&def); err != nil {
@@ -64,16 +70,19 @@ func (s *Server) handleDropIndex(w http.ResponseWriter, r *http.Request, _ url.V
 }
 
 // searchReply is the body of GET /indexes/{name}/search. A hit's fields
-// are an object: RETURN's order is the client's to keep.
+// are an object, as a profile is: RETURN's order is the client's to keep.
+// nextCursor is null on the last page, as a listing's is.
 type searchReply struct {
 	Total      int64       `json:"total"`
 	Hits       []searchHit `json:"hits"`
-	NextCursor string      `json:"nextCursor,omitempty"`
+	NextCursor *string     `json:"nextCursor"`
 }
 
+// searchHit is one hit: its fields are there unless noContent asked for
+// none, and empty when RETURN names none that the profile holds.
 type searchHit struct {
-	Email  string            `json:"email"`
-	Fields map[string]string `json:"fields,omitempty"`
+	Email  string            `json:"emailAddress"`
+	Fields map[string]string `json:"fields,omitzero"`
 }
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, q url.Values) error {
@@ -85,7 +94,10 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, q url.Valu
 	if err != nil {
 		return err
 	}
-	reply := searchReply{Total: res.Total, Hits: make([]searchHit, len(res.Hits)), NextCursor: res.NextCursor}
+	reply := searchReply{Total: res.Total, Hits: make([]searchHit, len(res.Hits))}
+	if res.NextCursor != "" {
+		reply.NextCursor = &res.NextCursor
+	}
 	for i, h := range res.Hits {
 		reply.Hits[i].Email = h.Email
 		if !opts.NoContent {
@@ -98,64 +110,81 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, q url.Valu
 	return writeJSON(w, http.StatusOK, reply)
 }
 
-// searchOptions reads a search's query parameters.
+// searchOptions reads a search's query parameters. What only the index
+// can judge (the query, sortBy's field, how deep offset may go) is the
+// store's to refuse.
 func searchOptions(q url.Values) (partmap.SearchOptions, error) {
 	var opts partmap.SearchOptions
 	var err error
-	if opts.Query, err = oneParam(q, "query", true); err != nil {
+	if opts.Query, err = namedParam(q, "query"); err != nil {
 		return opts, err
 	}
-	if opts.SortBy, err = oneParam(q, "sortBy", false); err != nil {
+	if !q.Has("query") {
+		return opts, &partmap.Error{Code: partmap.EINVALID, Field: "query", Message: "the query parameter is required; query=* matches every profile"}
+	}
+	if opts.SortBy, err = namedParam(q, "sortBy"); err != nil {
 		return opts, err
 	}
-	switch order, err := oneParam(q, "order", false); {
+	switch order, err := namedParam(q, "order"); {
 	case err != nil:
 		return opts, err
-	case order == "desc":
-		opts.Descending = true
-	case order != "" && order != "asc":
-		return opts, partmap.Errorf(partmap.EINVALID, "order must be asc or desc, not %q", order)
+	case order != "" && order != "asc" && order != "desc":
+		return opts, &partmap.Error{Code: partmap.EINVALID, Field: "order", Message: fmt.Sprintf("order must be asc or desc, not %q", order)}
 	case order != "" && opts.SortBy == "":
-		return opts, partmap.Errorf(partmap.EINVALID, "order needs sortBy")
+		return opts, &partmap.Error{Code: partmap.EINVALID, Field: "order", Message: "order needs sortBy: without it, hits come in the index's own order"}
+	default:
+		opts.Descending = order == "desc"
 	}
-	for name, dst := range map[string]*int{"limit": &opts.Limit, "offset": &opts.Offset} {
-		v, err := oneParam(q, name, false)
-		if err != nil {
-			return opts, err
-		}
-		if v == "" {
-			continue
-		}
+	if v, err := namedParam(q, "limit"); err != nil {
+		return opts, err
+	} else if v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || (name == "limit" && n > partmap.MaxSearchLimit) {
-			return opts, partmap.Errorf(partmap.EINVALID, "%s must be an integer from 0 to %d, not %q", name, partmap.MaxSearchLimit, v)
+		if err != nil || n < 0 || n > partmap.MaxSearchLimit {
+			return opts, &partmap.Error{Code: partmap.EINVALID, Field: "limit",
+				Message: fmt.Sprintf("limit must be an integer from 0 to %d, not %q", partmap.MaxSearchLimit, v)}
 		}
-		if name == "limit" && n == 0 {
-			n = -1 // only the total
+		opts.Limit = n
+		if n == 0 {
+			opts.Limit = -1 // only the total, as LIMIT 0 0
 		}
-		*dst = n
 	}
-	if opts.Cursor, err = oneParam(q, "cursor", false); err != nil {
+	if v, err := namedParam(q, "offset"); err != nil {
+		return opts, err
+	} else if v != "" {
+		if opts.Offset, err = strconv.Atoi(v); err != nil || opts.Offset < 0 {
+			return opts, &partmap.Error{Code: partmap.EINVALID, Field: "offset", Message: fmt.Sprintf("offset must be an integer of 0 or more, not %q", v)}
+		}
+	}
+	if opts.Cursor, err = namedParam(q, "cursor"); err != nil {
 		return opts, err
 	}
 	if opts.Cursor != "" && opts.Offset != 0 {
-		return opts, partmap.Errorf(partmap.EINVALID, "a cursor takes the place of offset; give one or the other")
+		return opts, &partmap.Error{Code: partmap.EINVALID, Field: "cursor", Message: "a cursor takes the place of offset; give one or the other"}
 	}
-	if ret, err := oneParam(q, "return", false); err != nil {
+	if ret, err := namedParam(q, "return"); err != nil {
 		return opts, err
-	} else if ret != "" {
-		opts.Return = strings.Split(ret, ",")
+	} else if q.Has("return") {
+		// return= is RETURN 0: emails and an empty object of fields.
+		opts.Return = []string{}
+		if ret != "" {
+			opts.Return = strings.Split(ret, ",")
+		}
+		for i, f := range opts.Return {
+			switch {
+			case f == "":
+				return opts, &partmap.Error{Code: partmap.EINVALID, Field: "return", Message: fmt.Sprintf("return %q names an empty field", ret)}
+			case !utf8.ValidString(f):
+				return opts, &partmap.Error{Code: partmap.EINVALIDUTF8, Field: "return", Message: "a field name in return is not valid UTF-8"}
+			case slices.Contains(opts.Return[:i], f):
+				return opts, &partmap.Error{Code: partmap.EINVALID, Field: "return", Message: fmt.Sprintf("return names %q twice", f)}
+			}
+		}
 	}
-	switch v, err := oneParam(q, "noContent", false); {
-	case err != nil:
+	if opts.NoContent, err = boolParam(q, "noContent"); err != nil {
 		return opts, err
-	case v == "true":
-		opts.NoContent = true
-	case v != "" && v != "false":
-		return opts, partmap.Errorf(partmap.EINVALID, "noContent must be true or false, not %q", v)
 	}
 	if opts.NoContent && opts.Return != nil {
-		return opts, partmap.Errorf(partmap.EINVALID, "noContent and return cannot go together")
+		return opts, &partmap.Error{Code: partmap.EINVALID, Field: "noContent", Message: "noContent and return cannot go together"}
 	}
 	return opts, nil
 }
@@ -203,8 +232,11 @@ func (c *Client) Search(ctx context.Context, index string, opts partmap.SearchOp
 		q.Set("cursor", opts.Cursor)
 	}
 	if opts.Return != nil {
-		for _, f := range opts.Return {
-			if f == "" || strings.Contains(f, ",") {
+		for _, f := range opts.Return { // none is return=, RETURN 0
+			switch {
+			case f == "":
+				return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "RETURN names an empty field")
+			case strings.Contains(f, ","):
 				return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "RETURN field %q: the HTTP route takes field names without commas", f)
 			}
 		}
@@ -217,7 +249,10 @@ func (c *Client) Search(ctx context.Context, index string, opts partmap.SearchOp
 	if _, err := c.do(ctx, request{method: "GET", path: "/indexes/" + url.PathEscape(index) + "/search", query: q}, &out); err != nil {
 		return partmap.SearchResult{}, err
 	}
-	res := partmap.SearchResult{Total: out.Total, NextCursor: out.NextCursor, Hits: make([]partmap.SearchHit, len(out.Hits))}
+	res := partmap.SearchResult{Total: out.Total, Hits: make([]partmap.SearchHit, len(out.Hits))}
+	if out.NextCursor != nil {
+		res.NextCursor = *out.NextCursor
+	}
 	for i, h := range out.Hits {
 		res.Hits[i].Email = h.Email
 		if opts.NoContent {

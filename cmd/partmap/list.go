@@ -8,27 +8,25 @@ import (
 	"strings"
 
 	"github.com/partmap/partmap"
+	pmhttp "github.com/partmap/partmap/http"
 )
 
 func runList(ctx context.Context, e *env, args []string) error {
-	return list(ctx, e, "list", args, 0)
-}
-
-func runSearch(ctx context.Context, e *env, args []string) error {
-	return list(ctx, e, "search", args, 1)
-}
-
-// list lists every profile, or those whose fields hold the values that the
-// FIELD=VALUE arguments give (a search through the indexes).
-func list(ctx context.Context, e *env, name string, args []string, minConditions int) error {
-	cf := newClientCommand(e, name, "[FIELD=VALUE]...")
+	cf := newClientCommand(e, "list", "[FIELD=VALUE]...")
 	pageSize := cf.fs.Int("page-size", partmap.DefaultPageLimit, fmt.Sprintf("profiles fetched per request (1 to %d)", partmap.MaxPageLimit))
 	asJSON := cf.fs.Bool("json", false, "print one JSON profile per line (JSON Lines) instead of a table")
-	conditions, cl, err := cf.parse(args, minConditions, partmap.MaxIndexes)
+	conditions, cl, err := cf.parse(args, 0, partmap.MaxIndexes)
 	if err != nil {
 		return err
 	}
-	if *pageSize < 1 || *pageSize > partmap.MaxPageLimit {
+	return listProfiles(ctx, e, cl, conditions, *pageSize, *asJSON)
+}
+
+// listProfiles lists every profile, or those whose fields hold the values
+// that the FIELD=VALUE conditions give (a search through the directory's
+// equality indexes).
+func listProfiles(ctx context.Context, e *env, cl *pmhttp.Client, conditions []string, pageSize int, asJSON bool) error {
+	if pageSize < 1 || pageSize > partmap.MaxPageLimit {
 		return usagef("--page-size must be from 1 to %d", partmap.MaxPageLimit)
 	}
 	var where []partmap.Match
@@ -40,7 +38,7 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 		where = append(where, partmap.Match{Field: field, Value: value})
 	}
 	partitions := partmap.DefaultPartitions
-	if !*asJSON {
+	if !asJSON {
 		// The partition column follows the server's layout, resized or not.
 		stats, err := cl.ListPartitions(ctx)
 		if err != nil {
@@ -52,10 +50,10 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 	// prints no header. Then whole pages go out as they come, so a failure
 	// on a later page leaves the pages before it and never half a line.
 	out := bufio.NewWriter(e.stdout)
-	header := !*asJSON
+	header := !asJSON
 	n, cursor := 0, ""
 	for {
-		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: *pageSize, Where: where})
+		page, err := cl.ListProfiles(ctx, partmap.ListOptions{Cursor: cursor, Limit: pageSize, Where: where})
 		if err != nil {
 			return err
 		}
@@ -65,7 +63,7 @@ func list(ctx context.Context, e *env, name string, args []string, minConditions
 		}
 		for _, rec := range page.Profiles {
 			p := rec.Profile
-			if *asJSON {
+			if asJSON {
 				b, err := json.Marshal(p)
 				if err != nil {
 					return err

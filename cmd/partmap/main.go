@@ -71,7 +71,8 @@ var commands = map[string]command{
 	"stats":      {"summarise partition sizes, with a histogram (--plot FILE for SVG or PNG)", runStats},
 	"token":      {"make a bearer token and its auth-file line", runToken},
 	"import":     {"import profiles from a JSON Lines or CSV file, validating first", runImport},
-	"search":     {"list the profiles whose indexed fields hold the given values", runSearch},
+	"search":     {"search profiles through an index in the Redis query syntax (or by FIELD=VALUE equality)", runSearch},
+	"index":      {"create, list and drop search indexes (as FT.CREATE, FT._LIST and FT.DROPINDEX)", runIndex},
 	"check":      {"verify that every partition's count and indexes agree with its profiles", runCheck},
 	"resize":     {"rehash every profile into another partition count, online", runResize},
 	"map-lock":   {"hold every partition lock for bulk maintenance (writers get lock conflicts)", runMapLock},
@@ -158,7 +159,8 @@ func describe(err error) string {
 }
 
 // parseFlags parses flags that may come before, between or after the
-// positional arguments, and returns the positional ones.
+// positional arguments, and returns the positional ones. After --, every
+// argument is positional, even one that starts with a dash.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
@@ -170,6 +172,9 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		if fs.NArg() == 0 {
 			return positional, nil
+		}
+		if used := len(args) - fs.NArg(); used > 0 && args[used-1] == "--" {
+			return append(positional, fs.Args()...), nil
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]

@@ -668,6 +668,26 @@ function cell(text, className) {
   return td;
 }
 
+// profileRow is a table row of a profile: its email opens it, and the
+// fields that have no column are named in the last.
+function profileRow(p, withPartition) {
+  const tr = document.createElement('tr');
+  tr.dataset.email = p.emailAddress;
+  const open = document.createElement('button');
+  open.type = 'button';
+  open.className = 'link';
+  open.textContent = p.emailAddress;
+  open.addEventListener('click', () => findProfile(p.emailAddress));
+  const first = document.createElement('td');
+  first.append(open);
+  const others = Object.keys(p).filter((k) => k !== 'emailAddress' && !DOCUMENTED.includes(k));
+  tr.append(first, cell(p.fullName), cell(p.companyName), cell(p.customerTier));
+  if (withPartition) tr.append(cell(partitionOfEmail(p.emailAddress), 'mono partition'));
+  tr.append(cell(others.join(', '), 'others'));
+  tr.lastChild.title = others.join(', ');
+  return tr;
+}
+
 async function loadPage() {
   const seq = ++browseSeq;
   const limit = $('page-size').value;
@@ -680,23 +700,7 @@ async function loadPage() {
     return;
   }
   if (seq !== browseSeq) return;
-  const rows = [];
-  for (const p of r.data.profiles) {
-    const tr = document.createElement('tr');
-    tr.dataset.email = p.emailAddress;
-    const open = document.createElement('button');
-    open.type = 'button';
-    open.className = 'link';
-    open.textContent = p.emailAddress;
-    open.addEventListener('click', () => findProfile(p.emailAddress));
-    const first = document.createElement('td');
-    first.append(open);
-    const others = Object.keys(p).filter((k) => k !== 'emailAddress' && !DOCUMENTED.includes(k));
-    tr.append(first, cell(p.fullName), cell(p.companyName), cell(p.customerTier),
-      cell(partitionOfEmail(p.emailAddress), 'mono partition'), cell(others.join(', '), 'others'));
-    tr.lastChild.title = others.join(', ');
-    rows.push(tr);
-  }
+  const rows = r.data.profiles.map((p) => profileRow(p, true));
   if (rows.length === 0) {
     const tr = document.createElement('tr');
     const td = cell(browse.page === 0 ? 'No profiles yet.' : 'No profiles on this page.', 'blank');
@@ -735,11 +739,216 @@ function prevPage() {
   loadPage();
 }
 
+// ---- Search ---------------------------------------------------------------
+
+const SEARCH_PAGE = 25;
+// The search on screen: the index and the query sent, and cursors[i], the
+// cursor of page i (page 0 has none).
+const finder = { indexes: [], index: '', sent: '', cursors: [''], page: 0, next: null, timer: 0 };
+let searchSeq = 0;
+let indexesSeq = 0;
+
+// loadIndexes fills the index picker from GET /indexes, keeping the
+// choice; else it picks the first index that is not the directory's own
+// equality index, whose TAG fields plain words cannot search.
+async function loadIndexes() {
+  const seq = ++indexesSeq;
+  let r;
+  try {
+    r = await api('GET', '/indexes');
+  } catch (err) {
+    if (seq === indexesSeq) report(err, 'Could not list the search indexes');
+    return;
+  }
+  if (seq !== indexesSeq) return;
+  finder.indexes = r.data.indexes;
+  const select = $('search-index');
+  const kept = select.value;
+  const options = finder.indexes.map((x) => {
+    const o = document.createElement('option');
+    o.value = x.name;
+    o.textContent = x.name + (x.building ? ' (building)' : '');
+    return o;
+  });
+  select.replaceChildren(...options);
+  select.disabled = options.length === 0;
+  const names = finder.indexes.map((x) => x.name);
+  const mine = finder.indexes.find((x) => !x.legacy);
+  select.value = names.includes(kept) ? kept : mine ? mine.name : names[0] || '';
+  showIndexInfo();
+  $('search-panel').dataset.indexes = String(seq);
+}
+
+function showIndexInfo() {
+  const x = finder.indexes.find((i) => i.name === $('search-index').value);
+  const info = $('search-index-info');
+  if (!x) {
+    info.textContent = 'No search index yet. Create one with `partmap index create NAME FIELD:TYPE...` or POST /indexes.';
+    return;
+  }
+  const fields = x.fields.map((f) => f.name + ' ' + f.type + (f.sortable ? ' sortable' : '')).join(' \u00b7 ');
+  info.textContent = x.building
+    ? fields + ' \u2014 building: ' + Math.floor(x.progress * 100) + '% of partitions indexed; it answers searches once built.'
+    : fields + ' \u2014 ' + profilesText(x.numDocs) + ' indexed.';
+}
+
+// queryToSend turns what was typed into the query sent. A query of plain
+// words (letters and digits) searches for words that begin with them, as
+// a support desk's box does: "ali" is sent as "ali*". Anything in the
+// query syntax is sent as typed.
+function queryToSend(typed) {
+  const q = typed.trim();
+  const words = q.split(/\s+/).filter(Boolean);
+  if (!$('search-prefix').checked || words.length === 0 || !words.every((w) => /^[\p{L}\p{N}]+$/u.test(w))) return q;
+  // A prefix needs two characters; a single letter stays a word.
+  return words.map((w) => ([...w].length >= 2 ? w + '*' : w)).join(' ');
+}
+
+function startSearch() {
+  clearTimeout(finder.timer);
+  finder.index = $('search-index').value;
+  finder.sent = queryToSend($('search-query').value);
+  finder.cursors = [''];
+  finder.page = 0;
+  if (!finder.index) {
+    showSearchError('error', '', 'There is no search index to search. Create one with `partmap index create` or POST /indexes, then press Reload indexes.');
+    return;
+  }
+  if (finder.sent === '') {
+    clearSearch();
+    return;
+  }
+  runSearch();
+}
+
+// searchAsYouType searches a moment after the typing stops, once there
+// are two characters: one letter is no prefix.
+function searchAsYouType() {
+  clearTimeout(finder.timer);
+  if ($('search-query').value.trim().length < 2) return;
+  finder.timer = setTimeout(startSearch, 250);
+}
+
+function clearSearch() {
+  ++searchSeq;
+  $('search-error').hidden = true;
+  $('search-table').hidden = true;
+  $('search-paging').hidden = true;
+  $('search-rows').replaceChildren();
+}
+
+async function runSearch() {
+  const seq = ++searchSeq;
+  const { index, sent } = finder;
+  const cursor = finder.cursors[finder.page] || undefined;
+  let r;
+  try {
+    r = await api('GET', '/indexes/' + encodeURIComponent(index) + '/search', { query: { query: sent, limit: SEARCH_PAGE, cursor } });
+  } catch (err) {
+    if (seq === searchSeq) searchFailed(err, index, sent);
+    return;
+  }
+  if (seq !== searchSeq) return;
+  $('search-error').hidden = true;
+  // An index listed as building that answers is built now: list it so.
+  if (finder.indexes.some((x) => x.name === index && x.building)) loadIndexes();
+  const rows = r.data.hits.map((h) => profileRow(h.fields || { emailAddress: h.emailAddress }, false));
+  if (rows.length === 0) {
+    const tr = document.createElement('tr');
+    const td = cell(finder.page === 0 ? 'No profile matches.' : 'No more profiles match.', 'blank');
+    td.colSpan = 5;
+    tr.append(td);
+    rows.push(tr);
+  }
+  $('search-rows').replaceChildren(...rows);
+  finder.next = r.data.nextCursor;
+  const total = r.data.total;
+  $('search-summary').textContent = (total === 1 ? '1 profile matches ' : number(total) + ' profiles match ') + sent;
+  const from = finder.page * SEARCH_PAGE;
+  $('search-page').textContent = 'Page ' + (finder.page + 1) +
+    (r.data.hits.length ? ' \u00b7 ' + (from + 1) + '\u2013' + (from + r.data.hits.length) : '');
+  $('search-prev').disabled = finder.page === 0;
+  $('search-first').disabled = finder.page === 0;
+  $('search-next').disabled = !finder.next;
+  const table = $('search-table');
+  table.dataset.page = String(finder.page + 1);
+  table.dataset.total = String(total);
+  table.dataset.query = sent;
+  table.hidden = false;
+  $('search-paging').hidden = false;
+}
+
+// searchFailed explains a refused search beside the box: a bad query with
+// the server's words and a mark under where it went wrong, an index still
+// building or gone; anything else goes to the notice line.
+function searchFailed(err, index, sent) {
+  if (!(err instanceof ApiError) || ![400, 404, 503].includes(err.status)) {
+    clearSearch();
+    report(err, 'Search failed');
+    return;
+  }
+  clearSearch();
+  const detail = detailOf(err);
+  if (err.code === 'unavailable') {
+    showSearchError('building', err.code, 'The index ' + index + ' cannot answer yet: ' + detail + '. Search again in a moment.');
+    loadIndexes();
+  } else if (err.code === 'not-found') {
+    showSearchError('error', err.code, 'There is no index ' + index + ' any more (' + detail + '); the list of indexes is reloaded.');
+    loadIndexes();
+  } else {
+    showSearchError('error', err.code, 'The query was refused: ' + detail, sent, offsetIn(detail, sent));
+  }
+}
+
+// offsetIn reads where the server says a query went wrong ("at offset 4",
+// in bytes of UTF-8) as an index into the query's characters, or -1.
+function offsetIn(detail, query) {
+  const m = /at offset (\d+)/.exec(detail);
+  if (!m) return -1;
+  const want = Number(m[1]);
+  let bytes = 0;
+  let i = 0;
+  for (const ch of query) {
+    if (bytes >= want) return i;
+    bytes += new TextEncoder().encode(ch).length;
+    i++;
+  }
+  return i;
+}
+
+function showSearchError(kind, code, text, query = '', at = -1) {
+  const box = $('search-error');
+  box.dataset.kind = kind;
+  box.dataset.problem = code;
+  $('search-error-text').textContent = text;
+  const where = $('search-error-where');
+  where.hidden = at < 0;
+  where.textContent = at < 0 ? '' : query + '\n' + ' '.repeat(at) + '^';
+  box.hidden = false;
+}
+
+function searchPage(step) {
+  if (step > 0) {
+    if (!finder.next) return;
+    finder.cursors[finder.page + 1] = finder.next;
+    finder.cursors.length = finder.page + 2;
+    finder.page++;
+  } else if (step < 0) {
+    if (finder.page === 0) return;
+    finder.page--;
+  } else {
+    finder.page = 0;
+  }
+  runSearch();
+}
+
 // ---- Wiring ---------------------------------------------------------------
 
 function refreshData() {
   loadHeatmap();
   loadPage();
+  loadIndexes();
+  if (finder.sent && finder.index) runSearch(); // the same page, as the profiles are now
 }
 
 function init() {
@@ -783,6 +992,22 @@ function init() {
   $('browse-first').addEventListener('click', firstPage);
   $('browse-prev').addEventListener('click', prevPage);
   $('browse-next').addEventListener('click', nextPage);
+  $('search-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    startSearch();
+  });
+  $('search-query').addEventListener('input', searchAsYouType);
+  $('search-index').addEventListener('change', () => {
+    showIndexInfo();
+    if ($('search-query').value.trim()) startSearch();
+  });
+  $('search-prefix').addEventListener('change', () => {
+    if ($('search-query').value.trim()) startSearch();
+  });
+  $('search-reload').addEventListener('click', loadIndexes);
+  $('search-first').addEventListener('click', () => searchPage(0));
+  $('search-prev').addEventListener('click', () => searchPage(-1));
+  $('search-next').addEventListener('click', () => searchPage(1));
   wireHeatmap();
   refreshData();
 }

@@ -86,7 +86,7 @@ func (d *Directory) readyIndex(ctx context.Context, name string) (*searchIndex, 
 		}
 		ix = d.searchSet().get(name)
 		if ix != nil && ix.meta.Build != nil {
-			return nil, partmap.Errorf(partmap.EUNAVAILABLE, "index %q is still being built: %d of %d partitions indexed; retry when FT.INFO says indexing 0",
+			return nil, partmap.Errorf(partmap.EUNAVAILABLE, "index %q is still being built: %d of %d partitions indexed; retry once it is built (GET /indexes, FT.INFO)",
 				name, ix.meta.Build.Built, meta.Partitions)
 		}
 	}
