@@ -40,7 +40,19 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	if drifted > 0 {
 		return fmt.Errorf("%d of %d partitions have drifted (see above); nothing was repaired", drifted, last-first+1)
 	}
-	fmt.Fprintf(e.stdout, "checked %d partitions: counts and indexes (%s) agree with the profiles\n", last-first+1, indexList(stats.Indexes))
+	what := indexList(stats.Indexes)
+	if infos, err := cl.ListIndexes(ctx); err == nil {
+		var built []string
+		for _, ix := range infos {
+			if !ix.Legacy && !ix.Building {
+				built = append(built, ix.Name)
+			}
+		}
+		if len(built) > 0 {
+			what += "; search indexes " + strings.Join(built, ", ")
+		}
+	}
+	fmt.Fprintf(e.stdout, "checked %d partitions: counts and indexes (%s) agree with the profiles\n", last-first+1, what)
 	return nil
 }
 
