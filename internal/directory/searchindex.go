@@ -502,9 +502,12 @@ func (d *Directory) startSearchWork(m metadata) {
 			}()
 		}
 	}
+	// Work is named by its index's slots too: an index dropped and created
+	// again under the same name while its first build runs is another
+	// index, which that build, finding its own gone, leaves alone.
 	for _, x := range m.Search {
-		if x.Build != nil && !a.running[x.Def.Name] {
-			d.runSearchWork("build:"+x.Def.Name, func(ctx context.Context) error { return d.buildIndex(ctx, x.Def.Name) })
+		if x.Build != nil {
+			d.runSearchWork(fmt.Sprint("build:", x.Def.Name, x.Slots), func(ctx context.Context) error { return d.buildIndex(ctx, x.Def.Name, x.Slots) })
 		}
 	}
 	for _, x := range m.Dropping {
@@ -618,13 +621,13 @@ const searchBuildBatch = 16
 // reached, partition by partition, each under its lock: a write before
 // the build's visit is indexed by it, and one after by the write itself,
 // since the engine has kept the index since it was created.
-func (d *Directory) buildIndex(ctx context.Context, name string) error {
+func (d *Directory) buildIndex(ctx context.Context, name string, slots []int) error {
 	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
 	x := findIndex(meta, name)
-	if x == nil || x.Build == nil {
+	if x == nil || x.Build == nil || !slices.Equal(x.Slots, slots) {
 		return nil
 	}
 	if !sameIndexes(d.searchSet(), meta) {
@@ -633,7 +636,7 @@ func (d *Directory) buildIndex(ctx context.Context, name string) error {
 		}
 	}
 	ix := d.searchSet().get(name)
-	if ix == nil {
+	if ix == nil || !slices.Equal(ix.meta.Slots, slots) {
 		return nil
 	}
 	if err := d.settle(ctx); err != nil {

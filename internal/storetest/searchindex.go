@@ -222,3 +222,53 @@ func runSearchSortedMerge(t *testing.T, started func(*testing.T) partmap.Store) 
 		}
 	})
 }
+
+// An index dropped and created again while its first build runs is built
+// again: the first build, finding its index gone, must not keep the second
+// from starting.
+func runSearchIndexRecreatedWhileBuilding(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexRecreatedWhileBuilding", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "alice@example.com", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		for { // until the build has started
+			infos, err := s.ListIndexes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(infos, func(x partmap.IndexInfo) bool { return x.Name == "desk" })
+			if !infos[i].Building {
+				t.Skip("the build ended before it could be interrupted")
+			}
+			if infos[i].Progress > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := s.DropIndex(ctx, "desk"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "@customerTier:{gold}", NoContent: true})
+			if err == nil {
+				if got := hitEmails(res); !slices.Equal(got, []string{"alice@example.com"}) {
+					t.Fatalf("got %v", got)
+				}
+				return
+			}
+			if partmap.ErrorCode(err) != partmap.EUNAVAILABLE || time.Now().After(deadline) {
+				t.Fatalf("the index created again: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}

@@ -64,6 +64,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchInput(t, started)
 	runSearchIndexes(t, started)
 	runSearchSortedMerge(t, started)
+	runSearchIndexRecreatedWhileBuilding(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
