@@ -45,6 +45,10 @@ type droppedSlots struct {
 	Name       string `json:"name"`
 	Slots      []int  `json:"slots"`
 	Generation int    `json:"version"`
+	// Index is the index as it was: until its entries are gone, a write
+	// removes those of the profile it changes or deletes, which the
+	// cleaning, finding no profile, could not.
+	Index *indexMeta `json:"index,omitempty"`
 }
 
 // searchIndex is a compiled index: its metadata and schema.
@@ -60,6 +64,7 @@ type searchIndex struct {
 type searchSet struct {
 	indexes []*searchIndex // the legacy one first, then by name
 	byName  map[string]*searchIndex
+	dropped []*searchIndex // being cleaned: writes remove their entries
 }
 
 func (s *searchSet) get(name string) *searchIndex {
@@ -134,7 +139,7 @@ func legacyIndex(fields []string) (*searchIndex, error) {
 }
 
 // newSearchSet compiles the metadata's indexes.
-func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) {
+func newSearchSet(legacyFields []string, metas []indexMeta, dropping []droppedSlots) (*searchSet, error) {
 	s := &searchSet{byName: map[string]*searchIndex{}}
 	if len(legacyFields) > 0 {
 		ix, err := legacyIndex(legacyFields)
@@ -159,6 +164,16 @@ func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) 
 	for _, ix := range s.indexes {
 		s.byName[ix.meta.Def.Name] = ix
 	}
+	for _, x := range dropping {
+		if x.Index == nil {
+			continue
+		}
+		schema, err := compile(x.Index.Def)
+		if err != nil {
+			return nil, fmt.Errorf("dropped search index %q in the metadata: %w", x.Name, err)
+		}
+		s.dropped = append(s.dropped, &searchIndex{meta: *x.Index, schema: schema, fields: schema.Fields()})
+	}
 	return s, nil
 }
 
@@ -168,6 +183,23 @@ func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) 
 func (s *searchSet) Changes(email string, prev, next *partmap.Record) (remove, add []engine.IndexEntry) {
 	if prev == next {
 		return nil, nil
+	}
+	if prev != nil {
+		// A dropped index's entries of the fields the write changes go;
+		// removing those the cleaning removed already changes nothing.
+		for _, ix := range s.dropped {
+			for i, f := range ix.fields {
+				before, had := prev.Profile[f.Name]
+				var after string
+				var has bool
+				if next != nil {
+					after, has = next.Profile[f.Name]
+				}
+				if had && (!has || before != after) {
+					remove = append(remove, ix.fieldEntries(i, email, before)...)
+				}
+			}
+		}
 	}
 	for _, ix := range s.indexes {
 		if ix.legacy {
@@ -290,12 +322,12 @@ func (d *Directory) searchSet() *searchSet {
 // loadSearch compiles the metadata's indexes and hands them to the
 // engine: every write staged from then on keeps them.
 func (d *Directory) loadSearch(m metadata) error {
-	set, err := newSearchSet(d.indexes, m.Search)
+	set, err := newSearchSet(d.indexes, m.Search, m.Dropping)
 	if err != nil {
 		return err
 	}
 	d.searches.Store(&searchSetBox{set})
-	hasOwn := len(m.Search) > 0
+	hasOwn := len(m.Search) > 0 || len(m.Dropping) > 0
 	if hasOwn {
 		d.engine.SetIndexer(set)
 	} else {
@@ -414,7 +446,7 @@ func (d *Directory) DropIndex(ctx context.Context, name string) error {
 				slots = append(slots, s)
 			}
 		}
-		m.Dropping = append(m.Dropping, droppedSlots{Name: name, Slots: slots, Generation: m.Generation})
+		m.Dropping = append(m.Dropping, droppedSlots{Name: name, Slots: slots, Generation: m.Generation, Index: &x})
 		m.Search = slices.Delete(m.Search, i, i+1)
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,6 +270,63 @@ func runSearchIndexRecreatedWhileBuilding(t *testing.T, started func(*testing.T)
 				t.Fatalf("the index created again: %v", err)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// A profile deleted after its index was dropped, before the drop's
+// cleaning reached its partition, leaves no entry behind: the next index
+// reuses the dropped one's entry fields, and must not find it.
+func runSearchIndexDropUnderDeletes(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexDropUnderDeletes", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		const n = 3000
+		var all []partmap.Profile
+		for i := range n {
+			all = append(all, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("d%04d@example.com", i), "customerTier": "gold", "fullName": "Dee Dropped"})
+		}
+		for lo := 0; lo < n; lo += 500 {
+			if _, err := s.UpsertProfiles(ctx, all[lo:lo+500]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := w; i < n; i += 4 {
+					if err := partmap.DeleteProfile(ctx, s, all[i][partmap.FieldEmail], partmap.Condition{}); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		if err := s.DropIndex(ctx, "desk"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		time.Sleep(time.Second) // the cleaning has ended
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		for _, q := range []string{"@customerTier:{gold}", "dee"} {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: q, NoContent: true})
+			if err != nil || res.Total != 0 || len(res.Hits) != 0 {
+				t.Errorf("%s over deleted profiles: total %d, %d hits, %v", q, res.Total, len(res.Hits), err)
+			}
+		}
+		if err := s.CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+			if !c.OK() {
+				return fmt.Errorf("partition %d: %d drifts, first %+v", c.Partition, len(c.Drift), c.Drift[0])
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
 		}
 	})
 }

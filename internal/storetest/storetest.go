@@ -65,6 +65,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchIndexes(t, started)
 	runSearchSortedMerge(t, started)
 	runSearchIndexRecreatedWhileBuilding(t, started)
+	runSearchIndexDropUnderDeletes(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
