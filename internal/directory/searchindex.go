@@ -683,6 +683,9 @@ func (d *Directory) buildIndex(ctx context.Context, name string, slots []int) er
 		end := min(p+searchBuildBatch, meta.Partitions)
 		for ; p < end; p++ {
 			if err := d.buildPartition(bulk, ix, engine.Part{Generation: gen, Partition: partmap.Partition(p)}); err != nil {
+				if err == errDropped {
+					return nil
+				}
 				return err
 			}
 		}
@@ -724,9 +727,15 @@ func findIndex(m metadata, name string) *indexMeta {
 
 // buildPartition writes ix's entries of every profile of part, under its
 // lock; entries already there are written again, which changes nothing.
+// An index dropped meanwhile is not written (errDropped): its cleaning,
+// which reads a partition under the same lock once the drop is loaded,
+// may have passed part already.
 func (d *Directory) buildPartition(ctx context.Context, ix *searchIndex, part engine.Part) error {
 	return d.withRetry(ctx, func() error {
 		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			if cur := d.searchSet().get(ix.meta.Def.Name); cur == nil || !slices.Equal(cur.meta.Slots, ix.meta.Slots) {
+				return errDropped
+			}
 			items, err := tx.Scan(part)
 			if err != nil {
 				return err
@@ -791,31 +800,30 @@ func (d *Directory) cleanDropped(ctx context.Context, name string) error {
 	return err
 }
 
+// cleanPartition reads the entries under part's lock, so that a build
+// that wrote them before the drop was loaded has committed them.
 func (d *Directory) cleanPartition(ctx context.Context, slots []int, part engine.Part) error {
 	ranges := make([]engine.IndexRange, len(slots))
 	for i, s := range slots {
 		ranges[i] = engine.IndexRange{Part: part, Field: s}
 	}
-	found, err := d.searcher.IndexRanges(ctx, ranges)
-	if err != nil {
-		return err
-	}
-	byEmail := map[string][]engine.IndexEntry{}
-	for _, es := range found {
-		for _, e := range es {
-			byEmail[e.Email] = append(byEmail[e.Email], e)
-		}
-	}
-	if len(byEmail) == 0 {
-		return nil
-	}
-	emails := make([]string, 0, len(byEmail))
-	for e := range byEmail {
-		emails = append(emails, e)
-	}
-	slices.Sort(emails)
 	return d.withRetry(ctx, func() error {
 		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			found, err := d.searcher.IndexRanges(ctx, ranges)
+			if err != nil {
+				return err
+			}
+			byEmail := map[string][]engine.IndexEntry{}
+			for _, es := range found {
+				for _, e := range es {
+					byEmail[e.Email] = append(byEmail[e.Email], e)
+				}
+			}
+			emails := make([]string, 0, len(byEmail))
+			for e := range byEmail {
+				emails = append(emails, e)
+			}
+			slices.Sort(emails)
 			for _, e := range emails {
 				if err := tx.Reindex(part, e, nil, byEmail[e], nil); err != nil {
 					return err

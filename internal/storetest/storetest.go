@@ -66,6 +66,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchSortedMerge(t, started)
 	runSearchIndexRecreatedWhileBuilding(t, started)
 	runSearchIndexDropUnderDeletes(t, started)
+	runSearchIndexDropWhileBuilding(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
