@@ -543,7 +543,7 @@ func (d *Directory) startSearchWork(m metadata) {
 		}
 	}
 	for _, x := range m.Dropping {
-		d.runSearchWork("drop:"+x.Name, func(ctx context.Context) error { return d.cleanDropped(ctx, x.Name) })
+		d.runSearchWork(fmt.Sprint("drop:", x.Name, x.Slots), func(ctx context.Context) error { return d.cleanDropped(ctx, x.Name, x.Slots) })
 	}
 }
 
@@ -768,12 +768,12 @@ func (d *Directory) withRetry(ctx context.Context, fn func() error) error {
 
 // cleanDropped removes the entries of a dropped index, partition by
 // partition, and then forgets its slots.
-func (d *Directory) cleanDropped(ctx context.Context, name string) error {
+func (d *Directory) cleanDropped(ctx context.Context, name string, slots []int) error {
 	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name })
+	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name && slices.Equal(x.Slots, slots) })
 	if i < 0 {
 		return nil
 	}

@@ -376,3 +376,32 @@ func runSearchIndexDropWhileBuilding(t *testing.T, started func(*testing.T) part
 		}
 	})
 }
+
+// An index dropped twice under one name, the second time while the first
+// drop's entries are being removed, is cleaned both times: a resize, which
+// waits for the cleanings, can start.
+func runSearchIndexDroppedTwice(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexDroppedTwice", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		for range 2 {
+			if err := s.CreateIndex(ctx, deskIndex); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DropIndex(ctx, "desk"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := s.Resize(ctx, 16)
+			if err == nil {
+				return
+			}
+			if partmap.ErrorCode(err) != partmap.ECONFLICT || time.Now().After(deadline) {
+				t.Fatalf("resize: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}

@@ -67,6 +67,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchIndexRecreatedWhileBuilding(t, started)
 	runSearchIndexDropUnderDeletes(t, started)
 	runSearchIndexDropWhileBuilding(t, started)
+	runSearchIndexDroppedTwice(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
