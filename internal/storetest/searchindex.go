@@ -405,3 +405,38 @@ func runSearchIndexDroppedTwice(t *testing.T, started func(*testing.T) partmap.S
 		}
 	})
 }
+
+// An exclusive infinite bound leaves out the profiles whose value is that
+// infinity, in the total too, as search.Match does.
+func runSearchExclusiveInfinity(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchExclusiveInfinity", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		for _, p := range []partmap.Profile{
+			{partmap.FieldEmail: "low@example.com", "visits": "-inf"},
+			{partmap.FieldEmail: "high@example.com", "visits": "+inf"},
+			{partmap.FieldEmail: "one@example.com", "visits": "1"},
+		} {
+			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for q, want := range map[string][]string{
+			"@visits:[(-inf +inf]":  {"high@example.com", "one@example.com"},
+			"@visits:[-inf (+inf]":  {"low@example.com", "one@example.com"},
+			"@visits:[(-inf (+inf]": {"one@example.com"},
+			"@visits:[-inf +inf]":   {"high@example.com", "low@example.com", "one@example.com"},
+		} {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: q, NoContent: true})
+			got := hitEmails(res)
+			slices.Sort(got)
+			if err != nil || !slices.Equal(got, want) || res.Total != int64(len(want)) {
+				t.Errorf("%s: %v (total %d) %v, want %v", q, got, res.Total, err, want)
+			}
+		}
+	})
+}

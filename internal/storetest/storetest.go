@@ -68,6 +68,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchIndexDropUnderDeletes(t, started)
 	runSearchIndexDropWhileBuilding(t, started)
 	runSearchIndexDroppedTwice(t, started)
+	runSearchExclusiveInfinity(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
