@@ -32,7 +32,7 @@ func (d *Directory) Search(ctx context.Context, name string, opts partmap.Search
 	case limit > partmap.MaxSearchLimit:
 		return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "LIMIT count is %d; at most %d", limit, partmap.MaxSearchLimit)
 	}
-	if opts.Offset < 0 || opts.Offset+limit > maxSearchDepth {
+	if opts.Offset < 0 || opts.Offset > maxSearchDepth-limit { // not Offset+limit, which can overflow
 		return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "LIMIT offset %d and count %d: the offset must be at least 0, and the two add up to at most %d",
 			opts.Offset, limit, maxSearchDepth)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -436,6 +437,27 @@ func runSearchExclusiveInfinity(t *testing.T, started func(*testing.T) partmap.S
 			slices.Sort(got)
 			if err != nil || !slices.Equal(got, want) || res.Total != int64(len(want)) {
 				t.Errorf("%s: %v (total %d) %v, want %v", q, got, res.Total, err, want)
+			}
+		}
+	})
+}
+
+// An offset near the largest int is refused, not added up past it.
+func runSearchHugeOffset(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchHugeOffset", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "one@example.com", "visits": "1"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, sortBy := range []string{"", "visits"} {
+			_, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "*", SortBy: sortBy, Offset: math.MaxInt - 5, Limit: 10})
+			if partmap.ErrorCode(err) != partmap.EINVALID {
+				t.Errorf("SORTBY %q LIMIT %d 10: %v", sortBy, math.MaxInt-5, err)
 			}
 		}
 	})

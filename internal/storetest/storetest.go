@@ -69,6 +69,7 @@ func RunStore(t *testing.T, open Opener) {
 	runSearchIndexDropWhileBuilding(t, started)
 	runSearchIndexDroppedTwice(t, started)
 	runSearchExclusiveInfinity(t, started)
+	runSearchHugeOffset(t, started)
 	runWholeMapLock(t, started)
 	runTransactions(t, started)
 	runDoorOperations(t, started)
