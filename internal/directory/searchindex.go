@@ -45,6 +45,10 @@ type droppedSlots struct {
 	Name       string `json:"name"`
 	Slots      []int  `json:"slots"`
 	Generation int    `json:"version"`
+	// Index is the index as it was: until its entries are gone, a write
+	// removes those of the profile it changes or deletes, which the
+	// cleaning, finding no profile, could not.
+	Index *indexMeta `json:"index,omitempty"`
 }
 
 // searchIndex is a compiled index: its metadata and schema.
@@ -60,6 +64,7 @@ type searchIndex struct {
 type searchSet struct {
 	indexes []*searchIndex // the legacy one first, then by name
 	byName  map[string]*searchIndex
+	dropped []*searchIndex // being cleaned: writes remove their entries
 }
 
 func (s *searchSet) get(name string) *searchIndex {
@@ -134,7 +139,7 @@ func legacyIndex(fields []string) (*searchIndex, error) {
 }
 
 // newSearchSet compiles the metadata's indexes.
-func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) {
+func newSearchSet(legacyFields []string, metas []indexMeta, dropping []droppedSlots) (*searchSet, error) {
 	s := &searchSet{byName: map[string]*searchIndex{}}
 	if len(legacyFields) > 0 {
 		ix, err := legacyIndex(legacyFields)
@@ -159,6 +164,16 @@ func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) 
 	for _, ix := range s.indexes {
 		s.byName[ix.meta.Def.Name] = ix
 	}
+	for _, x := range dropping {
+		if x.Index == nil {
+			continue
+		}
+		schema, err := compile(x.Index.Def)
+		if err != nil {
+			return nil, fmt.Errorf("dropped search index %q in the metadata: %w", x.Name, err)
+		}
+		s.dropped = append(s.dropped, &searchIndex{meta: *x.Index, schema: schema, fields: schema.Fields()})
+	}
 	return s, nil
 }
 
@@ -168,6 +183,23 @@ func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) 
 func (s *searchSet) Changes(email string, prev, next *partmap.Record) (remove, add []engine.IndexEntry) {
 	if prev == next {
 		return nil, nil
+	}
+	if prev != nil {
+		// A dropped index's entries of the fields the write changes go;
+		// removing those the cleaning removed already changes nothing.
+		for _, ix := range s.dropped {
+			for i, f := range ix.fields {
+				before, had := prev.Profile[f.Name]
+				var after string
+				var has bool
+				if next != nil {
+					after, has = next.Profile[f.Name]
+				}
+				if had && (!has || before != after) {
+					remove = append(remove, ix.fieldEntries(i, email, before)...)
+				}
+			}
+		}
 	}
 	for _, ix := range s.indexes {
 		if ix.legacy {
@@ -290,12 +322,12 @@ func (d *Directory) searchSet() *searchSet {
 // loadSearch compiles the metadata's indexes and hands them to the
 // engine: every write staged from then on keeps them.
 func (d *Directory) loadSearch(m metadata) error {
-	set, err := newSearchSet(d.indexes, m.Search)
+	set, err := newSearchSet(d.indexes, m.Search, m.Dropping)
 	if err != nil {
 		return err
 	}
 	d.searches.Store(&searchSetBox{set})
-	hasOwn := len(m.Search) > 0
+	hasOwn := len(m.Search) > 0 || len(m.Dropping) > 0
 	if hasOwn {
 		d.engine.SetIndexer(set)
 	} else {
@@ -414,7 +446,7 @@ func (d *Directory) DropIndex(ctx context.Context, name string) error {
 				slots = append(slots, s)
 			}
 		}
-		m.Dropping = append(m.Dropping, droppedSlots{Name: name, Slots: slots, Generation: m.Generation})
+		m.Dropping = append(m.Dropping, droppedSlots{Name: name, Slots: slots, Generation: m.Generation, Index: &x})
 		m.Search = slices.Delete(m.Search, i, i+1)
 		return nil
 	})
@@ -502,13 +534,16 @@ func (d *Directory) startSearchWork(m metadata) {
 			}()
 		}
 	}
+	// Work is named by its index's slots too: an index dropped and created
+	// again under the same name while its first build runs is another
+	// index, which that build, finding its own gone, leaves alone.
 	for _, x := range m.Search {
-		if x.Build != nil && !a.running[x.Def.Name] {
-			d.runSearchWork("build:"+x.Def.Name, func(ctx context.Context) error { return d.buildIndex(ctx, x.Def.Name) })
+		if x.Build != nil {
+			d.runSearchWork(fmt.Sprint("build:", x.Def.Name, x.Slots), func(ctx context.Context) error { return d.buildIndex(ctx, x.Def.Name, x.Slots) })
 		}
 	}
 	for _, x := range m.Dropping {
-		d.runSearchWork("drop:"+x.Name, func(ctx context.Context) error { return d.cleanDropped(ctx, x.Name) })
+		d.runSearchWork(fmt.Sprint("drop:", x.Name, x.Slots), func(ctx context.Context) error { return d.cleanDropped(ctx, x.Name, x.Slots) })
 	}
 }
 
@@ -618,13 +653,13 @@ const searchBuildBatch = 16
 // reached, partition by partition, each under its lock: a write before
 // the build's visit is indexed by it, and one after by the write itself,
 // since the engine has kept the index since it was created.
-func (d *Directory) buildIndex(ctx context.Context, name string) error {
+func (d *Directory) buildIndex(ctx context.Context, name string, slots []int) error {
 	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
 	x := findIndex(meta, name)
-	if x == nil || x.Build == nil {
+	if x == nil || x.Build == nil || !slices.Equal(x.Slots, slots) {
 		return nil
 	}
 	if !sameIndexes(d.searchSet(), meta) {
@@ -633,7 +668,7 @@ func (d *Directory) buildIndex(ctx context.Context, name string) error {
 		}
 	}
 	ix := d.searchSet().get(name)
-	if ix == nil {
+	if ix == nil || !slices.Equal(ix.meta.Slots, slots) {
 		return nil
 	}
 	if err := d.settle(ctx); err != nil {
@@ -648,6 +683,9 @@ func (d *Directory) buildIndex(ctx context.Context, name string) error {
 		end := min(p+searchBuildBatch, meta.Partitions)
 		for ; p < end; p++ {
 			if err := d.buildPartition(bulk, ix, engine.Part{Generation: gen, Partition: partmap.Partition(p)}); err != nil {
+				if err == errDropped {
+					return nil
+				}
 				return err
 			}
 		}
@@ -689,9 +727,15 @@ func findIndex(m metadata, name string) *indexMeta {
 
 // buildPartition writes ix's entries of every profile of part, under its
 // lock; entries already there are written again, which changes nothing.
+// An index dropped meanwhile is not written (errDropped): its cleaning,
+// which reads a partition under the same lock once the drop is loaded,
+// may have passed part already.
 func (d *Directory) buildPartition(ctx context.Context, ix *searchIndex, part engine.Part) error {
 	return d.withRetry(ctx, func() error {
 		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			if cur := d.searchSet().get(ix.meta.Def.Name); cur == nil || !slices.Equal(cur.meta.Slots, ix.meta.Slots) {
+				return errDropped
+			}
 			items, err := tx.Scan(part)
 			if err != nil {
 				return err
@@ -724,12 +768,12 @@ func (d *Directory) withRetry(ctx context.Context, fn func() error) error {
 
 // cleanDropped removes the entries of a dropped index, partition by
 // partition, and then forgets its slots.
-func (d *Directory) cleanDropped(ctx context.Context, name string) error {
+func (d *Directory) cleanDropped(ctx context.Context, name string, slots []int) error {
 	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name })
+	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name && slices.Equal(x.Slots, slots) })
 	if i < 0 {
 		return nil
 	}
@@ -756,31 +800,30 @@ func (d *Directory) cleanDropped(ctx context.Context, name string) error {
 	return err
 }
 
+// cleanPartition reads the entries under part's lock, so that a build
+// that wrote them before the drop was loaded has committed them.
 func (d *Directory) cleanPartition(ctx context.Context, slots []int, part engine.Part) error {
 	ranges := make([]engine.IndexRange, len(slots))
 	for i, s := range slots {
 		ranges[i] = engine.IndexRange{Part: part, Field: s}
 	}
-	found, err := d.searcher.IndexRanges(ctx, ranges)
-	if err != nil {
-		return err
-	}
-	byEmail := map[string][]engine.IndexEntry{}
-	for _, es := range found {
-		for _, e := range es {
-			byEmail[e.Email] = append(byEmail[e.Email], e)
-		}
-	}
-	if len(byEmail) == 0 {
-		return nil
-	}
-	emails := make([]string, 0, len(byEmail))
-	for e := range byEmail {
-		emails = append(emails, e)
-	}
-	slices.Sort(emails)
 	return d.withRetry(ctx, func() error {
 		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			found, err := d.searcher.IndexRanges(ctx, ranges)
+			if err != nil {
+				return err
+			}
+			byEmail := map[string][]engine.IndexEntry{}
+			for _, es := range found {
+				for _, e := range es {
+					byEmail[e.Email] = append(byEmail[e.Email], e)
+				}
+			}
+			emails := make([]string, 0, len(byEmail))
+			for e := range byEmail {
+				emails = append(emails, e)
+			}
+			slices.Sort(emails)
 			for _, e := range emails {
 				if err := tx.Reindex(part, e, nil, byEmail[e], nil); err != nil {
 					return err

@@ -32,7 +32,7 @@ func (d *Directory) Search(ctx context.Context, name string, opts partmap.Search
 	case limit > partmap.MaxSearchLimit:
 		return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "LIMIT count is %d; at most %d", limit, partmap.MaxSearchLimit)
 	}
-	if opts.Offset < 0 || opts.Offset+limit > maxSearchDepth {
+	if opts.Offset < 0 || opts.Offset > maxSearchDepth-limit { // not Offset+limit, which can overflow
 		return partmap.SearchResult{}, partmap.Errorf(partmap.EINVALID, "LIMIT offset %d and count %d: the offset must be at least 0, and the two add up to at most %d",
 			opts.Offset, limit, maxSearchDepth)
 	}
@@ -372,14 +372,15 @@ func (q *query) leaf(node search.Node, only []bool) ([][]string, error) {
 			spans = append(spans, span{slot(f), p, p + "\xff"})
 		}
 	case search.Range:
+		// An infinity is a value too: an exclusive one is left out.
 		s := span{field: slot(n.Field)}
-		if !math.IsInf(n.Min, -1) {
+		if !math.IsInf(n.Min, -1) || n.MinExclusive {
 			s.from = numberValue(n.Min)
 			if n.MinExclusive {
 				s.from += "\x01"
 			}
 		}
-		if !math.IsInf(n.Max, 1) {
+		if !math.IsInf(n.Max, 1) || n.MaxExclusive {
 			s.to = numberValue(n.Max)
 			if !n.MaxExclusive {
 				s.to += "\x01"

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,6 +220,244 @@ func runSearchSortedMerge(t *testing.T, started func(*testing.T) partmap.Store) 
 				if got := hitEmails(res); !slices.Equal(got, wantEmails) || res.Total != int64(len(gold)) {
 					t.Errorf("desc %v LIMIT %d %d: got %v (total %d), want %v (total %d)", desc, page[0], page[1], got, res.Total, wantEmails, len(gold))
 				}
+			}
+		}
+	})
+}
+
+// An index dropped and created again while its first build runs is built
+// again: the first build, finding its index gone, must not keep the second
+// from starting.
+func runSearchIndexRecreatedWhileBuilding(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexRecreatedWhileBuilding", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "alice@example.com", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		for { // until the build has started
+			infos, err := s.ListIndexes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(infos, func(x partmap.IndexInfo) bool { return x.Name == "desk" })
+			if !infos[i].Building {
+				t.Skip("the build ended before it could be interrupted")
+			}
+			if infos[i].Progress > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := s.DropIndex(ctx, "desk"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "@customerTier:{gold}", NoContent: true})
+			if err == nil {
+				if got := hitEmails(res); !slices.Equal(got, []string{"alice@example.com"}) {
+					t.Fatalf("got %v", got)
+				}
+				return
+			}
+			if partmap.ErrorCode(err) != partmap.EUNAVAILABLE || time.Now().After(deadline) {
+				t.Fatalf("the index created again: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+// A profile deleted after its index was dropped, before the drop's
+// cleaning reached its partition, leaves no entry behind: the next index
+// reuses the dropped one's entry fields, and must not find it.
+func runSearchIndexDropUnderDeletes(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexDropUnderDeletes", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		const n = 3000
+		var all []partmap.Profile
+		for i := range n {
+			all = append(all, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("d%04d@example.com", i), "customerTier": "gold", "fullName": "Dee Dropped"})
+		}
+		for lo := 0; lo < n; lo += 500 {
+			if _, err := s.UpsertProfiles(ctx, all[lo:lo+500]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := w; i < n; i += 4 {
+					if err := partmap.DeleteProfile(ctx, s, all[i][partmap.FieldEmail], partmap.Condition{}); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		if err := s.DropIndex(ctx, "desk"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		time.Sleep(time.Second) // the cleaning has ended
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		for _, q := range []string{"@customerTier:{gold}", "dee"} {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: q, NoContent: true})
+			if err != nil || res.Total != 0 || len(res.Hits) != 0 {
+				t.Errorf("%s over deleted profiles: total %d, %d hits, %v", q, res.Total, len(res.Hits), err)
+			}
+		}
+		if err := s.CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+			if !c.OK() {
+				return fmt.Errorf("partition %d: %d drifts, first %+v", c.Partition, len(c.Drift), c.Drift[0])
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// An index dropped as its build starts leaves no entry behind, even where
+// the build went on after the drop (on a shared store, both the build and
+// the drop's cleaning wait for the other servers, and start together): the next index, on other fields but the
+// same entry fields, finds nothing it did not index.
+func runSearchIndexDropWhileBuilding(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexDropWhileBuilding", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		const n = 3000
+		var all []partmap.Profile
+		for i := range n {
+			all = append(all, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("b%04d@example.com", i), "customerTier": "gold", "notes": "silver"})
+		}
+		for lo := 0; lo < n; lo += 500 {
+			if _, err := s.UpsertProfiles(ctx, all[lo:lo+500]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tiers := partmap.IndexDefinition{Name: "tiers", Fields: []partmap.IndexField{{Name: "customerTier", Type: partmap.IndexTag}}}
+		notes := partmap.IndexDefinition{Name: "notes", Fields: []partmap.IndexField{{Name: "notes", Type: partmap.IndexTag}}}
+		if err := s.CreateIndex(ctx, tiers); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DropIndex(ctx, "tiers"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // the cleaning has ended
+		if err := s.CreateIndex(ctx, notes); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "notes")
+		res, err := s.Search(ctx, "notes", partmap.SearchOptions{Query: "@notes:{gold}", NoContent: true})
+		if err != nil || res.Total != 0 {
+			t.Errorf("@notes:{gold}: total %d, %d hits, %v", res.Total, len(res.Hits), err)
+		}
+		if err := s.CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+			if !c.OK() {
+				return fmt.Errorf("partition %d: %d drifts, first %+v", c.Partition, len(c.Drift), c.Drift[0])
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// An index dropped twice under one name, the second time while the first
+// drop's entries are being removed, is cleaned both times: a resize, which
+// waits for the cleanings, can start.
+func runSearchIndexDroppedTwice(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchIndexDroppedTwice", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		for range 2 {
+			if err := s.CreateIndex(ctx, deskIndex); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DropIndex(ctx, "desk"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := s.Resize(ctx, 16)
+			if err == nil {
+				return
+			}
+			if partmap.ErrorCode(err) != partmap.ECONFLICT || time.Now().After(deadline) {
+				t.Fatalf("resize: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+// An exclusive infinite bound leaves out the profiles whose value is that
+// infinity, in the total too, as search.Match does.
+func runSearchExclusiveInfinity(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchExclusiveInfinity", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		for _, p := range []partmap.Profile{
+			{partmap.FieldEmail: "low@example.com", "visits": "-inf"},
+			{partmap.FieldEmail: "high@example.com", "visits": "+inf"},
+			{partmap.FieldEmail: "one@example.com", "visits": "1"},
+		} {
+			if _, _, err := partmap.UpsertProfile(ctx, s, p, partmap.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for q, want := range map[string][]string{
+			"@visits:[(-inf +inf]":  {"high@example.com", "one@example.com"},
+			"@visits:[-inf (+inf]":  {"low@example.com", "one@example.com"},
+			"@visits:[(-inf (+inf]": {"one@example.com"},
+			"@visits:[-inf +inf]":   {"high@example.com", "low@example.com", "one@example.com"},
+		} {
+			res, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: q, NoContent: true})
+			got := hitEmails(res)
+			slices.Sort(got)
+			if err != nil || !slices.Equal(got, want) || res.Total != int64(len(want)) {
+				t.Errorf("%s: %v (total %d) %v, want %v", q, got, res.Total, err, want)
+			}
+		}
+	})
+}
+
+// An offset near the largest int is refused, not added up past it.
+func runSearchHugeOffset(t *testing.T, started func(*testing.T) partmap.Store) {
+	t.Run("SearchHugeOffset", func(t *testing.T) {
+		ctx := context.Background()
+		s := started(t)
+		if err := s.CreateIndex(ctx, deskIndex); err != nil {
+			t.Fatal(err)
+		}
+		waitBuilt(t, s, "desk")
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: "one@example.com", "visits": "1"}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, sortBy := range []string{"", "visits"} {
+			_, err := s.Search(ctx, "desk", partmap.SearchOptions{Query: "*", SortBy: sortBy, Offset: math.MaxInt - 5, Limit: 10})
+			if partmap.ErrorCode(err) != partmap.EINVALID {
+				t.Errorf("SORTBY %q LIMIT %d 10: %v", sortBy, math.MaxInt-5, err)
 			}
 		}
 	})
