@@ -460,18 +460,32 @@ func (d *Directory) DropIndex(ctx context.Context, name string) error {
 	return nil
 }
 
-func (d *Directory) ListIndexes(ctx context.Context) ([]partmap.IndexInfo, error) {
+// refreshSearch reads the metadata and, when its indexes are not those
+// the directory keeps, loads them: under the lock of CreateIndex and
+// DropIndex, so that an older read never replaces what they loaded.
+func (d *Directory) refreshSearch(ctx context.Context) (metadata, error) {
+	a := &d.search
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	meta, err := d.readMeta(ctx)
+	if err != nil {
+		return meta, err
+	}
+	if !sameIndexes(d.searchSet(), meta) {
+		if err := d.loadSearch(meta); err != nil {
+			return meta, err
+		}
+		d.startSearchWork(meta)
+	}
+	return meta, nil
+}
+
+func (d *Directory) ListIndexes(ctx context.Context) ([]partmap.IndexInfo, error) {
+	meta, err := d.refreshSearch(ctx)
 	if err != nil {
 		return nil, err
 	}
 	set := d.searchSet()
-	if !sameIndexes(set, meta) {
-		if err := d.loadSearch(meta); err != nil {
-			return nil, err
-		}
-		set = d.searchSet()
-	}
 	var docs int64
 	if len(set.indexes) > 0 && meta.Started {
 		stats, err := d.ListPartitions(ctx)
@@ -617,17 +631,7 @@ func (d *Directory) watchSearch(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		meta, err := d.readMeta(ctx)
-		if err != nil {
-			continue // the store is away; try again at the next tick
-		}
-		if !sameIndexes(d.searchSet(), meta) {
-			d.search.mu.Lock()
-			if err := d.loadSearch(meta); err == nil {
-				d.startSearchWork(meta)
-			}
-			d.search.mu.Unlock()
-		}
+		d.refreshSearch(ctx) // a store away now is read again at the next tick
 	}
 }
 
@@ -662,10 +666,8 @@ func (d *Directory) buildIndex(ctx context.Context, name string, slots []int) er
 	if x == nil || x.Build == nil || !slices.Equal(x.Slots, slots) {
 		return nil
 	}
-	if !sameIndexes(d.searchSet(), meta) {
-		if err := d.loadSearch(meta); err != nil {
-			return err
-		}
+	if meta, err = d.refreshSearch(ctx); err != nil {
+		return err
 	}
 	ix := d.searchSet().get(name)
 	if ix == nil || !slices.Equal(ix.meta.Slots, slots) {
@@ -707,11 +709,8 @@ func (d *Directory) buildIndex(ctx context.Context, name string, slots []int) er
 			return err
 		}
 	}
-	meta, err = d.readMeta(ctx)
-	if err != nil {
-		return err
-	}
-	return d.loadSearch(meta)
+	_, err = d.refreshSearch(ctx)
+	return err
 }
 
 var errDropped = fmt.Errorf("the index was dropped")

@@ -75,14 +75,9 @@ func (d *Directory) Search(ctx context.Context, name string, opts partmap.Search
 func (d *Directory) readyIndex(ctx context.Context, name string) (*searchIndex, error) {
 	ix := d.searchSet().get(name)
 	if ix == nil || ix.meta.Build != nil {
-		meta, err := d.readMeta(ctx)
+		meta, err := d.refreshSearch(ctx)
 		if err != nil {
 			return nil, err
-		}
-		if !sameIndexes(d.searchSet(), meta) {
-			if err := d.loadSearch(meta); err != nil {
-				return nil, err
-			}
 		}
 		ix = d.searchSet().get(name)
 		if ix != nil && ix.meta.Build != nil {
