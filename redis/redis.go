@@ -83,6 +83,12 @@ type Options struct {
 	// over every partition takes the partition count over the rate
 	// (250 s for 1,000 partitions at 4 a second).
 	BackstopRate int
+	// IndexPoll is how often this server reads the metadata for search
+	// indexes other servers created or dropped: 0 means 250 ms. A build
+	// or a cleaning of an index waits four of these before it starts, so
+	// that every server keeps the index's entries by then (DESIGN.md,
+	// Search indexes).
+	IndexPoll time.Duration
 }
 
 // feedPoll is how often a long-poll of the change feed reads it again:
@@ -119,7 +125,7 @@ func Open(ctx context.Context, client goredis.UniversalClient, opts *Options) (*
 	// round trips than a commit of each; the commit script checks
 	// versions, so a write of one partition needs no lock round trips.
 	dir, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: o.DirectoryOptions,
-		CommitPerPartition: true, CheckedWrites: true, FeedPoll: feedPoll})
+		CommitPerPartition: true, CheckedWrites: true, FeedPoll: feedPoll, IndexPoll: o.IndexPoll})
 	if err == nil {
 		// Before this server's first write: the change feed's readers read
 		// a feed per partition of every layout there has been.

@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,7 +82,14 @@ func lockedOn(email string) (engine.Part, engine.Invocation) {
 // mustOpen opens a store through c, closed when the test ends.
 func mustOpen(t testing.TB, c goredis.UniversalClient, opts *redis.Options) *redis.Store {
 	t.Helper()
-	s, err := redis.Open(context.Background(), c, opts)
+	// Search indexes spread between servers faster than the default, so
+	// that a test's builds do not each wait a second.
+	o := redis.Options{IndexPoll: 20 * time.Millisecond}
+	if opts != nil {
+		o = *opts
+		o.IndexPoll = cmp.Or(o.IndexPoll, 20*time.Millisecond)
+	}
+	s, err := redis.Open(context.Background(), c, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

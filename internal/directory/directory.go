@@ -45,6 +45,10 @@ type Options struct {
 	// FeedPoll is how often a long-poll of the feed looks for changes; 0
 	// means 20 ms (a backend that other servers write too says more).
 	FeedPoll time.Duration
+	// IndexPoll is how often a directory over a shared store reads the
+	// metadata for search indexes other servers changed; 0 means
+	// defaultIndexPoll. Builds and cleanings wait four of these first.
+	IndexPoll time.Duration
 }
 
 // bulkPartitions is how many partitions one invocation of a bulk write
@@ -56,21 +60,22 @@ const bulkPartitions = 16
 
 // Directory is the customer directory over one backend.
 type Directory struct {
-	engine   *engine.Engine // the one way to the backend
-	serving  atomic.Pointer[serving]
-	limits   partmap.Limits
-	indexes  []string
-	perPart  bool   // CommitPerPartition
-	bulkSize int    // partitions per bulk invocation
-	cursors  []byte // the metadata's cursor key, which never changes
-	metrics  *storeMetrics
-	clock    func() time.Time
-	sweeper  *sweeper
-	trimmer  *trimmer
-	feedPoll time.Duration
-	resizer  resizer
-	wholeMap wholeMap   // held by an operator, for bulk maintenance
-	serveMu  sync.Mutex // the backend hears of layouts in the order they serve
+	engine    *engine.Engine // the one way to the backend
+	serving   atomic.Pointer[serving]
+	limits    partmap.Limits
+	indexes   []string
+	perPart   bool   // CommitPerPartition
+	bulkSize  int    // partitions per bulk invocation
+	cursors   []byte // the metadata's cursor key, which never changes
+	metrics   *storeMetrics
+	clock     func() time.Time
+	sweeper   *sweeper
+	trimmer   *trimmer
+	feedPoll  time.Duration
+	indexPoll time.Duration
+	resizer   resizer
+	wholeMap  wholeMap   // held by an operator, for bulk maintenance
+	serveMu   sync.Mutex // the backend hears of layouts in the order they serve
 
 	searcher engine.Searcher // nil: the backend keeps no search indexes
 	searches atomic.Pointer[searchSetBox]
@@ -128,17 +133,18 @@ func Open(ctx context.Context, b engine.Backend, opts Options) (*Directory, erro
 		return nil, err
 	}
 	d := &Directory{
-		engine:   engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
-		limits:   *cmp.Or(opts.Limits, &partmap.DefaultLimits),
-		indexes:  indexes,
-		perPart:  opts.CommitPerPartition,
-		bulkSize: bulkPartitions,
-		cursors:  meta.CursorKey,
-		metrics:  newStoreMetrics(),
-		clock:    opts.Clock,
-		sweeper:  newSweeperMetrics(),
-		trimmer:  newTrimmer(*cmp.Or(opts.FeedRetention, &partmap.DefaultRetention)),
-		feedPoll: cmp.Or(opts.FeedPoll, defaultFeedPoll),
+		engine:    engine.New(b, engine.Options{LockWait: opts.LockWait, Indexes: indexes, CheckedWrites: opts.CheckedWrites}),
+		limits:    *cmp.Or(opts.Limits, &partmap.DefaultLimits),
+		indexes:   indexes,
+		perPart:   opts.CommitPerPartition,
+		bulkSize:  bulkPartitions,
+		cursors:   meta.CursorKey,
+		metrics:   newStoreMetrics(),
+		clock:     opts.Clock,
+		sweeper:   newSweeperMetrics(),
+		trimmer:   newTrimmer(*cmp.Or(opts.FeedRetention, &partmap.DefaultRetention)),
+		feedPoll:  cmp.Or(opts.FeedPoll, defaultFeedPoll),
+		indexPoll: cmp.Or(opts.IndexPoll, defaultIndexPoll),
 	}
 	if d.clock == nil {
 		d.clock = time.Now

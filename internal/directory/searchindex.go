@@ -611,19 +611,20 @@ func (d *Directory) closeSearch() {
 }
 
 // On a store that several servers share (Redis), each reads the metadata
-// every searchPoll for indexes the others created or dropped, and a build
-// or a cleaning waits searchSettle before it starts, so that every server
+// every IndexPoll (defaultIndexPoll) for indexes the others created or
+// dropped, and a build or a cleaning waits settlePolls of them before it
+// starts, so that every server
 // keeps the new set of entries by the time the build visits a partition
 // (see Caveats in DESIGN.md: a server stalled for longer can still write
 // a profile without its entries, which the check reports).
 const (
-	searchPoll   = 250 * time.Millisecond
-	searchSettle = 4 * searchPoll
+	defaultIndexPoll = 250 * time.Millisecond
+	settlePolls      = 4
 )
 
 // watchSearch follows the metadata's indexes, on a shared store.
 func (d *Directory) watchSearch(ctx context.Context) error {
-	t := time.NewTicker(searchPoll)
+	t := time.NewTicker(d.indexPoll)
 	defer t.Stop()
 	for {
 		select {
@@ -644,7 +645,7 @@ func (d *Directory) settle(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(searchSettle):
+	case <-time.After(settlePolls * d.indexPoll):
 		return nil
 	}
 }
