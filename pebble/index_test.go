@@ -3,8 +3,10 @@ package pebble
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -84,5 +86,45 @@ func TestIndexesArePersisted(t *testing.T) {
 	}
 	if _, err := none.ListProfiles(ctx, partmap.ListOptions{Where: []partmap.Match{{Field: "companyName", Value: "x"}}}); partmap.ErrorCode(err) != partmap.EINVALID {
 		t.Fatalf("search without indexes: %v", err)
+	}
+}
+
+// A directory with a search index is schema 3, which an older partmap
+// refuses; once every index is dropped and cleaned, it is schema 2 again.
+func TestSchemaFollowsSearchIndexes(t *testing.T) {
+	ctx := context.Background()
+	s, _ := MustOpen(t, nil)
+	s.Start(ctx)
+	schema := func() int {
+		raw, closer, err := s.db.Get(metaKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		var m struct{ Schema int }
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Schema
+	}
+	if got := schema(); got != 2 {
+		t.Fatalf("a new directory is schema %d, want 2", got)
+	}
+	def := partmap.IndexDefinition{Name: "desk", Fields: []partmap.IndexField{{Name: "fullName", Type: partmap.IndexText}}}
+	if err := s.CreateIndex(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	if got := schema(); got != 3 {
+		t.Fatalf("with a search index: schema %d, want 3", got)
+	}
+	if err := s.DropIndex(ctx, "desk"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for schema() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("schema %d after the drop was cleaned, want 2", schema())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -795,6 +795,10 @@ func (d *Directory) cleanDropped(ctx context.Context, name string, slots []int) 
 	}
 	_, err = d.updateMeta(ctx, func(m *metadata) error {
 		m.Dropping = slices.DeleteFunc(m.Dropping, func(y droppedSlots) bool { return y.Name == name && slices.Equal(y.Slots, x.Slots) })
+		if len(m.Search) == 0 && len(m.Dropping) == 0 && m.Schema == schemaSearch {
+			// No search entry is left: an older partmap may open it again.
+			m.Schema = schemaIndexes
+		}
 		return nil
 	})
 	return err
