@@ -6,10 +6,13 @@
 //
 //	go run ./internal/bench/searchbench --profiles 1000000
 //
-// It runs the store in its own process and calls it directly, with no
-// network between: the writes' CPU is the process's (getrusage), less
-// nothing, so the ratio of the two write runs understates the index's
-// share slightly (the loop that makes the writes costs both runs alike).
+// The writes run on twin stores, one with a three-field index, by turns
+// round after round; the queries on a store of --profiles profiles at
+// rest (its compactions done). It calls the stores directly, with no
+// network between: a write's CPU is the process's (getrusage), Pebble's
+// flushes and compactions during the run included, and the loop that
+// makes the writes costs both twins alike, so the ratio understates the
+// index's share slightly.
 package main
 
 import (
@@ -36,13 +39,14 @@ import (
 )
 
 var (
-	profiles = flag.Int("profiles", 1_000_000, "profiles to store before measuring")
-	writes   = flag.Int("writes", 50_000, "writes in each of the two write runs")
-	clients  = flag.Int("clients", 16, "concurrent writers")
-	queries  = flag.Int("queries", 200, "runs of each query")
-	dir      = flag.String("dir", "", "data directory (default: a temporary one, removed at the end)")
-	profW    = flag.String("cpuprofile-writes", "", "write a CPU profile of the indexed write run to this file")
-	profQ    = flag.String("cpuprofile-queries", "", "write a CPU profile of the queries to this file")
+	profiles      = flag.Int("profiles", 1_000_000, "profiles to store before the queries")
+	writeProfiles = flag.Int("write-profiles", 100_000, "profiles in each of the twin stores the writes run on")
+	writes        = flag.Int("writes", 20_000, "writes in each write run")
+	rounds        = flag.Int("rounds", 3, "rounds of write runs")
+	clients       = flag.Int("clients", 16, "concurrent writers")
+	queries       = flag.Int("queries", 200, "runs of each query")
+	dir           = flag.String("dir", "", "data directory (default: a temporary one, removed at the end)")
+	profQ         = flag.String("cpuprofile-queries", "", "write a CPU profile of the queries to this file")
 )
 
 // profiled runs fn under a CPU profile written to path, if any.
@@ -92,62 +96,99 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()
-	path := *dir
-	if path == "" {
+	root := *dir
+	if root == "" {
 		tmp, err := os.MkdirTemp("", "searchbench-")
 		if err != nil {
 			log.Fatal(err)
 		}
 		defer os.RemoveAll(tmp)
-		path = filepath.Join(tmp, "data")
+		root = tmp
 	}
+	writeCosts(ctx, root)
+	queryCosts(ctx, root)
+}
+
+func open(path string) *pebble.Store {
 	s, err := pebble.Open(path, &pebble.Options{DirectoryOptions: partmap.DirectoryOptions{Indexes: []string{}}})
 	if err != nil {
 		log.Fatal(err)
 	}
+	if _, err := s.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	return s
+}
+
+// writeCosts loads twin stores of --write-profiles profiles, indexes one
+// of them, and runs the same writes on each by turns, round after round:
+// the medians of the rounds' CPU per write, and their ratio.
+func writeCosts(ctx context.Context, root string) {
+	plain, indexed := open(filepath.Join(root, "plain")), open(filepath.Join(root, "indexed"))
+	defer plain.Close()
+	defer indexed.Close()
+	load(ctx, plain, *writeProfiles)
+	load(ctx, indexed, *writeProfiles)
+	if err := indexed.CreateIndex(ctx, index); err != nil {
+		log.Fatal(err)
+	}
+	wait(ctx, indexed, index.Name)
+	waitQuiet()
+	fmt.Printf("write runs on twin stores of %d profiles, %d writes a run, %d rounds (medians)\n", *writeProfiles, *writes, *rounds)
+	for _, incr := range []bool{false, true} {
+		var a, b []float64
+		for r := range *rounds {
+			seed := uint64(10*r) + 1
+			if incr {
+				seed += 5
+			}
+			a = append(a, writeRun(ctx, plain, seed, incr).cpuPerOp)
+			b = append(b, writeRun(ctx, indexed, seed, incr).cpuPerOp)
+		}
+		what := "replace every field"
+		if incr {
+			what = "increment visits"
+		}
+		fmt.Printf("%s\tno index %.1f µs CPU/write\t3 indexed fields %.1f µs\t%.2f×\n", what, median(a), median(b), median(b)/median(a))
+	}
+}
+
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+// queryCosts loads --profiles profiles, builds the indexes, and runs the
+// queries on the store at rest.
+func queryCosts(ctx context.Context, root string) {
+	path := filepath.Join(root, "big")
+	s := open(path)
 	defer s.Close()
-	if _, err := s.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	load(ctx, s)
+	load(ctx, s, *profiles)
+	waitQuiet()
 	base := diskBytes(path)
-
 	fmt.Printf("profiles\t%d\n", *profiles)
-	// Each measured run follows an unmeasured one of the same writes, so
-	// that both find the record cache as warm and the compactions of the
-	// load or the build as far behind.
-	writeRun(ctx, s, 11, false)
-	plain := writeRun(ctx, s, 1, false)
-	fmt.Printf("replace every field, no index\t%.1f µs CPU/write\t%.0f writes/s\n", plain.cpuPerOp, plain.rate)
-	plainIncr := writeRun(ctx, s, 3, true)
-	fmt.Printf("increment visits, no index\t%.1f µs CPU/write\t%.0f writes/s\n", plainIncr.cpuPerOp, plainIncr.rate)
-
-	t0 := time.Now()
-	if err := s.CreateIndex(ctx, index); err != nil {
-		log.Fatal(err)
+	for _, def := range []partmap.IndexDefinition{index, selective} {
+		t0 := time.Now()
+		if err := s.CreateIndex(ctx, def); err != nil {
+			log.Fatal(err)
+		}
+		wait(ctx, s, def.Name)
+		fmt.Printf("build of %s (%d fields)\t%.1f s\n", def.Name, len(def.Fields), time.Since(t0).Seconds())
 	}
-	wait(ctx, s, index.Name)
-	fmt.Printf("build of the 3-field index\t%.1f s\n", time.Since(t0).Seconds())
-	writeRun(ctx, s, 12, false)
-	var indexed writeStats
-	profiled(*profW, func() { indexed = writeRun(ctx, s, 2, false) })
-	fmt.Printf("replace every field, 3 indexed fields\t%.1f µs CPU/write\t%.0f writes/s\t%.2f× the CPU\n", indexed.cpuPerOp, indexed.rate, indexed.cpuPerOp/plain.cpuPerOp)
-	indexedIncr := writeRun(ctx, s, 4, true)
-	fmt.Printf("increment visits, 3 indexed fields\t%.1f µs CPU/write\t%.0f writes/s\t%.2f× the CPU\n", indexedIncr.cpuPerOp, indexedIncr.rate, indexedIncr.cpuPerOp/plainIncr.cpuPerOp)
-	t0 = time.Now()
-	if err := s.CreateIndex(ctx, selective); err != nil {
-		log.Fatal(err)
-	}
-	wait(ctx, s, selective.Name)
-	fmt.Printf("build of a 1-field TAG index\t%.1f s\n", time.Since(t0).Seconds())
-	fmt.Printf("index size on disk\t%.0f bytes/profile (both indexes, with the WAL's share)\n",
-		float64(diskBytes(path)-base)/float64(*profiles))
-
+	// Queries run on a store at rest: the load's and builds' compactions
+	// done, as on a server that has been up a while.
+	waitQuiet()
+	fmt.Printf("index size on disk\t%.0f bytes/profile (both indexes)\n", float64(diskBytes(path)-base)/float64(*profiles))
 	profiled(*profQ, func() { queryRuns(ctx, s) })
 }
 
 func queryRuns(ctx context.Context, s partmap.Store) {
 	r := rand.New(rand.NewPCG(7, 7))
+	runQueries(ctx, s, "absent TAG (no match: one seek per partition)", selective.Name, func() partmap.SearchOptions {
+		return partmap.SearchOptions{Query: fmt.Sprintf(`@account:{none\-%d}`, r.IntN(20_000))}
+	})
 	runQueries(ctx, s, "selective TAG (about 50 matches)", selective.Name, func() partmap.SearchOptions {
 		return partmap.SearchOptions{Query: fmt.Sprintf(`@account:{acct\-%d}`, r.IntN(20_000))}
 	})
@@ -163,13 +204,13 @@ func queryRuns(ctx context.Context, s partmap.Store) {
 	})
 }
 
-func load(ctx context.Context, s partmap.Store) {
-	bar := progressbar.Default(int64(*profiles), "loading")
+func load(ctx context.Context, s partmap.Store, profiles int) {
+	bar := progressbar.Default(int64(profiles), "loading")
 	r := rand.New(rand.NewPCG(1, 2))
 	const chunk = 1000
-	for lo := 0; lo < *profiles; lo += chunk {
+	for lo := 0; lo < profiles; lo += chunk {
 		batch := make([]partmap.Profile, 0, chunk)
-		for i := lo; i < min(lo+chunk, *profiles); i++ {
+		for i := lo; i < min(lo+chunk, profiles); i++ {
 			batch = append(batch, profile(i, r))
 		}
 		res, err := s.UpsertProfiles(ctx, batch)
@@ -220,7 +261,7 @@ func writeRun(ctx context.Context, s partmap.Store, seed uint64, incr bool) writ
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(seed, uint64(c)))
 			for next.Add(1) <= int64(*writes) {
-				i := r.IntN(*profiles)
+				i := r.IntN(*writeProfiles)
 				var err error
 				if incr {
 					_, err = partmap.IncrementField(ctx, s, fmt.Sprintf("user%d@example%d.com", i, i%10), "visits", 1, partmap.Condition{})
@@ -254,6 +295,18 @@ func runQueries(ctx context.Context, s partmap.Store, what, index string, next f
 	slices.Sort(lat)
 	fmt.Printf("%s\tp50 %.2f ms\tp99 %.2f ms\tmean total %d\n", what,
 		ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), hits/int64(*queries))
+}
+
+// waitQuiet waits until the process has been nearly idle for a second
+// (Pebble's background compactions done), two minutes at most.
+func waitQuiet() {
+	for range 120 {
+		c0 := cpuTime()
+		time.Sleep(time.Second)
+		if cpuTime()-c0 < 30*time.Millisecond {
+			return
+		}
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
