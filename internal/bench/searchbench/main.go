@@ -27,6 +27,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,10 +43,12 @@ var (
 	profiles      = flag.Int("profiles", 1_000_000, "profiles to store before the queries")
 	writeProfiles = flag.Int("write-profiles", 100_000, "profiles in each of the twin stores the writes run on")
 	writes        = flag.Int("writes", 20_000, "writes in each write run")
-	rounds        = flag.Int("rounds", 3, "rounds of write runs")
+	rounds        = flag.Int("rounds", 3, "rounds of write runs (0: none)")
 	clients       = flag.Int("clients", 16, "concurrent writers")
 	queries       = flag.Int("queries", 200, "runs of each query")
-	dir           = flag.String("dir", "", "data directory (default: a temporary one, removed at the end)")
+	dir           = flag.String("dir", "", "keep the stores here, and on a store kept from an earlier run run only the queries (default: a temporary directory, removed at the end)")
+	profW         = flag.String("cpuprofile-writes", "", "write a CPU profile of the indexed store's write runs (the last round's) to this file")
+	only          = flag.String("only", "", "run only the queries whose description starts with this")
 	profQ         = flag.String("cpuprofile-queries", "", "write a CPU profile of the queries to this file")
 )
 
@@ -105,7 +108,9 @@ func main() {
 		defer os.RemoveAll(tmp)
 		root = tmp
 	}
-	writeCosts(ctx, root)
+	if *rounds > 0 {
+		writeCosts(ctx, root)
+	}
 	queryCosts(ctx, root)
 }
 
@@ -143,7 +148,7 @@ func writeCosts(ctx context.Context, root string) {
 				seed += 5
 			}
 			a = append(a, writeRun(ctx, plain, seed, incr).cpuPerOp)
-			b = append(b, writeRun(ctx, indexed, seed, incr).cpuPerOp)
+			profiled(*profW, func() { b = append(b, writeRun(ctx, indexed, seed, incr).cpuPerOp) })
 		}
 		what := "replace every field"
 		if incr {
@@ -163,8 +168,15 @@ func median(xs []float64) float64 {
 // queries on the store at rest.
 func queryCosts(ctx context.Context, root string) {
 	path := filepath.Join(root, "big")
+	_, statErr := os.Stat(path)
 	s := open(path)
 	defer s.Close()
+	if statErr == nil && *dir != "" {
+		// Kept from an earlier run (--dir): only the queries run again.
+		waitQuiet()
+		profiled(*profQ, func() { queryRuns(ctx, s) })
+		return
+	}
 	load(ctx, s, *profiles)
 	waitQuiet()
 	base := diskBytes(path)
@@ -280,6 +292,9 @@ func writeRun(ctx context.Context, s partmap.Store, seed uint64, incr bool) writ
 }
 
 func runQueries(ctx context.Context, s partmap.Store, what, index string, next func() partmap.SearchOptions) {
+	if !strings.HasPrefix(what, *only) {
+		return
+	}
 	lat := make([]time.Duration, 0, *queries)
 	var hits int64
 	for range *queries {
