@@ -73,8 +73,16 @@ func (b *backend) IndexRanges(ctx context.Context, ranges []engine.IndexRange) (
 			if r.Reverse && bytes.Compare(k, lower) < 0 || !r.Reverse && bytes.Compare(k, upper) >= 0 {
 				break
 			}
-			e, ok := parseIndexKey(k[len(pre):])
-			if !ok {
+			var e engine.IndexEntry
+			if r.EmailsOnly {
+				// The email follows the value's 0 byte, the first after the
+				// field's prefix: no value holds one.
+				at := bytes.IndexByte(k[len(field):], 0)
+				if at < 0 {
+					return nil, fmt.Errorf("pebble: malformed search entry %q", k)
+				}
+				e = engine.IndexEntry{Field: r.Field, Email: string(k[len(field)+at+1:])}
+			} else if e, ok = parseIndexKey(k[len(pre):]); !ok {
 				return nil, fmt.Errorf("pebble: malformed search entry %q", k)
 			}
 			found = append(found, e)

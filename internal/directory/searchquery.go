@@ -398,7 +398,7 @@ func (q *query) read(spans []span, only []bool) ([][]string, error) {
 		}
 		for _, s := range spans {
 			ranges = append(ranges, engine.IndexRange{Part: engine.Part{Generation: q.gen, Partition: partmap.Partition(p)},
-				Field: s.field, From: s.from, To: s.to})
+				Field: s.field, From: s.from, To: s.to, EmailsOnly: true})
 		}
 	}
 	found, err := q.d.searcher.IndexRanges(q.ctx, ranges)

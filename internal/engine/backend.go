@@ -522,6 +522,9 @@ type IndexRange struct {
 	From, To string
 	Limit    int
 	Reverse  bool
+	// EmailsOnly leaves the entries' values out (""): a caller that only
+	// needs who matches spares the backend a copy of each.
+	EmailsOnly bool
 }
 
 // Searcher is a Backend that reads ranges of search entries; a directory
