@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,6 +45,20 @@ type droppedSlots struct {
 	Name       string `json:"name"`
 	Slots      []int  `json:"slots"`
 	Generation int    `json:"version"`
+	// Index is the index as it was. Until its entries are removed, a
+	// write removes those of the values it changes, as an index's own
+	// writes do: the cleaning removes the entries of the records it
+	// finds, and a profile deleted or renamed since the drop has none.
+	Index *indexMeta `json:"index,omitempty"`
+}
+
+// incarnation identifies one index of a name from its creation to its
+// drop: one created again under the name gets other slots, or the same
+// ones once the old entries are gone, and perhaps another definition.
+// Background work is per incarnation.
+func (x indexMeta) incarnation() string {
+	b, _ := json.Marshal([]any{x.Def, x.Slots, x.SortSlots})
+	return string(b)
 }
 
 // searchIndex is a compiled index: its metadata and schema.
@@ -59,6 +74,8 @@ type searchIndex struct {
 type searchSet struct {
 	indexes []*searchIndex // the legacy one first, then by name
 	byName  map[string]*searchIndex
+	// dropping are the dropped indexes whose entries are being removed.
+	dropping []*searchIndex
 }
 
 func (s *searchSet) get(name string) *searchIndex {
@@ -132,8 +149,9 @@ func legacyIndex(fields []string) (*searchIndex, error) {
 	return &searchIndex{meta: indexMeta{Def: def}, schema: schema, legacy: true, fields: schema.Fields()}, nil
 }
 
-// newSearchSet compiles the metadata's indexes.
-func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) {
+// newSearchSet compiles the metadata's indexes, and those dropped whose
+// definition it keeps.
+func newSearchSet(legacyFields []string, metas []indexMeta, dropped []droppedSlots) (*searchSet, error) {
 	s := &searchSet{byName: map[string]*searchIndex{}}
 	if len(legacyFields) > 0 {
 		ix, err := legacyIndex(legacyFields)
@@ -157,6 +175,16 @@ func newSearchSet(legacyFields []string, metas []indexMeta) (*searchSet, error) 
 	})
 	for _, ix := range s.indexes {
 		s.byName[ix.meta.Def.Name] = ix
+	}
+	for _, x := range dropped {
+		if x.Index == nil {
+			continue
+		}
+		schema, err := compile(x.Index.Def)
+		if err != nil || len(x.Index.Slots) != len(x.Index.Def.Fields) {
+			continue // nothing to remove by: the cleaning does it all
+		}
+		s.dropping = append(s.dropping, &searchIndex{meta: *x.Index, schema: schema, fields: schema.Fields()})
 	}
 	return s, nil
 }
@@ -200,6 +228,22 @@ func (s *searchSet) Changes(email string, prev, next *partmap.Record) (remove, a
 				if !slices.Contains(old, e) {
 					add = append(add, e)
 				}
+			}
+		}
+	}
+	for _, ix := range s.dropping {
+		for i, f := range ix.fields {
+			if prev == nil {
+				break
+			}
+			before, had := prev.Profile[f.Name]
+			var after string
+			var has bool
+			if next != nil {
+				after, has = next.Profile[f.Name]
+			}
+			if had && (!has || before != after) {
+				remove = append(remove, ix.fieldEntries(i, email, before)...)
 			}
 		}
 	}
@@ -290,12 +334,12 @@ func (d *Directory) searchSet() *searchSet {
 // loadSearch compiles the metadata's indexes and hands them to the
 // engine: every write staged from then on keeps them.
 func (d *Directory) loadSearch(m metadata) error {
-	set, err := newSearchSet(d.indexes, m.Search)
+	set, err := newSearchSet(d.indexes, m.Search, m.Dropping)
 	if err != nil {
 		return err
 	}
 	d.searches.Store(&searchSetBox{set})
-	hasOwn := len(m.Search) > 0
+	hasOwn := len(m.Search) > 0 || len(set.dropping) > 0
 	if hasOwn {
 		d.engine.SetIndexer(set)
 	} else {
@@ -414,7 +458,8 @@ func (d *Directory) DropIndex(ctx context.Context, name string) error {
 				slots = append(slots, s)
 			}
 		}
-		m.Dropping = append(m.Dropping, droppedSlots{Name: name, Slots: slots, Generation: m.Generation})
+		x.Build = nil
+		m.Dropping = append(m.Dropping, droppedSlots{Name: name, Slots: slots, Generation: m.Generation, Index: &x})
 		m.Search = slices.Delete(m.Search, i, i+1)
 		return nil
 	})
@@ -496,12 +541,13 @@ func (d *Directory) startSearchWork(m metadata) {
 		a.base, a.stop = context.WithCancel(context.Background())
 	}
 	for _, x := range m.Search {
-		if x.Build != nil && !a.running[x.Def.Name] {
-			d.runSearchWork("build:"+x.Def.Name, func(ctx context.Context) error { return d.buildIndex(ctx, x.Def.Name) })
+		if x.Build != nil {
+			inc := x.incarnation()
+			d.runSearchWork("build:"+inc, func(ctx context.Context) error { return d.buildIndex(ctx, x.Def.Name, inc) })
 		}
 	}
 	for _, x := range m.Dropping {
-		d.runSearchWork("drop:"+x.Name, func(ctx context.Context) error { return d.cleanDropped(ctx, x.Name) })
+		d.runSearchWork(fmt.Sprintf("drop:%s:%v", x.Name, x.Slots), func(ctx context.Context) error { return d.cleanDropped(ctx, x.Name, x.Slots) })
 	}
 }
 
@@ -558,13 +604,13 @@ const searchBuildBatch = 16
 // reached, partition by partition, each under its lock: a write before
 // the build's visit is indexed by it, and one after by the write itself,
 // since the engine has kept the index since it was created.
-func (d *Directory) buildIndex(ctx context.Context, name string) error {
+func (d *Directory) buildIndex(ctx context.Context, name, incarnation string) error {
 	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
 	x := findIndex(meta, name)
-	if x == nil || x.Build == nil {
+	if x == nil || x.Build == nil || x.incarnation() != incarnation {
 		return nil
 	}
 	if !sameIndexes(d.searchSet(), meta) {
@@ -573,7 +619,7 @@ func (d *Directory) buildIndex(ctx context.Context, name string) error {
 		}
 	}
 	ix := d.searchSet().get(name)
-	if ix == nil {
+	if ix == nil || ix.meta.incarnation() != incarnation {
 		return nil
 	}
 	gen, p := x.Build.Generation, x.Build.Built
@@ -584,14 +630,18 @@ func (d *Directory) buildIndex(ctx context.Context, name string) error {
 	for p < meta.Partitions {
 		end := min(p+searchBuildBatch, meta.Partitions)
 		for ; p < end; p++ {
-			if err := d.buildPartition(bulk, ix, engine.Part{Generation: gen, Partition: partmap.Partition(p)}); err != nil {
+			err := d.buildPartition(bulk, ix, engine.Part{Generation: gen, Partition: partmap.Partition(p)})
+			if err == errDropped {
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 		}
 		done := p == meta.Partitions
 		if _, err := d.updateMeta(ctx, func(m *metadata) error {
 			x := findIndex(*m, name)
-			if x == nil || x.Build == nil || !slices.Equal(x.Slots, ix.meta.Slots) {
+			if x == nil || x.Build == nil || x.incarnation() != incarnation {
 				return errDropped
 			}
 			x.Build.Built = max(x.Build.Built, p)
@@ -626,9 +676,16 @@ func findIndex(m metadata, name string) *indexMeta {
 
 // buildPartition writes ix's entries of every profile of part, under its
 // lock; entries already there are written again, which changes nothing.
+// An index dropped meanwhile (errDropped) gets none: the drop's cleaning
+// may have passed the partition already.
 func (d *Directory) buildPartition(ctx context.Context, ix *searchIndex, part engine.Part) error {
 	return d.withRetry(ctx, func() error {
 		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			// Writes index what the directory's indexer holds when they
+			// commit, under their partition's lock: so must the build.
+			if cur := d.searchSet().get(ix.meta.Def.Name); cur == nil || cur.meta.incarnation() != ix.meta.incarnation() {
+				return errDropped
+			}
 			items, err := tx.Scan(part)
 			if err != nil {
 				return err
@@ -661,12 +718,12 @@ func (d *Directory) withRetry(ctx context.Context, fn func() error) error {
 
 // cleanDropped removes the entries of a dropped index, partition by
 // partition, and then forgets its slots.
-func (d *Directory) cleanDropped(ctx context.Context, name string) error {
+func (d *Directory) cleanDropped(ctx context.Context, name string, slots []int) error {
 	meta, err := d.readMeta(ctx)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name })
+	i := slices.IndexFunc(meta.Dropping, func(x droppedSlots) bool { return x.Name == name && slices.Equal(x.Slots, slots) })
 	if i < 0 {
 		return nil
 	}
@@ -690,31 +747,31 @@ func (d *Directory) cleanDropped(ctx context.Context, name string) error {
 	return err
 }
 
+// cleanPartition removes the entries of slots in part. It reads them
+// under the partition's lock: a write that computed its entries before
+// the drop may have committed them since any earlier read.
 func (d *Directory) cleanPartition(ctx context.Context, slots []int, part engine.Part) error {
 	ranges := make([]engine.IndexRange, len(slots))
 	for i, s := range slots {
 		ranges[i] = engine.IndexRange{Part: part, Field: s}
 	}
-	found, err := d.searcher.IndexRanges(ctx, ranges)
-	if err != nil {
-		return err
-	}
-	byEmail := map[string][]engine.IndexEntry{}
-	for _, es := range found {
-		for _, e := range es {
-			byEmail[e.Email] = append(byEmail[e.Email], e)
-		}
-	}
-	if len(byEmail) == 0 {
-		return nil
-	}
-	emails := make([]string, 0, len(byEmail))
-	for e := range byEmail {
-		emails = append(emails, e)
-	}
-	slices.Sort(emails)
 	return d.withRetry(ctx, func() error {
 		return d.engine.Invoke(ctx, engine.Invocation{Load: []engine.Part{part}, Lock: []engine.Part{part}}, func(tx *engine.Tx) error {
+			found, err := d.searcher.IndexRanges(ctx, ranges)
+			if err != nil {
+				return err
+			}
+			byEmail := map[string][]engine.IndexEntry{}
+			for _, es := range found {
+				for _, e := range es {
+					byEmail[e.Email] = append(byEmail[e.Email], e)
+				}
+			}
+			emails := make([]string, 0, len(byEmail))
+			for e := range byEmail {
+				emails = append(emails, e)
+			}
+			slices.Sort(emails)
 			for _, e := range emails {
 				if err := tx.Reindex(part, e, nil, byEmail[e], nil); err != nil {
 					return err
