@@ -104,6 +104,10 @@ type query struct {
 	gen, n   int
 	now      int64
 	universe [][]string // every live profile's email, by partition, once read
+	// due are the profiles with a deadline that has passed, as they are
+	// now (nil: gone), whose entries may be stale until the sweeper
+	// reclaims what expired: settleDue reads them.
+	due map[string]*partmap.Record
 }
 
 func (d *Directory) runSearch(ctx context.Context, sv *serving, ix *searchIndex, node search.Node, opts partmap.SearchOptions, sortField, limit int) (partmap.SearchResult, error) {
@@ -483,6 +487,10 @@ func (q *query) settleDue(node search.Node, sets [][]string) error {
 		}
 		for i, e := range emails {
 			rec := live(recs[i], q.now)
+			if q.due == nil {
+				q.due = map[string]*partmap.Record{}
+			}
+			q.due[e] = rec
 			in := rec != nil && search.Match(q.ix.schema, node, rec.Profile)
 			at, found := slices.BinarySearch(sets[p], e)
 			switch {
@@ -555,6 +563,9 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 				if _, member := slices.BinarySearch(sets[p], e.Email); !member {
 					continue
 				}
+				if _, due := q.due[e.Email]; due {
+					continue // its key may have expired: added below
+				}
 				if len(st.collected) >= want && st.collected[len(st.collected)-1].key != e.Value {
 					st.done = true // the page's last key's ties are all in
 					break
@@ -574,6 +585,29 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 	for _, st := range streams {
 		if st != nil {
 			keyed = append(keyed, st.collected...)
+		}
+	}
+	// The matches whose deadline has passed sort by their key as it is
+	// now, or have none.
+	dueKeyed := map[string]bool{}
+	for p, s := range sets {
+		for _, e := range s {
+			rec, due := q.due[e]
+			if !due || rec == nil {
+				continue
+			}
+			if v, ok := rec.Profile[f.Name]; ok {
+				key, ok := sortValue(v), true
+				if f.Type == search.TypeNumeric {
+					var n float64
+					n, ok = search.ParseNumber(v)
+					key = numberValue(n)
+				}
+				if ok {
+					keyed = append(keyed, cand{key, e, p})
+					dueKeyed[e] = true
+				}
+			}
 		}
 	}
 	slices.SortFunc(keyed, func(a, b cand) int {
@@ -604,7 +638,7 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 			seen[c.email] = true
 		}
 		for _, e := range s {
-			if !seen[e] {
+			if !seen[e] && !dueKeyed[e] {
 				keyless = append(keyless, engine.Position{Partition: partmap.Partition(p), Email: e})
 			}
 		}

@@ -2,11 +2,13 @@ package pebble_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/internal/engine"
+	"github.com/partmap/partmap/internal/storetest"
 	"github.com/partmap/partmap/pebble"
 )
 
@@ -217,4 +219,53 @@ func TestSearchIndexDropLeavesNoEntries(t *testing.T) {
 			t.Fatalf("check: %+v %v", c, err)
 		}
 	})
+}
+
+// A sorted search with more matches than the directory sorts in memory
+// merges the partitions' sort keys. A field whose deadline has passed
+// keeps its sort key until the sweeper reclaims it; the profile must sort
+// as one without the field all the same, last.
+func TestSortedSearchSkipsExpiredSortKeys(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock(storetest.T0)
+	o := pebble.Options{}
+	o.Partitions, o.Clock, o.SweepInterval = 16, clock.Now, -1
+	s := pebble.MustStart(t, &o)
+	profiles := make([]partmap.Profile, 1200)
+	for i := range profiles {
+		profiles[i] = partmap.Profile{partmap.FieldEmail: fmt.Sprintf("s%04d@example.com", i), "n": fmt.Sprint(i), "t": fmt.Sprintf("t%04d", i), "k": "kept"}
+	}
+	storetest.MustUpsert(t, s, profiles)
+	def := partmap.IndexDefinition{Name: "sorted", Fields: []partmap.IndexField{
+		{Name: "n", Type: partmap.IndexNumeric, Sortable: true}, {Name: "t", Type: partmap.IndexTag, Sortable: true}}}
+	if err := s.CreateIndex(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := s.Search(ctx, def.Name, partmap.SearchOptions{Query: "*"}); partmap.ErrorCode(err) != partmap.EUNAVAILABLE {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The first profile in either order loses its sort fields.
+	for _, e := range []string{"s0000@example.com", "s1199@example.com"} {
+		if _, err := s.Apply(ctx, partmap.Operation{Op: partmap.OpExpire, Email: e, Fields: []string{"n", "t"}, When: partmap.When{Millis: storetest.T0 + 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Set(storetest.T0 + 1)
+	for _, tc := range []struct {
+		sortBy string
+		desc   bool
+		first  string
+	}{{"n", false, "s0001@example.com"}, {"n", true, "s1198@example.com"}, {"t", false, "s0001@example.com"}, {"t", true, "s1198@example.com"}} {
+		res, err := s.Search(ctx, def.Name, partmap.SearchOptions{Query: "*", SortBy: tc.sortBy, Descending: tc.desc, Limit: 1, NoContent: true})
+		if err != nil || res.Total != 1200 || len(res.Hits) != 1 || res.Hits[0].Email != tc.first {
+			t.Errorf("SORTBY %s desc=%v: %+v %v; want %s first", tc.sortBy, tc.desc, res, err, tc.first)
+		}
+		res, err = s.Search(ctx, def.Name, partmap.SearchOptions{Query: "*", SortBy: tc.sortBy, Descending: tc.desc, Offset: 1198, Limit: 2, NoContent: true})
+		if err != nil || len(res.Hits) != 2 || res.Hits[0].Email != "s0000@example.com" || res.Hits[1].Email != "s1199@example.com" {
+			t.Errorf("SORTBY %s desc=%v, the last two: %+v %v; want the two without the field, by email", tc.sortBy, tc.desc, res, err)
+		}
+	}
 }
