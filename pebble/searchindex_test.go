@@ -269,3 +269,37 @@ func TestSortedSearchSkipsExpiredSortKeys(t *testing.T) {
 		}
 	}
 }
+
+// An exclusive infinite bound leaves the infinity out, as search.Match
+// does: a value may be -inf or inf.
+func TestSearchRangeExcludesInfiniteBounds(t *testing.T) {
+	ctx := context.Background()
+	o := pebble.Options{}
+	o.Partitions = 16
+	s := pebble.MustStart(t, &o)
+	for i, n := range []string{"-inf", "-5", "5", "+inf"} {
+		if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("n%d@example.com", i), "n": n}, partmap.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateIndex(ctx, partmap.IndexDefinition{Name: "n", Fields: []partmap.IndexField{{Name: "n", Type: partmap.IndexNumeric}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    string
+		want int64
+	}{
+		{"@n:[-inf +inf]", 4}, {"@n:[(-inf (+inf]", 2}, {"@n:[(-inf -1]", 1}, {"@n:[1 (inf]", 1},
+		{"@n:[-inf -1]", 2}, {"@n:[1 inf]", 2}, {"@n:[-inf]", 1}, {"@n:[(-inf -inf]", 0}, {"@n:[(+inf +inf]", 0},
+	} {
+		var res partmap.SearchResult
+		var err error
+		for res, err = s.Search(ctx, "n", partmap.SearchOptions{Query: tc.q, NoContent: true}); partmap.ErrorCode(err) == partmap.EUNAVAILABLE; {
+			time.Sleep(10 * time.Millisecond)
+			res, err = s.Search(ctx, "n", partmap.SearchOptions{Query: tc.q, NoContent: true})
+		}
+		if err != nil || res.Total != tc.want || int64(len(res.Hits)) != tc.want {
+			t.Errorf("%s: %+v %v; want %d", tc.q, res, err, tc.want)
+		}
+	}
+}

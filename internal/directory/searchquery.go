@@ -354,14 +354,16 @@ func (q *query) leaf(node search.Node) ([][]string, error) {
 			spans = append(spans, span{slot(f), p, p + "\xff"})
 		}
 	case search.Range:
+		// An infinite bound is open, but an exclusive one still leaves
+		// out the value it names: a field may hold -inf or inf.
 		s := span{field: slot(n.Field)}
-		if !math.IsInf(n.Min, -1) {
+		if !math.IsInf(n.Min, -1) || n.MinExclusive {
 			s.from = numberValue(n.Min)
 			if n.MinExclusive {
 				s.from += "\x01"
 			}
 		}
-		if !math.IsInf(n.Max, 1) {
+		if !math.IsInf(n.Max, 1) || n.MaxExclusive {
 			s.to = numberValue(n.Max)
 			if !n.MaxExclusive {
 				s.to += "\x01"
