@@ -303,3 +303,58 @@ func TestSearchRangeExcludesInfiniteBounds(t *testing.T) {
 		}
 	}
 }
+
+// The indexes a directory keeps change under readers that reload them
+// (ListIndexes, and a search of an index that builds) and under writers:
+// a reload that read the metadata before a change must not install its
+// indexes after the change's own, or writes commit without the entries of
+// an index that exists, or with those of one dropped and being cleaned
+// (left, then, in the slots the next index takes).
+func TestSearchIndexesReloadedNeverGoBack(t *testing.T) {
+	ctx := context.Background()
+	o := pebble.Options{}
+	o.Partitions = 16
+	s := pebble.MustStart(t, &o)
+	def := partmap.IndexDefinition{Name: "x", Fields: []partmap.IndexField{{Name: "a", Type: partmap.IndexTag}}}
+	stopReaders := storetest.UntilStopped(2, func(w, i int) bool {
+		if w == 0 {
+			s.ListIndexes(ctx)
+		} else {
+			s.Search(ctx, def.Name, partmap.SearchOptions{Query: "*", Limit: -1})
+		}
+		return true
+	})
+	defer stopReaders()
+	stopWriters := storetest.UntilStopped(2, func(w, i int) bool {
+		partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("w%d-%d@x.io", w, i%20), "a": fmt.Sprint(i)}, partmap.Condition{})
+		return true
+	})
+	defer stopWriters()
+	for round := range 40 {
+		if err := s.CreateIndex(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			_, err := s.Search(ctx, def.Name, partmap.SearchOptions{Query: "*", Limit: -1})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the index was not built in 10 s: %v", round, err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		err := s.CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+			if !c.OK() {
+				return fmt.Errorf("round %d: %+v", round, c)
+			}
+			return nil
+		})
+		if err != nil && partmap.ErrorCode(err) != partmap.ELOCKCONFLICT {
+			t.Fatal(err)
+		}
+		if err := s.DropIndex(ctx, def.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -312,6 +312,7 @@ func numberValue(n float64) string { return hex.EncodeToString(search.EncodeNumb
 // process, and runs their background work.
 type searchAdmin struct {
 	mu      sync.Mutex
+	loading sync.Mutex // reloadSearch's
 	set     *searchSetBox
 	running map[string]bool // builds and cleanings under way, by name
 	stop    context.CancelFunc
@@ -331,8 +332,25 @@ func (d *Directory) searchSet() *searchSet {
 	return nil
 }
 
+// reloadSearch reads the metadata and installs its indexes, as
+// loadSearch does. One reload at a time reads and installs: indexes read
+// before a change could otherwise replace those installed after it, and
+// writes would commit without the entries of an index that exists, or
+// with those of one dropped and being cleaned.
+func (d *Directory) reloadSearch(ctx context.Context) (metadata, error) {
+	a := &d.search
+	a.loading.Lock()
+	defer a.loading.Unlock()
+	m, err := d.readMeta(ctx)
+	if err != nil {
+		return m, err
+	}
+	return m, d.loadSearch(m)
+}
+
 // loadSearch compiles the metadata's indexes and hands them to the
-// engine: every write staged from then on keeps them.
+// engine: every write staged from then on keeps them. Once the directory
+// serves, only reloadSearch calls it.
 func (d *Directory) loadSearch(m metadata) error {
 	set, err := newSearchSet(d.indexes, m.Search, m.Dropping)
 	if err != nil {
@@ -387,7 +405,7 @@ func (d *Directory) CreateIndex(ctx context.Context, def partmap.IndexDefinition
 	if err != nil {
 		return err
 	}
-	if err := d.loadSearch(meta); err != nil {
+	if _, err := d.reloadSearch(ctx); err != nil {
 		return err
 	}
 	d.startSearchWork(meta)
@@ -466,7 +484,7 @@ func (d *Directory) DropIndex(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := d.loadSearch(meta); err != nil {
+	if _, err := d.reloadSearch(ctx); err != nil {
 		return err
 	}
 	d.startSearchWork(meta)
@@ -480,7 +498,7 @@ func (d *Directory) ListIndexes(ctx context.Context) ([]partmap.IndexInfo, error
 	}
 	set := d.searchSet()
 	if !sameIndexes(set, meta) {
-		if err := d.loadSearch(meta); err != nil {
+		if meta, err = d.reloadSearch(ctx); err != nil {
 			return nil, err
 		}
 		set = d.searchSet()
@@ -614,7 +632,7 @@ func (d *Directory) buildIndex(ctx context.Context, name, incarnation string) er
 		return nil
 	}
 	if !sameIndexes(d.searchSet(), meta) {
-		if err := d.loadSearch(meta); err != nil {
+		if _, err := d.reloadSearch(ctx); err != nil {
 			return err
 		}
 	}
@@ -656,11 +674,8 @@ func (d *Directory) buildIndex(ctx context.Context, name, incarnation string) er
 			return err
 		}
 	}
-	meta, err = d.readMeta(ctx)
-	if err != nil {
-		return err
-	}
-	return d.loadSearch(meta)
+	_, err = d.reloadSearch(ctx)
+	return err
 }
 
 var errDropped = fmt.Errorf("the index was dropped")

@@ -80,7 +80,7 @@ func (d *Directory) readyIndex(ctx context.Context, name string) (*searchIndex, 
 			return nil, err
 		}
 		if !sameIndexes(d.searchSet(), meta) {
-			if err := d.loadSearch(meta); err != nil {
+			if meta, err = d.reloadSearch(ctx); err != nil {
 				return nil, err
 			}
 		}
