@@ -454,6 +454,7 @@ func runSearchModel(t *testing.T, open ExpiryOpener) {
 			rt.Fatalf("search of a dropped index: %v", err)
 		}
 	})
+	checkAllPartitions(t, s)
 	t.Logf("%d cases, %d searches compared with the model", cases, queries.Load())
 }
 
