@@ -13,6 +13,7 @@ import (
 
 func TestMain(m *testing.M) {
 	crashtest.ExpiryChildMain(openExpiry) // a writer TestExpiryCrash kills
+	crashtest.SearchChildMain(openSearch) // a writer TestSearchCrash kills
 	os.Exit(m.Run())
 }
 

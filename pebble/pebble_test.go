@@ -155,3 +155,12 @@ func TestSweeperRunsByItself(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchModel(t *testing.T) {
+	storetest.RunSearchModel(t, func(t *testing.T, clock func() time.Time) (partmap.Store, func(context.Context) error) {
+		opts := pebble.Options{}
+		opts.Clock, opts.SweepInterval, opts.Partitions = clock, -1, 16
+		s, _ := pebble.MustOpen(t, &opts)
+		return s, func(ctx context.Context) error { _, err := s.Sweep(ctx); return err }
+	})
+}

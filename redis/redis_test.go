@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(crashChild())
 	}
 	crashtest.ExpiryChildMain(openExpiry) // a writer TestExpiryCrash kills
+	crashtest.SearchChildMain(openSearch) // a writer TestSearchCrash kills
 	dir, err := os.MkdirTemp("", "partmap-redis-")
 	if err != nil {
 		panic(err)

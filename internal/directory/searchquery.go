@@ -99,6 +99,15 @@ type query struct {
 	gen, n   int
 	now      int64
 	universe [][]string // every live profile's email, by partition, once read
+	// due are the profiles with a deadline that has passed, as they are
+	// now (nil: gone), whose entries may be stale until the sweeper
+	// reclaims what expired: settleDue reads them.
+	due map[string]dueProfile
+}
+
+type dueProfile struct {
+	p   int
+	rec *partmap.Record
 }
 
 func (d *Directory) runSearch(ctx context.Context, sv *serving, ix *searchIndex, node search.Node, opts partmap.SearchOptions, sortField, limit int) (partmap.SearchResult, error) {
@@ -501,6 +510,10 @@ func (q *query) settleDue(node search.Node, sets [][]string) error {
 		}
 		for i, e := range emails {
 			rec := live(recs[i], q.now)
+			if q.due == nil {
+				q.due = map[string]dueProfile{}
+			}
+			q.due[e] = dueProfile{int(p), rec}
 			in := rec != nil && search.Match(q.ix.schema, node, rec.Profile)
 			at, found := slices.BinarySearch(sets[p], e)
 			switch {
@@ -549,23 +562,50 @@ func (q *query) sorted(sv *serving, sets [][]string, field int, desc bool, want 
 	}
 	var got []cand
 	keyed := map[int]map[string]bool{} // by partition, the matches met
+	key := func(p int, email string) {
+		if keyed[p] == nil {
+			keyed[p] = map[string]bool{}
+		}
+		keyed[p][email] = true
+	}
+	// A profile with a deadline that has passed may hold a sort key that
+	// has expired: its key is taken from the record as it is now, never
+	// from the index.
+	var dueKeys []cand
+	for e, due := range q.due {
+		if _, member := slices.BinarySearch(sets[due.p], e); !member || due.rec == nil {
+			continue
+		}
+		if v, ok := due.rec.Profile[f.Name]; ok {
+			k, ok := sortValue(v), true
+			if f.Type == search.TypeNumeric {
+				var n float64
+				n, ok = search.ParseNumber(v)
+				k = numberValue(n)
+			}
+			if ok {
+				dueKeys = append(dueKeys, cand{k, e, due.p})
+				key(due.p, e)
+			}
+		}
+	}
 	for len(m.heap) > 0 {
 		st := m.heap[0]
 		e := st.buf[0]
 		if len(got) >= want && got[len(got)-1].key != e.Value {
 			break // the page's last key's ties are all in
 		}
-		if _, member := slices.BinarySearch(sets[st.p], e.Email); member {
+		if _, due := q.due[e.Email]; due {
+			// Its key, if any, is among dueKeys.
+		} else if _, member := slices.BinarySearch(sets[st.p], e.Email); member {
 			got = append(got, cand{e.Value, e.Email, st.p})
-			if keyed[st.p] == nil {
-				keyed[st.p] = map[string]bool{}
-			}
-			keyed[st.p][e.Email] = true
+			key(st.p, e.Email)
 		}
 		if err := m.advance(); err != nil {
 			return nil, nil, err
 		}
 	}
+	got = append(got, dueKeys...)
 	slices.SortFunc(got, func(a, b cand) int {
 		c := strings.Compare(a.key, b.key)
 		if desc {

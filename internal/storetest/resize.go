@@ -137,6 +137,8 @@ func RunResize(t *testing.T, open Opener) {
 		}
 	}
 
+	t.Run("SearchAcrossResize", func(t *testing.T) { runSearchAcrossResize(t, started) })
+
 	t.Run("ResizeRefusesBadCounts", func(t *testing.T) {
 		s := started(t)
 		for _, n := range []int{0, -1, partmap.MaxPartitions + 1, partmap.DefaultPartitions} {
