@@ -23,6 +23,10 @@ func TestConformance(t *testing.T) {
 	storetest.RunStore(t, openStore)
 }
 
+func TestSearchIndexConformance(t *testing.T) {
+	storetest.RunSearchIndexes(t, openStore)
+}
+
 // Every partition is in one database, so a batch lookup reads them all
 // from one view of it.
 func TestBatchAtOneInstant(t *testing.T) {

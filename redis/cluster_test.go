@@ -40,6 +40,10 @@ func TestClusterConformance(t *testing.T) {
 	storetest.RunStore(t, func(t *testing.T) partmap.Store { return openCluster(t, nil) })
 }
 
+func TestClusterSearchIndexConformance(t *testing.T) {
+	storetest.RunSearchIndexes(t, func(t *testing.T) partmap.Store { return openCluster(t, nil) })
+}
+
 func TestClusterDeleteAll(t *testing.T) {
 	storetest.RunDeleteAll(t, func(t *testing.T) storetest.EmptierStore { return openCluster(t, nil) })
 }

@@ -114,6 +114,10 @@ func TestConformance(t *testing.T) {
 	storetest.RunStore(t, func(t *testing.T) partmap.Store { return open(t, nil) })
 }
 
+func TestSearchIndexConformance(t *testing.T) {
+	storetest.RunSearchIndexes(t, func(t *testing.T) partmap.Store { return open(t, nil) })
+}
+
 func TestDeleteAll(t *testing.T) {
 	storetest.RunDeleteAll(t, func(t *testing.T) storetest.EmptierStore { return open(t, nil) })
 }

@@ -49,6 +49,22 @@ func hitEmails(r partmap.SearchResult) []string {
 	return out
 }
 
+// RunSearchIndexes runs the conformance suite of search indexes
+// (Store.CreateIndex and the rest), for the stores that keep them: every
+// store but the original design's baseline (internal/bucket), which keeps
+// no index and answers them unsupported.
+func RunSearchIndexes(t *testing.T, open Opener) {
+	started := startedBy(open)
+	runSearchIndexes(t, started)
+	runSearchSortedMerge(t, started)
+	runSearchIndexRecreatedWhileBuilding(t, started)
+	runSearchIndexDropUnderDeletes(t, started)
+	runSearchIndexDropWhileBuilding(t, started)
+	runSearchIndexDroppedTwice(t, started)
+	runSearchExclusiveInfinity(t, started)
+	runSearchHugeOffset(t, started)
+}
+
 func runSearchIndexes(t *testing.T, started func(*testing.T) partmap.Store) {
 	t.Run("SearchIndexSmoke", func(t *testing.T) {
 		ctx := context.Background()
