@@ -44,7 +44,9 @@ func TestIdleCommands(t *testing.T) {
 			t.Parallel() // a redis-server each, mostly idle: they overlap
 			srv := redistest.StartTestServer(t)
 			admin := srv.Client(t)
-			opts := redis.Options{}
+			// The default poll for other servers' search indexes: an idle
+			// server's commands include it.
+			opts := redis.Options{IndexPoll: 250 * time.Millisecond}
 			opts.Partitions = partitions
 			s := mustOpen(t, goredis.NewClient(&goredis.Options{Network: "unix", Addr: srv.Socket}), &opts)
 			ctx := context.Background()
@@ -80,7 +82,7 @@ func TestIdleCommands(t *testing.T) {
 // The same on the 3+3 cluster, counted on each master, where the store's
 // commands are told from other namespaces' by its namespace in their keys.
 func TestClusterIdleCommands(t *testing.T) {
-	o := redis.Options{}
+	o := redis.Options{IndexPoll: 250 * time.Millisecond} // the default, as above
 	o.Namespace = fmt.Sprintf("idle%d", cluster.ns.Add(1))
 	s := mustOpen(t, goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: cluster.Addrs}), &o)
 	if _, err := s.Start(context.Background()); err != nil {

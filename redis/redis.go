@@ -84,7 +84,9 @@ type Options struct {
 	// (250 s for 1,000 partitions at 4 a second).
 	BackstopRate int
 	// IndexPoll is how often this server reads the metadata for search
-	// indexes other servers created or dropped: 0 means 250 ms. A build
+	// indexes other servers created or dropped: 0 means 250 ms (4 GETs a
+	// second), a negative one never, for a server alone on its Redis,
+	// which then hears of another's indexes only when it opens. A build
 	// or a cleaning of an index waits four of these before it starts, so
 	// that every server keeps the index's entries by then (DESIGN.md,
 	// Search indexes).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap"
+	"github.com/partmap/partmap/redis"
 )
 
 // Two servers share a Redis: one creates an index while the other writes.
@@ -17,11 +18,12 @@ import (
 // stops the other's writes of its entries too.
 func TestSearchIndexAcrossServers(t *testing.T) {
 	ctx := context.Background()
-	a := open(t, nil)
+	shared := &redis.Options{IndexPoll: 20 * time.Millisecond}
+	a := open(t, shared)
 	if _, err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := openAgain(t, nil)
+	b := openAgain(t, shared)
 	def := partmap.IndexDefinition{Name: "desk", Fields: []partmap.IndexField{{Name: "customerTier", Type: partmap.IndexTag}, {Name: "fullName", Type: partmap.IndexText}}}
 	write := func(i int) {
 		t.Helper()

@@ -47,7 +47,8 @@ type Options struct {
 	FeedPoll time.Duration
 	// IndexPoll is how often a directory over a shared store reads the
 	// metadata for search indexes other servers changed; 0 means
-	// defaultIndexPoll. Builds and cleanings wait four of these first.
+	// defaultIndexPoll, and a negative one never (a server alone on its
+	// store). Builds and cleanings wait four of these first.
 	IndexPoll time.Duration
 }
 

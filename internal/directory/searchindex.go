@@ -540,7 +540,7 @@ func (d *Directory) startSearchWork(m metadata) {
 	}
 	if a.base == nil {
 		a.base, a.stop = context.WithCancel(context.Background())
-		if d.engine.Shared() {
+		if d.engine.Shared() && d.indexPoll > 0 {
 			a.work.Add(1)
 			go func() {
 				defer a.work.Done()
@@ -639,7 +639,7 @@ func (d *Directory) watchSearch(ctx context.Context) error {
 // settle waits, on a shared store, for every server to follow a change
 // of the indexes.
 func (d *Directory) settle(ctx context.Context) error {
-	if !d.engine.Shared() {
+	if !d.engine.Shared() || d.indexPoll < 0 {
 		return nil
 	}
 	select {
