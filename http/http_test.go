@@ -113,13 +113,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func TestSearchIndexConformance(t *testing.T) {
-	storetest.RunSearchIndexes(t, func(t *testing.T) partmap.Store {
-		srv, _ := newServer(t, nil)
-		return newClient(t, srv.URL, nil)
-	})
-}
-
 // An export and an import through the client and the server keep the
 // deadlines, as they do on the store itself.
 func TestExportDeadlines(t *testing.T) {
