@@ -301,7 +301,6 @@ func numberValue(n float64) string { return hex.EncodeToString(search.EncodeNumb
 // process, and runs their background work.
 type searchAdmin struct {
 	mu      sync.Mutex
-	set     *searchSetBox
 	running map[string]bool // builds and cleanings under way, by name
 	stop    context.CancelFunc
 	base    context.Context
