@@ -12,10 +12,10 @@ import (
 
 var _ engine.Searcher = (*backend)(nil)
 
-// IndexRanges reads every range with one iterator, by seeks without
-// bounds: Pebble then keeps each level's sstable open and positioned from
-// one range to the next, which resetting the bounds for each range did
-// not (a third of a selective query's time went to reopening them).
+// IndexRanges reads every range with one iterator, by seeks that stop at
+// the range's end (SeekGEWithLimit), not by resetting its bounds: Pebble
+// then keeps each level's sstable open and positioned from one range to
+// the next (resetting bounds cost a third of a selective query's time).
 func (b *backend) IndexRanges(ctx context.Context, ranges []engine.IndexRange) ([][]engine.IndexEntry, error) {
 	out := make([][]engine.IndexEntry, len(ranges))
 	if len(ranges) == 0 {
@@ -62,13 +62,16 @@ func (b *backend) IndexRanges(ctx context.Context, ranges []engine.IndexRange) (
 			continue
 		}
 		var found []engine.IndexEntry
-		var ok bool
+		// The range's far end is the seek's limit: without one, a seek
+		// into a range whose keys were all deleted would pass over their
+		// tombstones, and those after, to the next live key anywhere.
+		var state pebble.IterValidityState
 		if r.Reverse {
-			ok = it.SeekLT(upper)
+			state = it.SeekLTWithLimit(upper, lower)
 		} else {
-			ok = it.SeekGE(lower)
+			state = it.SeekGEWithLimit(lower, upper)
 		}
-		for ; ok && (r.Limit == 0 || len(found) < r.Limit); ok = step(it, r.Reverse) {
+		for ok := state == pebble.IterValid; ok && (r.Limit == 0 || len(found) < r.Limit); ok = step(it, r.Reverse, lower, upper) {
 			k := it.Key()
 			if r.Reverse && bytes.Compare(k, lower) < 0 || !r.Reverse && bytes.Compare(k, upper) >= 0 {
 				break
@@ -95,9 +98,9 @@ func (b *backend) IndexRanges(ctx context.Context, ranges []engine.IndexRange) (
 	return out, nil
 }
 
-func step(it *pebble.Iterator, reverse bool) bool {
+func step(it *pebble.Iterator, reverse bool, lower, upper []byte) bool {
 	if reverse {
-		return it.Prev()
+		return it.PrevWithLimit(lower) == pebble.IterValid
 	}
-	return it.Next()
+	return it.NextWithLimit(upper) == pebble.IterValid
 }
