@@ -15,7 +15,7 @@ import (
 // locks' TTL, and other servers' writers meet lock conflicts meanwhile.
 func TestExportOutlivesLockTTL(t *testing.T) {
 	ctx := context.Background()
-	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 150 * time.Millisecond})
+	a, b := openShared(t, &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, LockTTL: 300 * time.Millisecond})
 	a.Start(ctx)
 	for i := range 20 {
 		if _, _, err := partmap.UpsertProfile(ctx, a, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("p%d@example.com", i)}, partmap.Condition{}); err != nil {
@@ -26,7 +26,7 @@ func TestExportOutlivesLockTTL(t *testing.T) {
 	n := 0
 	err := a.ExportProfiles(ctx, func(partmap.Record) error {
 		n++
-		time.Sleep(25 * time.Millisecond) // 20 profiles: over three TTLs in all
+		time.Sleep(50 * time.Millisecond) // 20 profiles: over three TTLs in all
 		_, _, err := partmap.UpsertProfile(ctx, b, partmap.Profile{partmap.FieldEmail: "writer@example.com"}, partmap.Condition{})
 		if errors.Is(err, partmap.ErrLockConflict) {
 			conflicts++
