@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -102,6 +103,9 @@ func normalize(raw string) string {
 // leaves it as it is, or leaves nothing (the stemmer trims white space,
 // which an escape can put in a word).
 func stem(word string) string {
+	if keepsForm(word) {
+		return ""
+	}
 	if s, ok := stems.get(word); ok {
 		return s
 	}
@@ -113,34 +117,50 @@ func stem(word string) string {
 	return s
 }
 
+// keepsForm reports, without running the stemmer, that it would leave
+// word as it is: each of its rules takes off or changes an ending made of
+// letters or apostrophes, so a word that ends in a digit keeps its form
+// unless the stemmer's clean-up (of apostrophes and surrounding white
+// space) changes it. Account numbers, codes and names with numbers are
+// common in profiles, and each distinct one would be a miss of the cache.
+func keepsForm(word string) bool {
+	if word == "" {
+		return false
+	}
+	last := word[len(word)-1]
+	return last >= '0' && last <= '9' && strings.TrimSpace(word) == word &&
+		!strings.ContainsAny(word, "'\u2018\u2019\u201b")
+}
+
 // stems remembers the stems of words met: names and words repeat from
 // profile to profile, and the stemmer allocates on every call (a fifth
 // of a write's indexing cost without this).
 var stems stemCache
 
 // stemCache is a bounded map, emptied when full: simpler than an LRU, and
-// a word common enough to matter is back after one miss.
+// a word common enough to matter is back after one miss. Its reads take
+// no lock, as every indexed write and query reads it from many goroutines.
 type stemCache struct {
-	mu sync.RWMutex
-	m  map[string]string
+	m sync.Map // word → stem
+	n atomic.Int64
 }
 
 const stemCacheWords = 1 << 16
 
 func (c *stemCache) get(word string) (string, bool) {
-	c.mu.RLock()
-	s, ok := c.m[word]
-	c.mu.RUnlock()
-	return s, ok
+	s, ok := c.m.Load(word)
+	if !ok {
+		return "", false
+	}
+	return s.(string), true
 }
 
 func (c *stemCache) put(word, s string) {
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= stemCacheWords {
-		c.m = make(map[string]string, 1024)
+	if c.n.Add(1) > stemCacheWords {
+		c.m.Clear()
+		c.n.Store(0)
 	}
-	c.m[word] = s
-	c.mu.Unlock()
+	c.m.Store(word, s)
 }
 
 // Terms returns the index terms of a TEXT field's value, sorted and
