@@ -13,8 +13,9 @@ import (
 )
 
 // The change feed's conformance suite, the one Pebble runs, on one server
-// and on the cluster. A reopened store is a new client on the same
-// database (or namespace), as a restarted server would be.
+// and (TestClusterFeedConformance) on the cluster. A reopened store is a
+// new client on the same database (or namespace), as a restarted server
+// would be.
 func TestFeedConformance(t *testing.T) {
 	t.Run("Server", func(t *testing.T) {
 		runFeedConformance(t, func(t *testing.T) (func() goredis.UniversalClient, string) {
@@ -30,6 +31,9 @@ func TestFeedConformance(t *testing.T) {
 			return dial, ""
 		})
 	})
+}
+
+func TestClusterFeedConformance(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) {
 		runFeedConformance(t, func(t *testing.T) (func() goredis.UniversalClient, string) {
 			return func() goredis.UniversalClient {

@@ -35,7 +35,19 @@ func openStarted(t *testing.T, open opener, opts *redis.Options) *redis.Store {
 
 // onBoth runs f on one server and on the cluster.
 func onBoth(t *testing.T, f func(t *testing.T, open opener)) {
+	onServer(t, f)
+	onCluster(t, f)
+}
+
+// onServer and onCluster run f on one server, or on the cluster. A test
+// whose cluster half is long calls onCluster from a TestCluster test of
+// its own: make test runs those without the race detector, beside the
+// other packages' tests, as the Makefile explains.
+func onServer(t *testing.T, f func(t *testing.T, open opener)) {
 	t.Run("Server", func(t *testing.T) { f(t, open) })
+}
+
+func onCluster(t *testing.T, f func(t *testing.T, open opener)) {
 	t.Run("Cluster", func(t *testing.T) { f(t, openCluster) })
 }
 

@@ -58,8 +58,11 @@ func sharedStores(t *testing.T, onCluster bool, n int, opts redis.Options) []*re
 // backstop is off: only the hints can lead a sweeper to a deadline, so a
 // hint that a race between writers and sweepers lost would leave its
 // deadline unswept.
-func TestSweepsUnderLoad(t *testing.T) {
-	onBoth(t, func(t *testing.T, open opener) {
+func TestSweepsUnderLoad(t *testing.T)        { onServer(t, sweepsUnderLoad) }
+func TestClusterSweepsUnderLoad(t *testing.T) { onCluster(t, sweepsUnderLoad) }
+
+func sweepsUnderLoad(t *testing.T, open opener) {
+	{
 		ctx := context.Background()
 		opts := redis.Options{}
 		opts.BackstopRate, opts.LockWait = -1, time.Second
@@ -175,15 +178,18 @@ func TestSweepsUnderLoad(t *testing.T) {
 		if stored != st.TotalProfiles {
 			t.Errorf("the partitions store %d profiles, %d of them live: the sweeps left some", stored, st.TotalProfiles)
 		}
-	})
+	}
 }
 
 // A deadline whose hint is lost (a writer killed before it wrote it, a
 // failover of the hint set's master) is swept all the same: here the
 // hints are deleted outright. A server that starts reads every partition
 // at once, as a server restarted after its crash would.
-func TestBackstopAtStart(t *testing.T) {
-	onBoth(t, func(t *testing.T, _ opener) {
+func TestBackstopAtStart(t *testing.T)        { onServer(t, backstopAtStart) }
+func TestClusterBackstopAtStart(t *testing.T) { onCluster(t, backstopAtStart) }
+
+func backstopAtStart(t *testing.T, _ opener) {
+	{
 		opts := redis.Options{}
 		opts.BackstopRate = -1
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
@@ -195,19 +201,22 @@ func TestBackstopAtStart(t *testing.T) {
 		// A round of the paced backstop takes 1,000 s here.
 		mustOpen(t, clientFor(isCluster(t)), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: s.Namespace(), BackstopRate: 1})
 		waitSwept(t, s)
-	})
+	}
 }
 
 // The same, found by the paced rounds of a running server's backstop, a
 // thousand partitions a second here.
-func TestBackstopRounds(t *testing.T) {
-	onBoth(t, func(t *testing.T, _ opener) {
+func TestBackstopRounds(t *testing.T)        { onServer(t, backstopRounds) }
+func TestClusterBackstopRounds(t *testing.T) { onCluster(t, backstopRounds) }
+
+func backstopRounds(t *testing.T, _ opener) {
+	{
 		opts := redis.Options{}
 		opts.BackstopRate = 1000
 		s := sharedStores(t, isCluster(t), 1, opts)[0]
 		loseHints(t, s, 20)
 		waitSwept(t, s)
-	})
+	}
 }
 
 // loseHints writes n profiles with a deadline 1.5 s ahead, in partitions
@@ -284,12 +293,15 @@ func rawClientFor(t *testing.T, onCluster bool) goredis.UniversalClient {
 // finds it through the hints the committer wrote before its first
 // intent, within about two lock TTLs of the kill.
 func TestTxCrashUntouched(t *testing.T) {
-	for _, onCluster := range []bool{false, true} {
-		name := "Server"
-		if onCluster {
-			name = "Cluster"
-		}
-		t.Run(name, func(t *testing.T) {
+	t.Run("Server", func(t *testing.T) { txCrashUntouched(t, false) })
+}
+func TestClusterTxCrashUntouched(t *testing.T) {
+	t.Run("Cluster", func(t *testing.T) { txCrashUntouched(t, true) })
+}
+
+func txCrashUntouched(t *testing.T, onCluster bool) {
+	{
+		{
 			for _, step := range []string{"primary:1", "prepared:1", "decided:1", "rolled:1", "rolled:3"} {
 				t.Run(strings.Replace(step, ":", "", 1), func(t *testing.T) {
 					ctx := context.Background()
@@ -368,7 +380,7 @@ func TestTxCrashUntouched(t *testing.T) {
 					}
 				})
 			}
-		})
+		}
 	}
 }
 

@@ -305,7 +305,7 @@ func runSearchIndexDropUnderDeletes(t *testing.T, started func(*testing.T) partm
 			t.Fatal(err)
 		}
 		waitBuilt(t, s, "desk")
-		const n = 3000
+		const n = 1000
 		var all []partmap.Profile
 		for i := range n {
 			all = append(all, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("d%04d@example.com", i), "customerTier": "gold", "fullName": "Dee Dropped"})
@@ -367,7 +367,7 @@ func runSearchIndexDropWhileBuilding(t *testing.T, started func(*testing.T) part
 	t.Run("SearchIndexDropWhileBuilding", func(t *testing.T) {
 		ctx := context.Background()
 		s := started(t)
-		const n = 3000
+		const n = 1000
 		var all []partmap.Profile
 		for i := range n {
 			all = append(all, partmap.Profile{partmap.FieldEmail: fmt.Sprintf("b%04d@example.com", i), "customerTier": "gold", "notes": "silver"})
