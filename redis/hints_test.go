@@ -62,122 +62,120 @@ func TestSweepsUnderLoad(t *testing.T)        { onServer(t, sweepsUnderLoad) }
 func TestClusterSweepsUnderLoad(t *testing.T) { onCluster(t, sweepsUnderLoad) }
 
 func sweepsUnderLoad(t *testing.T, open opener) {
-	{
-		ctx := context.Background()
-		opts := redis.Options{}
-		opts.BackstopRate, opts.LockWait = -1, time.Second
-		stores := sharedStores(t, isCluster(t), 3, opts)
-		stop := make(chan struct{})
-		var load sync.WaitGroup
-		var writes atomic.Int64
-		for w := range 6 {
-			load.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(w), 32))
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						writes.Add(int64(i))
-						return
-					default:
-					}
-					s := stores[rng.IntN(len(stores))]
-					e := fmt.Sprintf("load%d@example.com", rng.IntN(2000))
-					_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{})
-					if err != nil && !errors.Is(err, partmap.ErrLockConflict) {
-						t.Error(err)
-						return
-					}
+	ctx := context.Background()
+	opts := redis.Options{}
+	opts.BackstopRate, opts.LockWait = -1, time.Second
+	stores := sharedStores(t, isCluster(t), 3, opts)
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	var writes atomic.Int64
+	for w := range 6 {
+		load.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 32))
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					writes.Add(int64(i))
+					return
+				default:
 				}
-			})
-		}
-		type doomed struct {
-			email    string
-			deadline int64
-			profile  bool // the profile's deadline, else field a's
-		}
-		var mu sync.Mutex
-		var all []doomed
-		var expirers sync.WaitGroup
-		for si, s := range stores {
-			expirers.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(si), 33))
-				for i := range 40 {
-					e := fmt.Sprintf("doomed%d-%d@example.com", si, i)
-					if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
-						t.Error(err)
-						return
-					}
-					d := doomed{email: e, deadline: time.Now().UnixMilli() + 100 + rng.Int64N(1400), profile: i%2 == 0}
-					op := partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: d.deadline}}
-					if !d.profile {
-						op.Fields = []string{"a"}
-					}
-					if _, err := s.Apply(ctx, op); err != nil {
-						t.Error(err)
-						return
-					}
-					mu.Lock()
-					all = append(all, d)
-					mu.Unlock()
-					time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+				s := stores[rng.IntN(len(stores))]
+				e := fmt.Sprintf("load%d@example.com", rng.IntN(2000))
+				_, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "n": fmt.Sprint(i)}, partmap.Condition{})
+				if err != nil && !errors.Is(err, partmap.ErrLockConflict) {
+					t.Error(err)
+					return
 				}
-			})
-		}
-		expirers.Wait()
-		last := int64(0)
-		for _, d := range all {
-			last = max(last, d.deadline)
-		}
-		time.Sleep(time.Until(time.UnixMilli(last).Add(2500 * time.Millisecond)))
-		close(stop)
-		load.Wait()
-		if t.Failed() {
-			return
-		}
-		changes, _ := readFeed(t, stores[1], "", partmap.MaxChangesPage)
-		swept := map[string]partmap.Change{}
-		for _, c := range changes {
-			if _, ok := swept[c.Email]; c.Op == partmap.OpExpired && !ok {
-				swept[c.Email] = c
 			}
-		}
-		var worst time.Duration
-		for _, d := range all {
-			c, ok := swept[d.email]
-			switch {
-			case !ok:
-				t.Errorf("%s (deadline %d, profile %v): never swept", d.email, d.deadline, d.profile)
-				continue
-			case d.profile && c.Record != nil:
-				t.Errorf("%s: the profile's deadline passed, and its sweep kept %v", d.email, c.Record.Profile)
-			case !d.profile && (c.Record == nil || c.Record.Profile["a"] != "" || c.Record.Profile["b"] != "2"):
-				t.Errorf("%s: field a's deadline passed, and its sweep left %v", d.email, c.Record)
+		})
+	}
+	type doomed struct {
+		email    string
+		deadline int64
+		profile  bool // the profile's deadline, else field a's
+	}
+	var mu sync.Mutex
+	var all []doomed
+	var expirers sync.WaitGroup
+	for si, s := range stores {
+		expirers.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(si), 33))
+			for i := range 40 {
+				e := fmt.Sprintf("doomed%d-%d@example.com", si, i)
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: e, "a": "1", "b": "2"}, partmap.Condition{}); err != nil {
+					t.Error(err)
+					return
+				}
+				d := doomed{email: e, deadline: time.Now().UnixMilli() + 100 + rng.Int64N(1400), profile: i%2 == 0}
+				op := partmap.Operation{Op: partmap.OpExpire, Email: e, When: partmap.When{Millis: d.deadline}}
+				if !d.profile {
+					op.Fields = []string{"a"}
+				}
+				if _, err := s.Apply(ctx, op); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				all = append(all, d)
+				mu.Unlock()
+				time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
 			}
-			late := c.Time.Sub(time.UnixMilli(d.deadline))
-			worst = max(worst, late)
-			if late < 0 || late > 2*time.Second {
-				t.Errorf("%s: swept %v after its deadline; want within 2 s", d.email, late)
-			}
+		})
+	}
+	expirers.Wait()
+	last := int64(0)
+	for _, d := range all {
+		last = max(last, d.deadline)
+	}
+	time.Sleep(time.Until(time.UnixMilli(last).Add(2500 * time.Millisecond)))
+	close(stop)
+	load.Wait()
+	if t.Failed() {
+		return
+	}
+	changes, _ := readFeed(t, stores[1], "", partmap.MaxChangesPage)
+	swept := map[string]partmap.Change{}
+	for _, c := range changes {
+		if _, ok := swept[c.Email]; c.Op == partmap.OpExpired && !ok {
+			swept[c.Email] = c
 		}
-		t.Logf("%d deadlines swept, the latest %v after its deadline, beside %d writes of the load", len(all), worst, writes.Load())
-		// The stored counts hold no expired profile.
-		var stored int64
-		if err := stores[2].CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
-			stored += c.Counted
-			if !c.OK() {
-				t.Errorf("check: %+v", c)
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+	}
+	var worst time.Duration
+	for _, d := range all {
+		c, ok := swept[d.email]
+		switch {
+		case !ok:
+			t.Errorf("%s (deadline %d, profile %v): never swept", d.email, d.deadline, d.profile)
+			continue
+		case d.profile && c.Record != nil:
+			t.Errorf("%s: the profile's deadline passed, and its sweep kept %v", d.email, c.Record.Profile)
+		case !d.profile && (c.Record == nil || c.Record.Profile["a"] != "" || c.Record.Profile["b"] != "2"):
+			t.Errorf("%s: field a's deadline passed, and its sweep left %v", d.email, c.Record)
 		}
-		st, err := stores[0].ListPartitions(ctx)
-		if err != nil {
-			t.Fatal(err)
+		late := c.Time.Sub(time.UnixMilli(d.deadline))
+		worst = max(worst, late)
+		if late < 0 || late > 2*time.Second {
+			t.Errorf("%s: swept %v after its deadline; want within 2 s", d.email, late)
 		}
-		if stored != st.TotalProfiles {
-			t.Errorf("the partitions store %d profiles, %d of them live: the sweeps left some", stored, st.TotalProfiles)
+	}
+	t.Logf("%d deadlines swept, the latest %v after its deadline, beside %d writes of the load", len(all), worst, writes.Load())
+	// The stored counts hold no expired profile.
+	var stored int64
+	if err := stores[2].CheckPartitions(ctx, 0, 0, func(c partmap.PartitionCheck) error {
+		stored += c.Counted
+		if !c.OK() {
+			t.Errorf("check: %+v", c)
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := stores[0].ListPartitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != st.TotalProfiles {
+		t.Errorf("the partitions store %d profiles, %d of them live: the sweeps left some", stored, st.TotalProfiles)
 	}
 }
 
@@ -189,19 +187,17 @@ func TestBackstopAtStart(t *testing.T)        { onServer(t, backstopAtStart) }
 func TestClusterBackstopAtStart(t *testing.T) { onCluster(t, backstopAtStart) }
 
 func backstopAtStart(t *testing.T, _ opener) {
-	{
-		opts := redis.Options{}
-		opts.BackstopRate = -1
-		s := sharedStores(t, isCluster(t), 1, opts)[0]
-		deadline := loseHints(t, s, 20)
-		time.Sleep(time.Until(time.UnixMilli(deadline).Add(time.Second)))
-		if n := storedProfiles(t, s); n != 20 {
-			t.Fatalf("%d profiles stored before the backstop ran; want the 20 whose hints were lost", n)
-		}
-		// A round of the paced backstop takes 1,000 s here.
-		mustOpen(t, clientFor(isCluster(t)), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: s.Namespace(), BackstopRate: 1})
-		waitSwept(t, s)
+	opts := redis.Options{}
+	opts.BackstopRate = -1
+	s := sharedStores(t, isCluster(t), 1, opts)[0]
+	deadline := loseHints(t, s, 20)
+	time.Sleep(time.Until(time.UnixMilli(deadline).Add(time.Second)))
+	if n := storedProfiles(t, s); n != 20 {
+		t.Fatalf("%d profiles stored before the backstop ran; want the 20 whose hints were lost", n)
 	}
+	// A round of the paced backstop takes 1,000 s here.
+	mustOpen(t, clientFor(isCluster(t)), &redis.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1}, Namespace: s.Namespace(), BackstopRate: 1})
+	waitSwept(t, s)
 }
 
 // The same, found by the paced rounds of a running server's backstop, a
@@ -210,13 +206,11 @@ func TestBackstopRounds(t *testing.T)        { onServer(t, backstopRounds) }
 func TestClusterBackstopRounds(t *testing.T) { onCluster(t, backstopRounds) }
 
 func backstopRounds(t *testing.T, _ opener) {
-	{
-		opts := redis.Options{}
-		opts.BackstopRate = 1000
-		s := sharedStores(t, isCluster(t), 1, opts)[0]
-		loseHints(t, s, 20)
-		waitSwept(t, s)
-	}
+	opts := redis.Options{}
+	opts.BackstopRate = 1000
+	s := sharedStores(t, isCluster(t), 1, opts)[0]
+	loseHints(t, s, 20)
+	waitSwept(t, s)
 }
 
 // loseHints writes n profiles with a deadline 1.5 s ahead, in partitions
@@ -300,87 +294,83 @@ func TestClusterTxCrashUntouched(t *testing.T) {
 }
 
 func txCrashUntouched(t *testing.T, onCluster bool) {
-	{
-		{
-			for _, step := range []string{"primary:1", "prepared:1", "decided:1", "rolled:1", "rolled:3"} {
-				t.Run(strings.Replace(step, ":", "", 1), func(t *testing.T) {
-					ctx := context.Background()
-					var env string
-					var keys func(pattern string) []string
-					if onCluster {
-						ns := fmt.Sprintf("t%d", cluster.ns.Add(1))
-						env = fmt.Sprintf("cluster:%s:%s", ns, strings.Join(cluster.Addrs, ","))
-						keys = func(pattern string) []string { return clusterKeys(t, ns, pattern) }
-					} else {
-						db := int(server.nextDB.Add(1) % databases)
-						c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
-						if err := c.FlushDB(ctx).Err(); err != nil {
-							t.Fatal(err)
-						}
-						c.Close()
-						env = fmt.Sprintf("unix:%s:%d", server.socket, db)
-						keys = func(pattern string) []string { return singleKeys(t, db, pattern) }
-					}
-					s, err := openEnv(env)
-					if err != nil {
-						t.Fatal(err)
-					}
-					s.Start(ctx)
-					for _, x := range crashAccounts[:3] {
-						if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: x, "balance": "100", "customerTier": "gold"}, partmap.Condition{}); err != nil {
-							t.Fatal(err)
-						}
-					}
-					s.Close()
-					cmd := exec.Command(os.Args[0], "-test.run=^$")
-					cmd.Env = append(os.Environ(), crashEnv+"="+step, crashStoreEnv+"="+env)
-					if out, err := cmd.CombinedOutput(); !strings.Contains(fmt.Sprint(err), "killed") {
-						t.Fatalf("the committer was not killed: %v\n%s", err, out)
-					}
-					killed := time.Now()
-					if len(keys("*tx:*")) == 0 {
-						t.Fatal("the committer left no transaction record: nothing to end")
-					}
-					fresh, err := openEnvWith(env, func(o *redis.Options) { o.BackstopRate = -1 })
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer fresh.Close()
-					for {
-						left := append(keys("*pending"), keys("*tx:*")...)
-						if len(left) == 0 {
-							break
-						}
-						if time.Since(killed) > 10*time.Second {
-							t.Fatalf("10 s after the kill, left behind: %v", left)
-						}
-						time.Sleep(20 * time.Millisecond)
-					}
-					t.Logf("ended %v after the kill (the lock TTL is %v)", time.Since(killed).Round(time.Millisecond), crashTTL)
-					// Whole or not at all.
-					got := map[string]string{}
-					for _, x := range crashAccounts {
-						r, err := fresh.FindProfile(ctx, x)
-						switch {
-						case errors.Is(err, partmap.ErrNotFound):
-							got[x] = "-"
-						case err != nil:
-							t.Fatal(err)
-						default:
-							got[x] = r.Profile["balance"]
-						}
-					}
-					a, b, c, d := crashAccounts[0], crashAccounts[1], crashAccounts[2], crashAccounts[3]
-					want := map[string]string{a: "100", b: "100", c: "100", d: "-"}
-					if step != "primary:1" && step != "prepared:1" {
-						want = map[string]string{a: "90", b: "110", c: "-", d: "0"}
-					}
-					if !maps.Equal(got, want) {
-						t.Errorf("after the end: %v, want %v", got, want)
-					}
-				})
+	for _, step := range []string{"primary:1", "prepared:1", "decided:1", "rolled:1", "rolled:3"} {
+		t.Run(strings.Replace(step, ":", "", 1), func(t *testing.T) {
+			ctx := context.Background()
+			var env string
+			var keys func(pattern string) []string
+			if onCluster {
+				ns := fmt.Sprintf("t%d", cluster.ns.Add(1))
+				env = fmt.Sprintf("cluster:%s:%s", ns, strings.Join(cluster.Addrs, ","))
+				keys = func(pattern string) []string { return clusterKeys(t, ns, pattern) }
+			} else {
+				db := int(server.nextDB.Add(1) % databases)
+				c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: server.socket, DB: db})
+				if err := c.FlushDB(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+				env = fmt.Sprintf("unix:%s:%d", server.socket, db)
+				keys = func(pattern string) []string { return singleKeys(t, db, pattern) }
 			}
-		}
+			s, err := openEnv(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start(ctx)
+			for _, x := range crashAccounts[:3] {
+				if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: x, "balance": "100", "customerTier": "gold"}, partmap.Condition{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), crashEnv+"="+step, crashStoreEnv+"="+env)
+			if out, err := cmd.CombinedOutput(); !strings.Contains(fmt.Sprint(err), "killed") {
+				t.Fatalf("the committer was not killed: %v\n%s", err, out)
+			}
+			killed := time.Now()
+			if len(keys("*tx:*")) == 0 {
+				t.Fatal("the committer left no transaction record: nothing to end")
+			}
+			fresh, err := openEnvWith(env, func(o *redis.Options) { o.BackstopRate = -1 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			for {
+				left := append(keys("*pending"), keys("*tx:*")...)
+				if len(left) == 0 {
+					break
+				}
+				if time.Since(killed) > 10*time.Second {
+					t.Fatalf("10 s after the kill, left behind: %v", left)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("ended %v after the kill (the lock TTL is %v)", time.Since(killed).Round(time.Millisecond), crashTTL)
+			// Whole or not at all.
+			got := map[string]string{}
+			for _, x := range crashAccounts {
+				r, err := fresh.FindProfile(ctx, x)
+				switch {
+				case errors.Is(err, partmap.ErrNotFound):
+					got[x] = "-"
+				case err != nil:
+					t.Fatal(err)
+				default:
+					got[x] = r.Profile["balance"]
+				}
+			}
+			a, b, c, d := crashAccounts[0], crashAccounts[1], crashAccounts[2], crashAccounts[3]
+			want := map[string]string{a: "100", b: "100", c: "100", d: "-"}
+			if step != "primary:1" && step != "prepared:1" {
+				want = map[string]string{a: "90", b: "110", c: "-", d: "0"}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("after the end: %v, want %v", got, want)
+			}
+		})
 	}
 }
 
