@@ -27,7 +27,10 @@ func (b *backend) IndexRanges(ctx context.Context, ranges []engine.IndexRange) (
 	out := make([][]engine.IndexEntry, len(ranges))
 	parts := min(runtime.GOMAXPROCS(0), len(ranges)/parallelRanges)
 	if parts <= 1 {
-		return out, b.readRanges(ctx, ranges, out)
+		if err := b.readRanges(ctx, ranges, out); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
@@ -36,7 +39,10 @@ func (b *backend) IndexRanges(ctx context.Context, ranges []engine.IndexRange) (
 		wg.Go(func() { errs[p] = b.readRanges(ctx, ranges[lo:hi], out[lo:hi]) })
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // readRanges reads every range into out with one iterator, by seeks that
