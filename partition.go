@@ -1,6 +1,9 @@
 package partmap
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // DefaultPartitions is the partition count of the original design. It is
 // persisted with the data: changing it moves most keys to other partitions.
@@ -21,8 +24,14 @@ const (
 type Partition uint32
 
 // String names the partition as the original engine does: partition-000 to
-// partition-999. Counts above 1000 simply widen the number.
-func (p Partition) String() string { return fmt.Sprintf("partition-%03d", uint32(p)) }
+// partition-999. Counts above 1000 simply widen the number. It is in every
+// key of the Redis store, so it does without fmt.
+func (p Partition) String() string {
+	if p >= 1000 {
+		return "partition-" + strconv.FormatUint(uint64(p), 10)
+	}
+	return string([]byte{'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', '-', byte('0' + p/100), byte('0' + p/10%10), byte('0' + p%10)})
+}
 
 // Hash is 32-bit FNV-1a over the bytes of s, with wrapping arithmetic.
 func Hash(s string) uint32 {

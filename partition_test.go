@@ -2,6 +2,7 @@ package partmap_test
 
 import (
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand"
 	"strings"
@@ -293,6 +294,11 @@ func TestPartitionString(t *testing.T) {
 		{"OKLast", 999, "partition-999"},
 		{"OKWider", 1000, "partition-1000"},
 		{"OKMax", 4294967295, "partition-4294967295"},
+	}
+	for p := range partmap.Partition(1100) {
+		if got, want := p.String(), fmt.Sprintf("partition-%03d", uint32(p)); got != want {
+			t.Errorf("Partition(%d).String() = %q, want %q", uint32(p), got, want)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

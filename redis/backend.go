@@ -769,11 +769,13 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 		pipe := b.client.Pipeline()
 		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
 		cmds := make([]*goredis.StringSliceCmd, engine.MaxSearchField+1)
+		prefix := b.indexKey(part, 0)
+		prefix = prefix[:len(prefix)-1] // indexKey's without the field
 		for field := range cmds {
 			if field >= engine.IndexFields && field < engine.SearchFieldBase {
 				continue
 			}
-			cmds[field] = pipe.ZRange(ctx, b.indexKey(part, field), 0, -1)
+			cmds[field] = pipe.ZRange(ctx, prefix+strconv.Itoa(field), 0, -1)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, unavailable(err)
