@@ -83,7 +83,7 @@ type config struct {
 // A phase is one wrk run against one server.
 type phase struct {
 	name           string // get, put, lone or putnames
-	script         string // get or put
+	script         string // get, put or putnames
 	threads, conns int
 	descr          string
 }
@@ -938,7 +938,10 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 		fmt.Fprintf(w, "%s %s   # %s\n", wrk, strings.Join(wrkArgs(&target{addr: "ADDR"}, ph, ph.script+"-N.lua", c.duration), " "), ph.descr)
 	}
 	fmt.Fprintf(w, "```\n\nget-N.lua sends `GET %s/customer-profile?emailAddress=userK%%40example.com` and put-N.lua `PUT` of a whole profile, "+
-		"K uniform in [0, N), a new customerTier and visits each time.\n", basePath)
+		"K uniform in [0, N), a new customerTier and visits each time; putnames-N.lua the same with a new fullName too.\n", basePath)
+	if c.indexed {
+		fmt.Fprintf(w, "\nThe indexed server's search index, created after the preload: %s %s/indexes.\n", "POST", basePath)
+	}
 }
 
 func opsPerSec(s sample) float64 { return s.wrk.PerSecond }
