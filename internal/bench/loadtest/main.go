@@ -940,7 +940,7 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 	fmt.Fprintf(w, "```\n\nget-N.lua sends `GET %s/customer-profile?emailAddress=userK%%40example.com` and put-N.lua `PUT` of a whole profile, "+
 		"K uniform in [0, N), a new customerTier and visits each time; putnames-N.lua the same with a new fullName too.\n", basePath)
 	if c.indexed {
-		fmt.Fprintf(w, "\nThe indexed server's search index, created after the preload: %s %s/indexes.\n", "POST", basePath)
+		fmt.Fprintf(w, "\nThe indexed server's search index (fullName TEXT, customerTier TAG, visits NUMERIC SORTABLE) is created with POST %s/indexes after its preload.\n", basePath)
 	}
 }
 
