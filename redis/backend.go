@@ -102,8 +102,11 @@ func (b *backend) recordKey(part engine.Part, email string) string {
 // partition. Its members are indexMember(value, email), all with score 0,
 // so that they sort by value, then email.
 func (b *backend) indexKey(part engine.Part, field int) string {
-	return b.key(part) + "x:" + strconv.Itoa(field)
+	return b.indexKeyPrefix(part) + strconv.Itoa(field)
 }
+
+// indexKeyPrefix is what every indexKey of part starts with.
+func (b *backend) indexKeyPrefix(part engine.Part) string { return b.key(part) + "x:" }
 
 // indexMember prefixes the value with its length (4 bytes, big-endian), so
 // that one value's members are exactly those that start with its prefix,
@@ -769,8 +772,7 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 		pipe := b.client.Pipeline()
 		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
 		cmds := make([]*goredis.StringSliceCmd, engine.MaxSearchField+1)
-		prefix := b.indexKey(part, 0)
-		prefix = prefix[:len(prefix)-1] // indexKey's without the field
+		prefix := b.indexKeyPrefix(part)
 		for field := range cmds {
 			if field >= engine.IndexFields && field < engine.SearchFieldBase {
 				continue
