@@ -148,21 +148,41 @@ var members = map[OpKind][]string{
 	OpSetFields:      {"Email", "Set", "FieldSet", "Expiry"},
 }
 
+// untaken lists, for each kind, the Operation members it does not take
+// (by index and name), so that CheckMembers reflects on no struct type
+// per call: it runs for every command of every pipeline.
+var untaken = func() map[OpKind][]member {
+	t := reflect.TypeFor[Operation]()
+	out := make(map[OpKind][]member, len(members))
+	for kind, take := range members {
+		for i := range t.NumField() {
+			name := t.Field(i).Name
+			if name != "Op" && name != "Cond" && name != "FailAlone" && !slices.Contains(take, name) {
+				out[kind] = append(out[kind], member{i, name})
+			}
+		}
+	}
+	return out
+}()
+
+type member struct {
+	index int
+	name  string
+}
+
 // CheckMembers refuses an operation that sets a member its kind does not
 // take (EINVALID, naming it), so that a caller's mistake is never quietly
 // dropped: a keepTTL on a getExpire, say. An unknown kind is EINVALID too.
 func (op Operation) CheckMembers() error {
-	take, ok := members[op.Op]
+	others, ok := untaken[op.Op]
 	if !ok {
 		return Errorf(EINVALID, "unknown operation %q: it is put, patch, increment, delete, rename, copy, get, expire, persist, incrementFloat, setIfAbsent, getDelete, getExpire or setFields", op.Op)
 	}
-	v := reflect.ValueOf(op)
-	for i := range v.NumField() {
-		name := v.Type().Field(i).Name
-		if name == "Op" || name == "Cond" || name == "FailAlone" || slices.Contains(take, name) || v.Field(i).IsZero() {
-			continue
+	v := reflect.ValueOf(&op).Elem()
+	for _, m := range others {
+		if !v.Field(m.index).IsZero() {
+			return &Error{Code: EINVALID, Field: m.name, Message: fmt.Sprintf("a %s operation takes no %s", op.Op, m.name)}
 		}
-		return &Error{Code: EINVALID, Field: name, Message: fmt.Sprintf("a %s operation takes no %s", op.Op, name)}
 	}
 	switch {
 	case op.Op == OpGetExpire && op.Expiry.KeepTTL:
