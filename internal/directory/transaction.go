@@ -46,7 +46,7 @@ func (d *Directory) plan(ops []partmap.Operation) (plan []partmap.Operation, unp
 		return nil, nil, partmap.Errorf(partmap.EINVALID, "a transaction takes 1 to %d operations, not %d", partmap.MaxTransactionSteps, len(ops))
 	}
 	plan = make([]partmap.Operation, len(ops))
-	profiles := map[string]bool{}
+	profiles := make(map[string]bool, len(ops))
 	for i, op := range ops {
 		p, err := d.planOne(op)
 		switch {

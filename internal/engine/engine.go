@@ -345,7 +345,7 @@ func (e *Engine) invoke(ctx context.Context, inv Invocation, fn func(*Tx) error,
 // and in the store, waiting up to wait for them.
 func (e *Engine) invokeLocked(ctx context.Context, inv Invocation, fn func(*Tx) error, later bool, wait time.Duration) (durable func() error, err error) {
 	hooks := e.hooks.Load()
-	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
+	tx := newTx(ctx, e.backend, inv)
 	if len(inv.Lock) > 0 {
 		t0 := time.Now()
 		err = e.lock(ctx, &tx.locks, inv.Lock, wait)
@@ -377,7 +377,7 @@ func (e *Engine) InvokeHeld(ctx context.Context, hold Lease, inv Invocation, fn 
 			return fmt.Errorf("%w: generation %d %s is not held", ErrNotLocked, p.Generation, p.Partition)
 		}
 	}
-	tx := &Tx{ctx: ctx, backend: e.backend, inv: inv}
+	tx := newTx(ctx, e.backend, inv)
 	durable, err := e.run(tx, fn, h.remote, func() {}, partmap.Deferring(ctx))
 	if err != nil {
 		return err
@@ -524,6 +524,17 @@ type Tx struct {
 	known   knownSet            // what this Tx has read or staged, by key
 	one     [1]string           // lookup's argument to Get, kept here to save an allocation per read
 	records map[string]struct{} // the declared records, when there are many
+}
+
+// newTx is a Tx for inv, its writes sized for the records it declares: a
+// group of a pipeline's writes declares a thousand, and growing the slice
+// a write at a time copied them ten times.
+func newTx(ctx context.Context, b Backend, inv Invocation) *Tx {
+	tx := &Tx{ctx: ctx, backend: b, inv: inv}
+	if len(inv.Records) > 1 {
+		tx.writes = make([]Write, 0, len(inv.Records))
+	}
+	return tx
 }
 
 type key struct {
