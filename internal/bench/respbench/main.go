@@ -1,8 +1,8 @@
 // Command respbench measures partmap's Redis protocol from outside its
 // process against Redis with every write fsync'd, in one run: issue 18's
-// speed comparison.
+// speed comparison, and issue 35's.
 //
-//	go run ./internal/bench/respbench [--partmap BIN] [--rounds 2] [--keys 100000]
+//	go run ./internal/bench/respbench [--partmap BIN] [--baseline OLD] [--floor] [--rounds 2] [--keys 100000] [--only HSET,HGET]
 //
 // It starts `partmap serve --resp-addr` on a fresh data directory and
 // `redis-server --appendonly yes --appendfsync always` on another, each a
@@ -20,8 +20,9 @@
 // no value, while Redis appends and fsyncs every one; with a fixed value
 // the rounds after the fill would have compared reads with writes. Server CPU per command is
 // the server's utime+stime from /proc/PID/stat over the run. Progress goes
-// to stderr, a Markdown report with medians, ratios and issue 18's targets
-// to stdout.
+// to stderr, a Markdown report with medians, ratios and issue 35's targets
+// to stdout. With --baseline BIN it measures an older partmap in the same
+// rounds too, and sets this build against it.
 //
 // With --floor it also measures four servers of respfloor, the least a
 // durable Redis-protocol server in Go does per command: on redcon, with
@@ -53,19 +54,23 @@ import (
 	"github.com/partmap/partmap/internal/bench/procstat"
 )
 
-// workload is one redis-benchmark run; target is issue 18's floor for
-// partmap's rate over Redis's, 0 for none.
+// workload is one redis-benchmark run of clients connections; target is
+// issue 35's floor for partmap's rate over Redis's, 0 for none.
 type workload struct {
 	name     string
 	requests int
+	clients  int
 	args     []string
 	target   float64
 }
 
 var workloads = []workload{
-	{"HSET", 100_000, []string{"HSET", "u__rand_int__@x.io", "fullName", "v__rand_int__"}, 1.0},
-	{"HSET -P 16", 300_000, []string{"-P", "16", "HSET", "u__rand_int__@x.io", "fullName", "v__rand_int__"}, 1.0},
-	{"HGET", 200_000, []string{"HGET", "u__rand_int__@x.io", "fullName"}, 0.7},
+	{"HSET", 100_000, 64, []string{"HSET", "u__rand_int__@x.io", "fullName", "v__rand_int__"}, 1.0},
+	{"HSET -P 16", 300_000, 64, []string{"-P", "16", "HSET", "u__rand_int__@x.io", "fullName", "v__rand_int__"}, 0.8},
+	{"HGET", 200_000, 64, []string{"HGET", "u__rand_int__@x.io", "fullName"}, 0.9},
+	// A lone client waits for every fsync: its p50, against --baseline's,
+	// shows whether grouping made a lone writer wait longer.
+	{"HSET lone", 5_000, 1, []string{"HSET", "u__rand_int__@x.io", "fullName", "v__rand_int__"}, 0},
 }
 
 // server is one child process under measurement.
@@ -99,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keys := fs.Int("keys", 100_000, "distinct keys the commands draw from (-r)")
 	only := fs.String("only", "", "measure only these `workloads`, comma-separated names such as HGET or \"HSET -P 16\" (default: all)")
 	floor := fs.Bool("floor", false, "also measure respfloor, the least a durable server in Go does per command, on redcon and on an event loop, with Pebble and with a log")
+	baseline := fs.String("baseline", "", "also measure this older partmap `binary` in the same rounds, and report the new build against it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,12 +136,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	pm, err := startPartmap(ctx, *bin, tmp)
+	pm, err := startPartmap(ctx, *bin, tmp, "partmap")
 	if pm != nil {
 		defer pm.stop()
 	}
 	if err != nil {
 		return err
+	}
+	var base *server
+	if *baseline != "" {
+		base, err = startPartmap(ctx, *baseline, tmp, "baseline")
+		if base != nil {
+			defer base.stop()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	rd, err := startRedis(ctx, tmp)
 	if rd != nil {
@@ -145,6 +161,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	servers := []*server{pm, rd}
+	if base != nil {
+		servers = append(servers, base)
+	}
+	var floors []*server
 	if *floor {
 		floorBin := filepath.Join(tmp, "respfloor")
 		logf("building ./internal/bench/respfloor")
@@ -159,8 +179,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			servers = append(servers, f)
+			floors = append(floors, f)
 		}
+		servers = append(servers, floors...)
 	}
 
 	measure := func(s *server, w workload) (result, error) {
@@ -169,7 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return result{}, err
 		}
 		host, port, _ := net.SplitHostPort(s.addr)
-		args := append([]string{"-h", host, "-p", port, "-c", "64", "-r", strconv.Itoa(*keys), "-n", strconv.Itoa(w.requests), "--csv"}, w.args...)
+		args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(w.clients), "-r", strconv.Itoa(*keys), "-n", strconv.Itoa(w.requests), "--csv"}, w.args...)
 		out, err := exec.CommandContext(ctx, bench, args...).CombinedOutput()
 		if err != nil {
 			return result{}, fmt.Errorf("redis-benchmark %s against %s: %v\n%s", w.name, s.name, err, out)
@@ -188,7 +209,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	// Filling: every key once or more, so that the rounds replace.
-	fill := workload{"HSET fill", 3 * *keys, workloads[0].args, 0}
+	fill := workload{"HSET fill", 3 * *keys, 64, workloads[0].args, 0}
 	fills := map[string]result{}
 	for _, s := range servers {
 		if fills[s.name], err = measure(s, fill); err != nil {
@@ -212,8 +233,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	report(stdout, *rounds, *keys, chosen, fills, results, args)
+	if base != nil {
+		reportBaseline(stdout, chosen, results)
+	}
 	if *floor {
-		reportFloors(stdout, servers[2:], chosen, results)
+		reportFloors(stdout, floors, chosen, results)
+	}
+	fmt.Fprintln(stdout)
+	for _, s := range append([]*server{pm, base}, floors...) {
+		if s == nil {
+			continue
+		}
+		if rss, err := procstat.PeakRSS(s.cmd.Process.Pid); err == nil {
+			fmt.Fprintf(stdout, "%s's peak RSS through the run: %.0f MB.\n", s.name, float64(rss)/(1<<20))
+		}
 	}
 	return nil
 }
@@ -238,7 +271,7 @@ func choose(all []workload, only string) ([]workload, error) {
 	return out, nil
 }
 
-func startPartmap(ctx context.Context, bin, tmp string) (*server, error) {
+func startPartmap(ctx context.Context, bin, tmp, name string) (*server, error) {
 	httpAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -247,8 +280,8 @@ func startPartmap(ctx context.Context, bin, tmp string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{name: "partmap", addr: respAddr}
-	if err := s.start(ctx, tmp, bin, "serve", "--addr", httpAddr, "--resp-addr", respAddr, "--data", filepath.Join(tmp, "partmap-data")); err != nil {
+	s := &server{name: name, addr: respAddr}
+	if err := s.start(ctx, tmp, bin, "serve", "--addr", httpAddr, "--resp-addr", respAddr, "--data", filepath.Join(tmp, name+"-data")); err != nil {
 		return s, err
 	}
 	// The directory is started over HTTP once it answers.
@@ -412,30 +445,9 @@ func report(w io.Writer, rounds, keys int, workloads []workload, fills map[strin
 	fmt.Fprintln(w, "| command | partmap ops/s | Redis ops/s | ÷ Redis | partmap CPU µs/op | Redis CPU µs/op | partmap p50 | Redis p50 | target | met |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	row := func(name string, pm, rd []result, target float64) {
-		var ratios []float64
-		for i := range pm {
-			ratios = append(ratios, pm[i].rps/rd[i].rps)
-		}
-		ratio := median(ratios)
-		t, met := "", ""
-		if target > 0 {
-			t, met = fmt.Sprintf("≥ %.1f×", target), "no"
-			if ratio >= target {
-				met = "yes"
-			}
-		}
-		f := func(rs []result, v func(result) float64) float64 {
-			var xs []float64
-			for _, r := range rs {
-				xs = append(xs, v(r))
-			}
-			return median(xs)
-		}
-		rps := func(r result) float64 { return r.rps }
-		cpu := func(r result) float64 { return r.cpuPerOp }
-		p50 := func(r result) float64 { return r.p50ms }
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f ms | %.2f ms | %s | %s |\n", name,
-			f(pm, rps), f(rd, rps), ratio, f(pm, cpu), f(rd, cpu), f(pm, p50), f(rd, p50), t, met)
+		ratio := ratioOf(pm, rd, rate)
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f ms | %.2f ms | %s |\n", name,
+			medianOf(pm, rate), medianOf(rd, rate), ratio, medianOf(pm, cpu), medianOf(rd, cpu), medianOf(pm, p50), medianOf(rd, p50), verdict(ratio, target))
 	}
 	row(fmt.Sprintf("HSET, creating (%d commands, once)", 3*keys), []result{fills["partmap"]}, []result{fills["redis"]}, 0)
 	for _, wl := range workloads {
@@ -444,10 +456,45 @@ func report(w io.Writer, rounds, keys int, workloads []workload, fills map[strin
 	fmt.Fprintf(w, "\n```sh\ngo run ./internal/bench/respbench %s\n", strings.Join(args, " "))
 	fmt.Fprintln(w, "partmap serve --addr HTTP --resp-addr ADDR --data DIR   # then POST /patterns/hash-partitioned-attribute-map/start")
 	fmt.Fprintln(w, "redis-server --bind 127.0.0.1 --port PORT --appendonly yes --appendfsync always --save \"\" --dir DIR2")
-	for _, wl := range append([]workload{{name: "fill", requests: 3 * keys, args: workloads[0].args}}, workloads...) {
-		fmt.Fprintf(w, "redis-benchmark -h 127.0.0.1 -p PORT -c 64 -r %d -n %d --csv %s\n", keys, wl.requests, strings.Join(wl.args, " "))
+	for _, wl := range append([]workload{{name: "fill", requests: 3 * keys, clients: 64, args: workloads[0].args}}, workloads...) {
+		fmt.Fprintf(w, "redis-benchmark -h 127.0.0.1 -p PORT -c %d -r %d -n %d --csv %s\n", wl.clients, keys, wl.requests, strings.Join(wl.args, " "))
 	}
 	fmt.Fprintln(w, "```")
+}
+
+// reportBaseline sets the new build against --baseline's, round by round.
+func reportBaseline(w io.Writer, workloads []workload, results map[string]map[string][]result) {
+	fmt.Fprintln(w, "\nThis build against --baseline, in the same rounds (medians of the per-round ratios):")
+	fmt.Fprintln(w, "\n| command | ops/s | baseline ops/s | rate ÷ baseline | CPU µs/op | baseline CPU µs/op | CPU ÷ baseline | p50 ÷ baseline |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, wl := range workloads {
+		pm, base := results[wl.name]["partmap"], results[wl.name]["baseline"]
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f | %.2f |\n", wl.name,
+			medianOf(pm, rate), medianOf(base, rate), ratioOf(pm, base, rate),
+			medianOf(pm, cpu), medianOf(base, cpu), ratioOf(pm, base, cpu), ratioOf(pm, base, p50))
+	}
+}
+
+func rate(r result) float64 { return r.rps }
+func cpu(r result) float64  { return r.cpuPerOp }
+func p50(r result) float64  { return r.p50ms }
+
+// medianOf is the median of v over rs.
+func medianOf(rs []result, v func(result) float64) float64 {
+	var xs []float64
+	for _, r := range rs {
+		xs = append(xs, v(r))
+	}
+	return median(xs)
+}
+
+// ratioOf is the median of the per-round ratios of v, a's over b's.
+func ratioOf(a, b []result, v func(result) float64) float64 {
+	var xs []float64
+	for i := range min(len(a), len(b)) {
+		xs = append(xs, v(a[i])/v(b[i]))
+	}
+	return median(xs)
 }
 
 // reportFloors tells, for each workload, how each floor server compares
@@ -462,16 +509,35 @@ func reportFloors(w io.Writer, floors []*server, workloads []workload, results m
 		rd := results[wl.name]["redis"]
 		for _, f := range floors {
 			rs := results[wl.name][f.name]
-			var ratios, rps, cpu, p50 []float64
-			for i, r := range rs {
-				ratios = append(ratios, r.rps/rd[i].rps)
-				rps, cpu, p50 = append(rps, r.rps), append(cpu, r.cpuPerOp), append(p50, r.p50ms)
-			}
-			fmt.Fprintf(w, "| %s | %s | %.0f | %.2f | %.1f | %.2f ms |\n", wl.name, f.name, median(rps), median(ratios), median(cpu), median(p50))
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.2f | %.1f | %.2f ms |\n", wl.name, f.name, medianOf(rs, rate), ratioOf(rs, rd, rate), medianOf(rs, cpu), medianOf(rs, p50))
 		}
+	}
+	fmt.Fprintln(w, "\npartmap against floor-loop-pebble, the same shape with none of partmap's work (issue 35: ≥ 0.9× for HSET, -P 16 and HGET):")
+	fmt.Fprintln(w, "\n| command | rate ÷ floor-loop-pebble | CPU ÷ floor-loop-pebble | target | met |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | --- |")
+	for _, wl := range workloads {
+		pm, fl := results[wl.name]["partmap"], results[wl.name]["floor-loop-pebble"]
+		target := 0.9
+		if wl.clients == 1 {
+			target = 0
+		}
+		ratio := ratioOf(pm, fl, rate)
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s |\n", wl.name, ratio, ratioOf(pm, fl, cpu), verdict(ratio, target))
 	}
 	fmt.Fprintln(w, "\n```sh\ngo build -o respfloor ./internal/bench/respfloor")
 	fmt.Fprintln(w, "respfloor --addr ADDR --dir DIR --store pebble   # log, loop, loop-pebble\n```")
+}
+
+// verdict is a report's "target | met" cells: none for target 0.
+func verdict(ratio, target float64) string {
+	switch {
+	case target == 0:
+		return " | "
+	case ratio >= target:
+		return fmt.Sprintf("≥ %.1f× | yes", target)
+	default:
+		return fmt.Sprintf("≥ %.1f× | no", target)
+	}
 }
 
 func median(xs []float64) float64 {

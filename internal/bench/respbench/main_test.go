@@ -52,3 +52,22 @@ func TestChoose(t *testing.T) {
 		t.Fatal("an unknown workload was accepted")
 	}
 }
+
+func TestRatioOfAndVerdict(t *testing.T) {
+	a := []result{{rps: 10}, {rps: 30}, {rps: 8}}
+	b := []result{{rps: 20}, {rps: 30}, {rps: 4}}
+	if got := ratioOf(a, b, rate); got != 1 { // the ratios are 0.5, 1 and 2
+		t.Errorf("ratioOf = %v, want 1", got)
+	}
+	if got := ratioOf(a, b[:1], rate); got != 0.5 { // rounds the other lacks are left out
+		t.Errorf("ratioOf of one round = %v, want 0.5", got)
+	}
+	for _, c := range []struct {
+		ratio, target float64
+		want          string
+	}{{0.95, 0.9, "≥ 0.9× | yes"}, {0.85, 0.9, "≥ 0.9× | no"}, {2, 0, " | "}} {
+		if got := verdict(c.ratio, c.target); got != c.want {
+			t.Errorf("verdict(%v, %v) = %q, want %q", c.ratio, c.target, got, c.want)
+		}
+	}
+}
