@@ -766,19 +766,23 @@ func (b *backend) Counts(ctx context.Context, gen int, first, end partmap.Partit
 
 // IndexEntries reads the sorted sets of every field an index can have, in
 // one pipeline with the partition's intent and lock: entries of a field
-// the directory does not index show too.
+// the directory does not index show too. A script reads the sets, so
+// that the ones that do not exist, most of them, cost no command each.
 func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.IndexEntry, error) {
+	prefix := b.indexKeyPrefix(part)
+	var keys []string
+	var fields []int
+	for field := range engine.MaxSearchField + 1 {
+		if field >= engine.IndexFields && field < engine.SearchFieldBase {
+			continue
+		}
+		keys = append(keys, prefix+strconv.Itoa(field))
+		fields = append(fields, field)
+	}
 	for try := 0; ; try++ {
 		pipe := b.client.Pipeline()
 		tx := pipe.MGet(ctx, b.pendingKey(part), b.lockKey(part))
-		cmds := make([]*goredis.StringSliceCmd, engine.MaxSearchField+1)
-		prefix := b.indexKeyPrefix(part)
-		for field := range cmds {
-			if field >= engine.IndexFields && field < engine.SearchFieldBase {
-				continue
-			}
-			cmds[field] = pipe.ZRange(ctx, prefix+strconv.Itoa(field), 0, -1)
-		}
+		sets := pipe.Eval(ctx, entriesScript.src, keys)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, unavailable(err)
 		}
@@ -792,30 +796,48 @@ func (b *backend) IndexEntries(ctx context.Context, part engine.Part) ([]engine.
 			}
 			continue
 		}
-		var out []engine.IndexEntry
-		for field, c := range cmds {
-			if c == nil {
+		return parseIndexSets(sets.Val(), fields)
+	}
+}
+
+// parseIndexSets reads indexentries.lua's reply: each existing set's
+// position among the keys it was given (from 1), which fields names, then
+// its members.
+func parseIndexSets(reply any, fields []int) ([]engine.IndexEntry, error) {
+	flat, ok := reply.([]any)
+	if !ok || len(flat)%2 != 0 {
+		return nil, fmt.Errorf("redis: index entries: unexpected reply %T", reply)
+	}
+	var out []engine.IndexEntry
+	for i := 0; i < len(flat); i += 2 {
+		pos, ok1 := flat[i].(int64)
+		members, ok2 := flat[i+1].([]any)
+		if !ok1 || !ok2 || pos < 1 || int(pos) > len(fields) {
+			return nil, fmt.Errorf("redis: index entries: unexpected set %v", flat[i])
+		}
+		field := fields[pos-1]
+		for _, v := range members {
+			m, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("redis: index entries: a member of type %T", v)
+			}
+			if field >= engine.SearchFieldBase {
+				value, email, ok := strings.Cut(m, "\x00")
+				if !ok {
+					value, email = "", m // reported as drift
+				}
+				out = append(out, engine.IndexEntry{Field: field, Value: value, Email: email})
 				continue
 			}
-			for _, m := range c.Val() {
-				if field >= engine.SearchFieldBase {
-					value, email, ok := strings.Cut(m, "\x00")
-					if !ok {
-						value, email = "", m // reported as drift
-					}
-					out = append(out, engine.IndexEntry{Field: field, Value: value, Email: email})
-					continue
-				}
-				e, ok := parseIndexMember(m)
-				if !ok {
-					e = engine.IndexEntry{Email: m} // reported as drift
-				}
-				e.Field = field
-				out = append(out, e)
+			e, ok := parseIndexMember(m)
+			if !ok {
+				e = engine.IndexEntry{Email: m} // reported as drift
 			}
+			e.Field = field
+			out = append(out, e)
 		}
-		return out, nil
 	}
+	return out, nil
 }
 
 // streamsOf is how many change feeds writes to parts need.

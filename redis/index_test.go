@@ -55,3 +55,41 @@ func TestIndexesArePersisted(t *testing.T) {
 		t.Fatalf("indexes %v, %v", stats.Indexes, err)
 	}
 }
+
+// The check finds entries in sorted sets of fields that no index uses,
+// up to the last of the fields an index of partmap.Indexes can have
+// (the deadlines'): the check reads only the sets that exist, and must
+// still name each one's field. Search slots no index uses are left out by
+// design (their entries may be a dropped index's, being removed).
+func TestCheckReportsStrayEntries(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	s.Start(ctx)
+	c := rawClient()
+	defer c.Close()
+	const email = "stray@example.com"
+	p := partmap.PartitionOf(email, partmap.DefaultPartitions)
+	if _, _, err := partmap.UpsertProfile(ctx, s, partmap.Profile{partmap.FieldEmail: email, "companyName": "Acme"}, partmap.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(field int) string { return fmt.Sprintf("{%s}::x:%d", p, field) }
+	member := func(value, email string) string {
+		return string(binary.BigEndian.AppendUint32(nil, uint32(len(value)))) + value + email
+	}
+	// Field 2 is past the two indexed fields, 16 the deadlines' (no
+	// profile has one), 40 a search slot no index uses.
+	c.ZAdd(ctx, key(2), goredis.Z{Member: member("a", "ghost2@example.com")})
+	c.ZAdd(ctx, key(partmap.MaxIndexes), goredis.Z{Member: member("123", "ghost16@example.com")})
+	c.ZAdd(ctx, key(40), goredis.Z{Member: "dropped\x00ghost40@example.com"})
+	got, err := s.CheckPartition(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []partmap.IndexDrift{
+		{Email: "ghost16@example.com", Field: "(expiry)", Value: "123"},
+		{Email: "ghost2@example.com", Field: "#2", Value: "a"},
+	}
+	if got.OK() || got.Profiles != 1 || got.IndexEntries != 3 || !slices.Equal(got.Drift, want) {
+		t.Fatalf("got %+v, want the drift %+v", got, want)
+	}
+}

@@ -234,6 +234,7 @@ var (
 	statusScript  = script("status")
 	fenceScript   = script("fence")
 	dropScript    = script("drop")
+	entriesScript = script("indexentries")
 )
 
 // luaScript is a script with its source, which EVAL sends.
