@@ -27,6 +27,7 @@ type backend struct {
 	db       *pebble.DB
 	feed     *feed
 	cache    *recordCache // nil caches nothing
+	present  *presence    // the record keys the database may hold; nil in read-only inspections
 	metaMu   sync.Mutex   // serialises metadata updates
 	inFlight atomic.Int64 // commits applied and waiting for their fsync
 	delayed  atomic.Int64 // fsyncs held back for companions (syncDelay)
@@ -113,6 +114,9 @@ func (b *backend) Get(_ context.Context, part engine.Part, emails []string) (out
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(emails[x], emails[y]) })
 	for _, i := range order {
 		k := recordKey(pre, part.Partition, emails[i])
+		if b.present != nil && b.present.absentKey(k) {
+			continue
+		}
 		// A prefix seek (the whole key is the prefix) consults each
 		// sstable's Bloom filter first: most emails of a bulk write are new,
 		// and a plain seek searched every level for each.
@@ -280,6 +284,9 @@ func (b *backend) getOne(k []byte) (*partmap.Record, error) {
 		}
 		ticket = t
 	}
+	if b.present != nil && b.present.absentKey(k) {
+		return nil, nil
+	}
 	v, closer, err := b.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		v, err = nil, nil
@@ -339,6 +346,9 @@ func (b *backend) Commit(ctx context.Context, _ engine.Lease, writes []engine.Wr
 		}
 		k := recordKey(pre, w.Part.Partition, w.Email)
 		keys[i] = k
+		if w.Record != nil && b.present != nil {
+			b.present.add(k) // before the batch applies: the filter never lacks a stored key
+		}
 		var err error
 		switch {
 		case w.Record == nil:

@@ -15,7 +15,7 @@ import (
 func TestPartitionCountFollowsProfiles(t *testing.T) {
 	ctx := context.Background()
 	s, _ := MustOpen(t, nil)
-	b := &backend{db: s.db, feed: s.backend.feed}
+	b := &backend{db: s.db, feed: s.backend.feed, present: s.backend.present}
 	p := engine.Part{Partition: 278}
 	inv := engine.Invocation{Load: []engine.Part{p}, Lock: []engine.Part{p}}
 	write := func(fn func(tx *engine.Tx) error) {

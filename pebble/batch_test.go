@@ -59,7 +59,7 @@ func (c *countedGets) take() []countedRead {
 func TestBatchReadsEachPartitionOnce(t *testing.T) {
 	ctx := context.Background()
 	s, _ := MustOpen(t, nil)
-	counted := &countedGets{backend: &backend{db: s.db, feed: s.backend.feed}}
+	counted := &countedGets{backend: &backend{db: s.db, feed: s.backend.feed, present: s.backend.present}}
 	// Only this directory serves the database from here on; s's stays idle.
 	d, err := directory.Open(ctx, counted, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 	if err != nil {

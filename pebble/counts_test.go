@@ -76,7 +76,7 @@ func TestPartitionCountsBetweenReads(t *testing.T) {
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	var clock atomic.Int64
 	clock.Store(base)
-	b := &stepped{backend: &backend{db: s.db, feed: s.backend.feed}}
+	b := &stepped{backend: &backend{db: s.db, feed: s.backend.feed, present: s.backend.present}}
 	// Only this directory serves the database from here on; s's stays idle.
 	d, err := directory.Open(ctx, b, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1, Clock: func() time.Time { return time.UnixMilli(clock.Load()) }}})
 	if err != nil {

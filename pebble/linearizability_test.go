@@ -34,7 +34,7 @@ func TestLinearizabilityCheckerCatchesSkippedLocks(t *testing.T) {
 	s, _ := MustOpen(t, nil)
 	var urls []string
 	for range 2 {
-		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed}}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
+		broken, err := directory.Open(context.Background(), slowReads{&backend{db: s.db, feed: s.backend.feed, present: s.backend.present}}, directory.Options{DirectoryOptions: partmap.DirectoryOptions{LockWait: -1, SweepInterval: -1}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,28 +16,29 @@ type dbCollector struct {
 }
 
 var (
-	descCacheHits     = prometheus.NewDesc("partmap_pebble_block_cache_hits_total", "Block cache hits.", nil, nil)
-	descCacheMisses   = prometheus.NewDesc("partmap_pebble_block_cache_misses_total", "Block cache misses: blocks read from disk.", nil, nil)
-	descCacheBytes    = prometheus.NewDesc("partmap_pebble_block_cache_bytes", "Bytes in the block cache.", nil, nil)
-	descRecordHits    = prometheus.NewDesc("partmap_pebble_record_cache_hits_total", "Lookups of one profile answered from the record cache.", nil, nil)
-	descRecordMisses  = prometheus.NewDesc("partmap_pebble_record_cache_misses_total", "Lookups of one profile the record cache sent to Pebble.", nil, nil)
-	descRecordEntries = prometheus.NewDesc("partmap_pebble_record_cache_entries", "Records, and absences, in the record cache.", nil, nil)
-	descMemtables     = prometheus.NewDesc("partmap_pebble_memtables", "Memtables, the mutable one and those waiting to flush.", nil, nil)
-	descMemtableBytes = prometheus.NewDesc("partmap_pebble_memtable_bytes", "Bytes held by memtables.", nil, nil)
-	descL0Files       = prometheus.NewDesc("partmap_pebble_l0_files", "Sstables in level 0; many slow reads, and too many stall writes.", nil, nil)
-	descTables        = prometheus.NewDesc("partmap_pebble_tables", "Sstables in every level.", nil, nil)
-	descTableBytes    = prometheus.NewDesc("partmap_pebble_table_bytes", "Bytes of sstables in every level.", nil, nil)
-	descCompactions   = prometheus.NewDesc("partmap_pebble_compactions_total", "Compactions run.", nil, nil)
-	descCompactDebt   = prometheus.NewDesc("partmap_pebble_compaction_debt_bytes", "Estimated bytes compactions still have to rewrite.", nil, nil)
-	descFlushes       = prometheus.NewDesc("partmap_pebble_flushes_total", "Memtable flushes.", nil, nil)
-	descWALBytes      = prometheus.NewDesc("partmap_pebble_wal_written_bytes_total", "Bytes written to the write-ahead log.", nil, nil)
-	descWALSyncs      = prometheus.NewDesc("partmap_pebble_wal_fsyncs_total", "Fsyncs of the write-ahead log; each makes every commit before it durable.", nil, nil)
-	descDelayedSyncs  = prometheus.NewDesc("partmap_pebble_wal_fsyncs_delayed_total", "Fsyncs held back by --commit-delay for more commits to share them.", nil, nil)
+	descCacheHits      = prometheus.NewDesc("partmap_pebble_block_cache_hits_total", "Block cache hits.", nil, nil)
+	descCacheMisses    = prometheus.NewDesc("partmap_pebble_block_cache_misses_total", "Block cache misses: blocks read from disk.", nil, nil)
+	descCacheBytes     = prometheus.NewDesc("partmap_pebble_block_cache_bytes", "Bytes in the block cache.", nil, nil)
+	descRecordHits     = prometheus.NewDesc("partmap_pebble_record_cache_hits_total", "Lookups of one profile answered from the record cache.", nil, nil)
+	descRecordMisses   = prometheus.NewDesc("partmap_pebble_record_cache_misses_total", "Lookups of one profile the record cache sent to Pebble.", nil, nil)
+	descRecordEntries  = prometheus.NewDesc("partmap_pebble_record_cache_entries", "Records, and absences, in the record cache.", nil, nil)
+	descPresenceAbsent = prometheus.NewDesc("partmap_pebble_presence_absent_total", "Lookups of records the filter of stored keys answered absent without Pebble, as for a new email's create.", nil, nil)
+	descMemtables      = prometheus.NewDesc("partmap_pebble_memtables", "Memtables, the mutable one and those waiting to flush.", nil, nil)
+	descMemtableBytes  = prometheus.NewDesc("partmap_pebble_memtable_bytes", "Bytes held by memtables.", nil, nil)
+	descL0Files        = prometheus.NewDesc("partmap_pebble_l0_files", "Sstables in level 0; many slow reads, and too many stall writes.", nil, nil)
+	descTables         = prometheus.NewDesc("partmap_pebble_tables", "Sstables in every level.", nil, nil)
+	descTableBytes     = prometheus.NewDesc("partmap_pebble_table_bytes", "Bytes of sstables in every level.", nil, nil)
+	descCompactions    = prometheus.NewDesc("partmap_pebble_compactions_total", "Compactions run.", nil, nil)
+	descCompactDebt    = prometheus.NewDesc("partmap_pebble_compaction_debt_bytes", "Estimated bytes compactions still have to rewrite.", nil, nil)
+	descFlushes        = prometheus.NewDesc("partmap_pebble_flushes_total", "Memtable flushes.", nil, nil)
+	descWALBytes       = prometheus.NewDesc("partmap_pebble_wal_written_bytes_total", "Bytes written to the write-ahead log.", nil, nil)
+	descWALSyncs       = prometheus.NewDesc("partmap_pebble_wal_fsyncs_total", "Fsyncs of the write-ahead log; each makes every commit before it durable.", nil, nil)
+	descDelayedSyncs   = prometheus.NewDesc("partmap_pebble_wal_fsyncs_delayed_total", "Fsyncs held back by --commit-delay for more commits to share them.", nil, nil)
 )
 
 func (c dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes,
-		descRecordHits, descRecordMisses, descRecordEntries, descMemtables, descMemtableBytes,
+		descRecordHits, descRecordMisses, descRecordEntries, descPresenceAbsent, descMemtables, descMemtableBytes,
 		descL0Files, descTables, descTableBytes, descCompactions, descCompactDebt, descFlushes, descWALBytes, descWALSyncs, descDelayedSyncs} {
 		ch <- d
 	}
@@ -61,6 +62,9 @@ func (c dbCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descRecordHits, float64(rc.hits()))
 		counter(descRecordMisses, float64(rc.misses()))
 		gauge(descRecordEntries, float64(rc.values.EntryCount()))
+	}
+	if p := c.b.present; p != nil {
+		counter(descPresenceAbsent, float64(p.absent.Load()))
 	}
 	gauge(descMemtables, float64(m.MemTable.Count))
 	gauge(descMemtableBytes, float64(m.MemTable.Size))

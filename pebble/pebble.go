@@ -104,6 +104,7 @@ type Store struct {
 	lock          *pebble.Lock
 	path          string // the data directory
 	fs            vfs.FS
+	stopScan      func() // ends the presence filter's scan, if it still runs
 	closeOnce     sync.Once
 	closeErr      error
 }
@@ -169,12 +170,32 @@ func Open(path string, opts *Options) (*Store, error) {
 		db.Close()
 		return fail(err)
 	}
-	dir, err := directory.Open(context.Background(), b, dopts)
+	// The filter of stored record keys exists before anything commits;
+	// its scan of the keys stored runs in the background.
+	gens, err := generations(db)
+	var profiles int64
+	if err == nil {
+		profiles, err = storedProfiles(db, gens)
+	}
 	if err != nil {
 		db.Close()
 		return fail(err)
 	}
-	return &Store{Store: dir, dir: dir, db: db, backend: b, lock: lock, path: path, fs: o.FS}, nil
+	b.present = newPresence(profiles)
+	scanCtx, stopScan := context.WithCancel(context.Background())
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		b.present.fill(scanCtx, db, gens) // on an error it is never ready, and lookups read Pebble
+	}()
+	stopPresenceScan := func() { stopScan(); <-scanned }
+	dir, err := directory.Open(context.Background(), b, dopts)
+	if err != nil {
+		stopPresenceScan()
+		db.Close()
+		return fail(err)
+	}
+	return &Store{Store: dir, dir: dir, db: db, backend: b, lock: lock, path: path, fs: o.FS, stopScan: stopPresenceScan}, nil
 }
 
 // Close releases the data directory. Every acknowledged write is already
@@ -183,6 +204,7 @@ func Open(path string, opts *Options) (*Store, error) {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.dir.Close()
+		s.stopScan()
 		s.closeErr = errors.Join(s.db.Close(), s.lock.Close())
 	})
 	return s.closeErr
