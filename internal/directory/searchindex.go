@@ -302,6 +302,7 @@ func numberValue(n float64) string { return hex.EncodeToString(search.EncodeNumb
 type searchAdmin struct {
 	mu      sync.Mutex
 	running map[string]bool // builds and cleanings under way, by name
+	again   map[string]bool // asked for while under way: run once more when done
 	stop    context.CancelFunc
 	base    context.Context
 	work    sync.WaitGroup
@@ -560,39 +561,62 @@ func (d *Directory) startSearchWork(m metadata) {
 	}
 }
 
+// runSearchWork runs fn in the background under name, unless work of
+// that name is under way; then that work runs fn once more when it is
+// done. The work under way may be past the point where it would see what
+// the caller changed: an index dropped and created again with the same
+// slots, its cleaning finished, is named as its first build was, and that
+// build, ending, would otherwise leave it unbuilt until the next open.
+// Callers hold a.mu.
 func (d *Directory) runSearchWork(name string, fn func(context.Context) error) {
 	a := &d.search
 	if a.running == nil {
-		a.running = map[string]bool{}
+		a.running, a.again = map[string]bool{}, map[string]bool{}
 	}
 	if a.running[name] {
+		a.again[name] = true
 		return
 	}
 	a.running[name] = true
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
-		t0 := time.Now()
-		slog.Info("search index work started", "work", name)
-		for attempt := 0; ; attempt++ {
-			err := fn(a.base)
-			if err == nil {
-				slog.Info("search index work done", "work", name, "seconds", time.Since(t0).Seconds())
-				break
+		for {
+			d.runSearchWorkOnce(name, fn)
+			a.mu.Lock()
+			again := a.again[name] && a.base.Err() == nil
+			delete(a.again, name)
+			if !again {
+				delete(a.running, name)
 			}
-			if a.base.Err() != nil {
-				break // closed: a later open resumes it
-			}
-			slog.Warn("search index work failed; it is retried", "work", name, "err", err)
-			select {
-			case <-a.base.Done():
-			case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 5*time.Second)):
+			a.mu.Unlock()
+			if !again {
+				return
 			}
 		}
-		a.mu.Lock()
-		delete(a.running, name)
-		a.mu.Unlock()
 	}()
+}
+
+// runSearchWorkOnce runs fn until it succeeds or the directory closes.
+func (d *Directory) runSearchWorkOnce(name string, fn func(context.Context) error) {
+	a := &d.search
+	t0 := time.Now()
+	slog.Info("search index work started", "work", name)
+	for attempt := 0; ; attempt++ {
+		err := fn(a.base)
+		if err == nil {
+			slog.Info("search index work done", "work", name, "seconds", time.Since(t0).Seconds())
+			return
+		}
+		if a.base.Err() != nil {
+			return // closed: a later open resumes it
+		}
+		slog.Warn("search index work failed; it is retried", "work", name, "err", err)
+		select {
+		case <-a.base.Done():
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 5*time.Second)):
+		}
+	}
 }
 
 // closeSearch stops the background builds and cleanings (a later open
