@@ -38,14 +38,24 @@ const (
 	presenceBitsPerKey = 16
 	presenceHashes     = 4
 	presenceMinBits    = 1 << 23 // 1 MiB
+	// presenceMaxBits bounds its memory at 128 MiB: a map of over 67
+	// million profiles gets more false positives, which only send their
+	// lookups to Pebble.
+	presenceMaxBits = 1 << 30
 )
 
 func newPresence(keys int64) *presence {
+	n := presenceBits(keys)
+	return &presence{words: make([]atomic.Uint64, n/64), mask: n - 1, seed: maphash.MakeSeed()}
+}
+
+// presenceBits is the filter's size for keys stored: a power of two.
+func presenceBits(keys int64) uint64 {
 	n := uint64(presenceMinBits)
-	for n < uint64(keys)*presenceBitsPerKey && n < 1<<40 {
+	for n < uint64(keys)*presenceBitsPerKey && n < presenceMaxBits {
 		n <<= 1
 	}
-	return &presence{words: make([]atomic.Uint64, n/64), mask: n - 1, seed: maphash.MakeSeed()}
+	return n
 }
 
 // probes are the key's bit positions: double hashing of one 64-bit hash.

@@ -40,6 +40,12 @@ func TestPresenceFilter(t *testing.T) {
 	if got := p.absent.Load(); got != int64(absent) {
 		t.Errorf("the counter says %d, the answers %d", got, absent)
 	}
+	// Sized by the profiles stored, within its bounds.
+	for _, c := range []struct{ keys, bits int64 }{{0, presenceMinBits}, {1 << 20, 1 << 24}, {1 << 40, presenceMaxBits}} {
+		if got := int64(presenceBits(c.keys)); got != c.bits {
+			t.Errorf("for %d profiles: %d bits, want %d", c.keys, got, c.bits)
+		}
+	}
 }
 
 // waitPresence waits for s's filter to be ready.
