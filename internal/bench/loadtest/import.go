@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/partmap/partmap/internal/bench/procstat"
+	"github.com/partmap/partmap/internal/bench/rounds"
 )
 
 // The import phase (issue 32): `partmap import` of a file of profiles into
@@ -275,15 +276,15 @@ func reportImports(w io.Writer, c config, its []*importTarget) {
 			share = fmt.Sprintf("%.0f%% of %.1f s", 100*it.gcShare, it.samples.Seconds())
 		}
 		fmt.Fprintf(w, "| %s | %s (%s–%s) | %.2f (%.2f–%.2f) | %.0f (%.0f–%.0f) | %s | %.0f MB |", it.kind,
-			thousands(int(medImport(it.rounds, rate))), thousands(int(minImport(it.rounds, rate))), thousands(int(maxImport(it.rounds, rate))),
-			medImport(it.rounds, cpu), minImport(it.rounds, cpu), maxImport(it.rounds, cpu),
-			medImport(it.rounds, gcs), minImport(it.rounds, gcs), maxImport(it.rounds, gcs), share, medImport(it.rounds, rss))
+			thousands(int(rounds.Of(it.rounds, rate))), thousands(int(minImport(it.rounds, rate))), thousands(int(maxImport(it.rounds, rate))),
+			rounds.Of(it.rounds, cpu), minImport(it.rounds, cpu), maxImport(it.rounds, cpu),
+			rounds.Of(it.rounds, gcs), minImport(it.rounds, gcs), maxImport(it.rounds, gcs), share, rounds.Of(it.rounds, rss))
 		if base != nil {
 			if it == base {
 				fmt.Fprint(w, " | | |")
 			} else {
-				fmt.Fprintf(w, " %.2f | %.2f | %.2f |", ratioImport(it.rounds, base.rounds, rate), ratioImport(it.rounds, base.rounds, cpu),
-					ratioImport(it.rounds, base.rounds, gcs))
+				fmt.Fprintf(w, " %.2f | %.2f | %.2f |", rounds.Ratio(it.rounds, base.rounds, rate), rounds.Ratio(it.rounds, base.rounds, cpu),
+					rounds.Ratio(it.rounds, base.rounds, gcs))
 			}
 		}
 		fmt.Fprintln(w)
@@ -297,7 +298,7 @@ func reportImports(w io.Writer, c config, its []*importTarget) {
 		check("the collector's share of the server's CPU during an import < 0.15", pm.gcShare, pm.gcShare < 0.15)
 	}
 	if base != nil {
-		v := ratioImport(pm.rounds, base.rounds, rate)
+		v := rounds.Ratio(pm.rounds, base.rounds, rate)
 		check("import profiles/s ≥ 1.0× baseline", v, v >= 1)
 	}
 	fmt.Fprintf(w, "\n```sh\n")
@@ -316,21 +317,9 @@ func importValues(ss []importSample, f func(importSample) float64) []float64 {
 	return xs
 }
 
-func medImport(ss []importSample, f func(importSample) float64) float64 {
-	return median(importValues(ss, f))
-}
 func minImport(ss []importSample, f func(importSample) float64) float64 {
 	return slices.Min(importValues(ss, f))
 }
 func maxImport(ss []importSample, f func(importSample) float64) float64 {
 	return slices.Max(importValues(ss, f))
-}
-
-// ratioImport is the median of the per-round ratios a/b.
-func ratioImport(a, b []importSample, f func(importSample) float64) float64 {
-	var xs []float64
-	for i := range min(len(a), len(b)) {
-		xs = append(xs, f(a[i])/f(b[i]))
-	}
-	return median(xs)
 }

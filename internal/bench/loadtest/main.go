@@ -60,6 +60,7 @@ import (
 	"github.com/partmap/partmap"
 	pmhttp "github.com/partmap/partmap/http"
 	"github.com/partmap/partmap/internal/bench/procstat"
+	"github.com/partmap/partmap/internal/bench/rounds"
 )
 
 const basePath = "/patterns/hash-partitioned-attribute-map"
@@ -811,7 +812,7 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 				non2xx += s.wrk.Non2xx
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %.1f | %s | %s | %d |", ph.name, t.kind, thousands(t.profiles),
-				thousands(int(med(ss, opsPerSec))), med(ss, cpuPerReq), ms(med(ss, p50)), ms(med(ss, p99)), non2xx)
+				thousands(int(rounds.Of(ss, opsPerSec))), rounds.Of(ss, cpuPerReq), ms(rounds.Of(ss, p50)), ms(rounds.Of(ss, p99)), non2xx)
 			refs := []*target{}
 			if !c.sizesOnly {
 				refs = append(refs, find("bare", t.profiles))
@@ -829,7 +830,7 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 					continue
 				}
 				other := ref.samples[ph.name]
-				fmt.Fprintf(w, " %.2f | %.2f | %.2f |", ratio(ss, other, opsPerSec), ratio(ss, other, cpuPerReq), ratio(ss, other, p50))
+				fmt.Fprintf(w, " %.2f | %.2f | %.2f |", rounds.Ratio(ss, other, opsPerSec), rounds.Ratio(ss, other, cpuPerReq), rounds.Ratio(ss, other, p50))
 			}
 			fmt.Fprintln(w)
 		}
@@ -849,7 +850,7 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 					continue
 				}
 				ss, other := t.samples[ph.name], base.samples[ph.name]
-				fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f |\n", ph.name, t.kind, thousands(t.profiles), ratio(ss, other, opsPerSec), ratio(ss, other, cpuPerReq))
+				fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f |\n", ph.name, t.kind, thousands(t.profiles), rounds.Ratio(ss, other, opsPerSec), rounds.Ratio(ss, other, cpuPerReq))
 			}
 		}
 	}
@@ -874,26 +875,26 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 		}
 		at := " at " + short(n)
 		if ran("get") {
-			v := ratio(pm.samples["get"], bare.samples["get"], cpuPerReq)
+			v := rounds.Ratio(pm.samples["get"], bare.samples["get"], cpuPerReq)
 			check("GET CPU/req ≤ 1.25× bare"+at, v, v <= 1.25)
-			v = ratio(pm.samples["get"], bare.samples["get"], opsPerSec)
+			v = rounds.Ratio(pm.samples["get"], bare.samples["get"], opsPerSec)
 			check("GET ops/s ≥ 0.85× bare"+at, v, v >= 0.85)
 		}
 		if ran("put") {
-			v := ratio(pm.samples["put"], bare.samples["put"], cpuPerReq)
+			v := rounds.Ratio(pm.samples["put"], bare.samples["put"], cpuPerReq)
 			check("PUT CPU/req ≤ 1.6× bare"+at, v, v <= 1.6)
-			v = ratio(pm.samples["put"], bare.samples["put"], opsPerSec)
+			v = rounds.Ratio(pm.samples["put"], bare.samples["put"], opsPerSec)
 			check("PUT ops/s ≥ 0.7× bare"+at, v, v >= 0.7)
 		}
 	}
 	for _, n := range c.preload {
 		ix := find("indexed", n)
 		if ix != nil && ran("put") {
-			v := ratio(ix.samples["put"], find("partmap", n).samples["put"], cpuPerReq)
+			v := rounds.Ratio(ix.samples["put"], find("partmap", n).samples["put"], cpuPerReq)
 			check("PUT CPU/req with 3 indexed fields (2 values change) ≤ 1.3× without (issue 36) at "+short(n), v, v <= 1.3)
 		}
 		if ix != nil && ran("putnames") {
-			v := ratio(ix.samples["putnames"], find("partmap", n).samples["putnames"], cpuPerReq)
+			v := rounds.Ratio(ix.samples["putnames"], find("partmap", n).samples["putnames"], cpuPerReq)
 			check("PUT CPU/req with 3 indexed fields (all 3 values change) ≤ 1.3× without (issue 36) at "+short(n), v, v <= 1.3)
 		}
 	}
@@ -903,10 +904,10 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 		}
 		pm, old := find("partmap", n), find("baseline", n)
 		if old == nil {
-			fmt.Fprintf(w, "| lone writer's PUT p50 at %s (ms; ≤ 1.1× another build's, with --baseline) | %.3f | |\n", short(n), med(pm.samples["lone"], p50)/1e6)
+			fmt.Fprintf(w, "| lone writer's PUT p50 at %s (ms; ≤ 1.1× another build's, with --baseline) | %.3f | |\n", short(n), rounds.Of(pm.samples["lone"], p50)/1e6)
 			continue
 		}
-		v := ratio(pm.samples["lone"], old.samples["lone"], p50)
+		v := rounds.Ratio(pm.samples["lone"], old.samples["lone"], p50)
 		check("lone writer's PUT p50 ≤ 1.1× baseline at "+short(n), v, v <= 1.1)
 	}
 	if len(c.preload) > 1 {
@@ -915,7 +916,7 @@ func report(w io.Writer, c config, targets []*target, pgs []*pgTarget, imports [
 			if !ran(ph) {
 				continue
 			}
-			v := ratio(large.samples[ph], small.samples[ph], opsPerSec)
+			v := rounds.Ratio(large.samples[ph], small.samples[ph], opsPerSec)
 			check(fmt.Sprintf("%s ops/s at %s ≥ 0.85× at %s", strings.ToUpper(ph), short(large.profiles), short(small.profiles)), v, v >= 0.85)
 		}
 	}
@@ -948,23 +949,6 @@ func opsPerSec(s sample) float64 { return s.wrk.PerSecond }
 func cpuPerReq(s sample) float64 { return s.cpuPerReq }
 func p50(s sample) float64       { return float64(s.wrk.P50) }
 func p99(s sample) float64       { return float64(s.wrk.P99) }
-
-func med(ss []sample, f func(sample) float64) float64 {
-	xs := make([]float64, len(ss))
-	for i, s := range ss {
-		xs[i] = f(s)
-	}
-	return median(xs)
-}
-
-// ratio is the median of the per-round ratios a/b.
-func ratio(a, b []sample, f func(sample) float64) float64 {
-	var xs []float64
-	for i := range min(len(a), len(b)) {
-		xs = append(xs, f(a[i])/f(b[i]))
-	}
-	return median(xs)
-}
 
 // revision says which commit a Go binary was built from.
 func revision(bin string) string {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,17 +81,4 @@ func parseWrk(out string) (wrkResult, error) {
 		return r, errors.New("wrk printed no latency distribution (run it with --latency)")
 	}
 	return r, nil
-}
-
-// median of xs, which it sorts; 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }

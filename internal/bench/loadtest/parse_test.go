@@ -67,22 +67,6 @@ Requests/sec:     12.50
 	})
 }
 
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		xs   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{3}, 3},
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	} {
-		if got := median(tc.xs); got != tc.want {
-			t.Errorf("median(%v): got %v, want %v", tc.xs, got, tc.want)
-		}
-	}
-}
-
 func TestParsePhases(t *testing.T) {
 	c, err := parseConfig([]string{"--phases", "put, get,put"}, io.Discard)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partmap/partmap/internal/bench/procstat"
+	"github.com/partmap/partmap/internal/bench/rounds"
 	"github.com/partmap/partmap/internal/pgtest"
 )
 
@@ -201,7 +201,7 @@ func reportPostgres(w io.Writer, targets []*target, pgs []*pgTarget) {
 				cpu = append(cpu, puts[i].cpuPerReq/pg.samples[i].cpuPerOp)
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %.1f | %.2f | %.2f |\n", t.kind, thousands(pg.profiles),
-				thousands(int(median(slices.Clone(rates)))), median(slices.Clone(cpus)), median(rate), median(cpu))
+				thousands(int(rounds.Median(rates))), rounds.Median(cpus), rounds.Median(rate), rounds.Median(cpu))
 		}
 	}
 }

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/partmap/partmap/internal/bench/procstat"
+	"github.com/partmap/partmap/internal/bench/rounds"
 )
 
 // workload is one redis-benchmark run of clients connections; target is
@@ -100,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("respbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bin := fs.String("partmap", "", "partmap `binary` to measure (default: go build ./cmd/partmap)")
-	rounds := fs.Int("rounds", 2, "rounds; the report gives medians")
+	nRounds := fs.Int("rounds", 2, "rounds; the report gives medians")
 	keys := fs.Int("keys", 100_000, "distinct keys the commands draw from (-r)")
 	only := fs.String("only", "", "measure only these `workloads`, comma-separated names such as HGET or \"HSET -P 16\" (default: all)")
 	floor := fs.Bool("floor", false, "also measure respfloor, the least a durable server in Go does per command, on redcon and on an event loop, with Pebble and with a log")
@@ -108,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *rounds < 1 || *keys < 1 {
+	if *nRounds < 1 || *keys < 1 {
 		return errors.New("--rounds and --keys must be at least 1")
 	}
 	chosen, err := choose(workloads, *only)
@@ -217,7 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	results := map[string]map[string][]result{} // workload, server
-	for round := range *rounds {
+	for round := range *nRounds {
 		for _, w := range chosen {
 			k := round % len(servers) // who goes first rotates
 			for _, s := range append(servers[k:len(servers):len(servers)], servers[:k]...) {
@@ -232,7 +233,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	report(stdout, *rounds, *keys, chosen, fills, results, args)
+	report(stdout, *nRounds, *keys, chosen, fills, results, args)
 	if base != nil {
 		reportBaseline(stdout, chosen, results)
 	}
@@ -437,17 +438,17 @@ func parseCSV(out string) (result, error) {
 	return result{rps: rps, p50ms: p50}, nil
 }
 
-func report(w io.Writer, rounds, keys int, workloads []workload, fills map[string]result, results map[string]map[string][]result, args []string) {
+func report(w io.Writer, nRounds, keys int, workloads []workload, fills map[string]result, results map[string]map[string][]result, args []string) {
 	fmt.Fprintf(w, "## The Redis protocol against Redis, %s\n\n", time.Now().Format("2006-01-02"))
 	fmt.Fprintf(w, "Medians of %d rounds; a ratio is the median of the per-round ratios. `redis-benchmark -c 64 -r %d`; "+
 		"partmap fsyncs every write before its reply, Redis runs with `--appendonly yes --appendfsync always`. "+
-		"CPU is the server process's utime+stime per command.\n\n", rounds, keys)
+		"CPU is the server process's utime+stime per command.\n\n", nRounds, keys)
 	fmt.Fprintln(w, "| command | partmap ops/s | Redis ops/s | ÷ Redis | partmap CPU µs/op | Redis CPU µs/op | partmap p50 | Redis p50 | target | met |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	row := func(name string, pm, rd []result, target float64) {
-		ratio := ratioOf(pm, rd, rate)
+		ratio := rounds.Ratio(pm, rd, rate)
 		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f ms | %.2f ms | %s |\n", name,
-			medianOf(pm, rate), medianOf(rd, rate), ratio, medianOf(pm, cpu), medianOf(rd, cpu), medianOf(pm, p50), medianOf(rd, p50), verdict(ratio, target))
+			rounds.Of(pm, rate), rounds.Of(rd, rate), ratio, rounds.Of(pm, cpu), rounds.Of(rd, cpu), rounds.Of(pm, p50), rounds.Of(rd, p50), verdict(ratio, target))
 	}
 	row(fmt.Sprintf("HSET, creating (%d commands, once)", 3*keys), []result{fills["partmap"]}, []result{fills["redis"]}, 0)
 	for _, wl := range workloads {
@@ -470,32 +471,14 @@ func reportBaseline(w io.Writer, workloads []workload, results map[string]map[st
 	for _, wl := range workloads {
 		pm, base := results[wl.name]["partmap"], results[wl.name]["baseline"]
 		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f | %.2f |\n", wl.name,
-			medianOf(pm, rate), medianOf(base, rate), ratioOf(pm, base, rate),
-			medianOf(pm, cpu), medianOf(base, cpu), ratioOf(pm, base, cpu), ratioOf(pm, base, p50))
+			rounds.Of(pm, rate), rounds.Of(base, rate), rounds.Ratio(pm, base, rate),
+			rounds.Of(pm, cpu), rounds.Of(base, cpu), rounds.Ratio(pm, base, cpu), rounds.Ratio(pm, base, p50))
 	}
 }
 
 func rate(r result) float64 { return r.rps }
 func cpu(r result) float64  { return r.cpuPerOp }
 func p50(r result) float64  { return r.p50ms }
-
-// medianOf is the median of v over rs.
-func medianOf(rs []result, v func(result) float64) float64 {
-	var xs []float64
-	for _, r := range rs {
-		xs = append(xs, v(r))
-	}
-	return median(xs)
-}
-
-// ratioOf is the median of the per-round ratios of v, a's over b's.
-func ratioOf(a, b []result, v func(result) float64) float64 {
-	var xs []float64
-	for i := range min(len(a), len(b)) {
-		xs = append(xs, v(a[i])/v(b[i]))
-	}
-	return median(xs)
-}
 
 // reportFloors tells, for each workload, how each floor server compares
 // with Redis in the same rounds.
@@ -509,7 +492,7 @@ func reportFloors(w io.Writer, floors []*server, workloads []workload, results m
 		rd := results[wl.name]["redis"]
 		for _, f := range floors {
 			rs := results[wl.name][f.name]
-			fmt.Fprintf(w, "| %s | %s | %.0f | %.2f | %.1f | %.2f ms |\n", wl.name, f.name, medianOf(rs, rate), ratioOf(rs, rd, rate), medianOf(rs, cpu), medianOf(rs, p50))
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.2f | %.1f | %.2f ms |\n", wl.name, f.name, rounds.Of(rs, rate), rounds.Ratio(rs, rd, rate), rounds.Of(rs, cpu), rounds.Of(rs, p50))
 		}
 	}
 	fmt.Fprintln(w, "\npartmap against floor-loop-pebble, the same shape with none of partmap's work (issue 35: ≥ 0.9× for HSET, -P 16 and HGET):")
@@ -521,8 +504,8 @@ func reportFloors(w io.Writer, floors []*server, workloads []workload, results m
 		if wl.clients == 1 {
 			target = 0
 		}
-		ratio := ratioOf(pm, fl, rate)
-		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s |\n", wl.name, ratio, ratioOf(pm, fl, cpu), verdict(ratio, target))
+		ratio := rounds.Ratio(pm, fl, rate)
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %s |\n", wl.name, ratio, rounds.Ratio(pm, fl, cpu), verdict(ratio, target))
 	}
 	fmt.Fprintln(w, "\n```sh\ngo build -o respfloor ./internal/bench/respfloor")
 	fmt.Fprintln(w, "respfloor --addr ADDR --dir DIR --store pebble   # log, loop, loop-pebble\n```")
@@ -538,15 +521,4 @@ func verdict(ratio, target float64) string {
 	default:
 		return fmt.Sprintf("≥ %.1f× | no", target)
 	}
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

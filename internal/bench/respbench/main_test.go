@@ -29,17 +29,6 @@ func TestParseCSV(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		xs   []float64
-		want float64
-	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := median(c.xs); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
-		}
-	}
-}
-
 func TestChoose(t *testing.T) {
 	got, err := choose(workloads, "hget, HSET -P 16")
 	if err != nil || len(got) != 2 || got[0].name != "HGET" || got[1].name != "HSET -P 16" {
@@ -53,15 +42,7 @@ func TestChoose(t *testing.T) {
 	}
 }
 
-func TestRatioOfAndVerdict(t *testing.T) {
-	a := []result{{rps: 10}, {rps: 30}, {rps: 8}}
-	b := []result{{rps: 20}, {rps: 30}, {rps: 4}}
-	if got := ratioOf(a, b, rate); got != 1 { // the ratios are 0.5, 1 and 2
-		t.Errorf("ratioOf = %v, want 1", got)
-	}
-	if got := ratioOf(a, b[:1], rate); got != 0.5 { // rounds the other lacks are left out
-		t.Errorf("ratioOf of one round = %v, want 0.5", got)
-	}
+func TestVerdict(t *testing.T) {
 	for _, c := range []struct {
 		ratio, target float64
 		want          string
