@@ -281,7 +281,7 @@ func TestIncrementFloatRoute(t *testing.T) {
 	srvURL, c := expiryServer(t)
 	const alice = "emailAddress=alice@example.com"
 	r := post(t, srvURL, "increment", alice+"&field=n&by=0.5&float=true", "")
-	if got := decode[map[string]string](t, r); r.status != 200 || got["value"] != "5.5" || r.header.Get("ETag") == "" {
+	if got := decode[map[string]any](t, r); r.status != 200 || got["value"] != "5.5" || r.header.Get("ETag") == "" {
 		t.Fatalf("increment by 0.5: %d %s", r.status, r.body)
 	}
 	r = post(t, srvURL, "increment", alice+"&field=n&by=nope&float=true", "")

@@ -189,11 +189,15 @@ func (c *Client) delete(ctx context.Context, op partmap.Operation) (partmap.Oper
 }
 
 // incrementReply is the body of an increment reply. The value is a decimal
-// string, as stored, because JSON numbers lose precision past 2^53.
+// string, as stored, because JSON numbers lose precision past 2^53. The
+// profile is the one the increment left, as a PUT's and a PATCH's replies
+// hold theirs, so that the Go client's Apply answers it as every store's
+// does.
 type incrementReply struct {
-	Email string `json:"emailAddress"`
-	Field string `json:"field"`
-	Value string `json:"value"`
+	Email   string          `json:"emailAddress"`
+	Field   string          `json:"field"`
+	Value   string          `json:"value"`
+	Profile partmap.Profile `json:"profile"`
 }
 
 func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.Values) error {
@@ -241,7 +245,7 @@ func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request, q url.V
 		value = strconv.FormatInt(res.Value, 10)
 	}
 	w.Header().Set("ETag", res.Record.Version.ETag())
-	return writeJSON(w, http.StatusOK, incrementReply{res.Email, op.Field, value})
+	return writeJSON(w, http.StatusOK, incrementReply{res.Email, op.Field, value, res.Record.Profile})
 }
 
 // boolParam reads a parameter that is true or false, false when absent.
@@ -268,7 +272,7 @@ func (c *Client) increment(ctx context.Context, op partmap.Operation) (partmap.O
 	if err != nil {
 		return partmap.OperationResult{}, err
 	}
-	res := partmap.OperationResult{Op: op.Op, Email: out.Email, Record: &partmap.Record{}}
+	res := partmap.OperationResult{Op: op.Op, Email: out.Email, Record: &partmap.Record{Profile: out.Profile}}
 	if res.Value, err = strconv.ParseInt(out.Value, 10, 64); err != nil {
 		return partmap.OperationResult{}, fmt.Errorf("server sent a bad counter value %q", out.Value)
 	}

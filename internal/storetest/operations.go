@@ -97,6 +97,31 @@ func runDoorOperations(t *testing.T, started func(*testing.T) partmap.Store) {
 		wantCode(t, err, partmap.EINVALID, 0)
 	})
 
+	// Apply answers the profile a write left (OperationResult.Record), on
+	// every door's path: over HTTP a put, a patch and an increment each
+	// have a route of their own.
+	t.Run("WritesAnswerTheirRecord", func(t *testing.T) {
+		s := started(t)
+		e := "record@example.com"
+		for _, op := range []partmap.Operation{
+			{Op: partmap.OpPut, Profile: partmap.Profile{partmap.FieldEmail: e, "fullName": "Rec", "n": "1"}},
+			{Op: partmap.OpPatch, Email: e, Patch: partmap.Patch{"fullName": str("Record")}},
+			{Op: partmap.OpIncrement, Email: e, Field: "n", By: 2},
+			{Op: partmap.OpIncrement, Email: e, Field: "n", By: 3, Create: true},
+			{Op: partmap.OpIncrementFloat, Email: e, Field: "f", ByFloat: "0.5"},
+		} {
+			res, err := s.Apply(ctx, op)
+			if err != nil {
+				t.Fatalf("%s: %v", op.Op, err)
+			}
+			got := mustFind(t, s, e)
+			if res.Record == nil || res.Record.Version != got.Version {
+				t.Fatalf("%s answered %+v, want the record at %v", op.Op, res.Record, got.Version)
+			}
+			assertProfile(t, res.Record.Profile, got.Profile)
+		}
+	})
+
 	t.Run("DeleteAllowsMissing", func(t *testing.T) {
 		s := started(t)
 		put(t, s, "del@example.com", "Del")
