@@ -45,10 +45,11 @@ CLUSTER_TESTS = ^TestCluster
 # as one process they used one core of the two for 134 s while the other
 # idled (2026-12-06). The first takes the tests below and starts once the
 # other packages' tests are done, about 100 s before the Redis store's
-# -race tests; the second, every other TestCluster test (so that a new one
-# runs in one of them), and the HTTP suite over Redis start once those are
-# done. The first holds about two thirds of the cluster tests' time, so
-# that both end together. No more than three test processes run at once.
+# -race tests end; the second, every other TestCluster test (so that a new
+# one runs in one of them), and the HTTP suite over Redis start once those
+# end. The first holds about three quarters of the cluster tests' time, so
+# that both finish at about the same time. No more than three test
+# processes run at once.
 CLUSTER_TESTS_A = ^TestCluster(Resize|Conformance|TxCrash|DeleteAll|SweepsUnderLoad|TxCrashUntouched|Expiry|SearchIndexConformance|FeedConformance)$$
 HTTP_NORACE_TESTS = ^TestConformanceOnRedis$$
 TEST_FLAGS = -count=1 $(LDFLAGS) -timeout 15m -artifacts -outputdir $(CURDIR)/artifacts
