@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,8 +111,10 @@ func (r *recorder) record(c int, in any, do func() (any, error)) bool {
 }
 
 // CheckHistory runs porcupine on a history. When it is not linearizable,
-// the HTML visualisation is written under $PARTMAP_ARTIFACTS (or the
-// system's temporary directory) and its path is logged.
+// the HTML visualisation is written to the test's artifact directory
+// (t.ArtifactDir: kept under -outputdir with go test -artifacts, as
+// `make test` runs, and removed after the test otherwise) and its path is
+// logged.
 func CheckHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
 	return checkAndVisualize(t, LinearizabilityModel, history, time.Minute)
@@ -125,12 +126,7 @@ func checkAndVisualize(t *testing.T, model porcupine.Model, history []porcupine.
 	t.Helper()
 	res, info := porcupine.CheckOperationsVerbose(model, history, limit)
 	if res == porcupine.Illegal {
-		dir := os.Getenv("PARTMAP_ARTIFACTS")
-		if dir == "" {
-			dir = os.TempDir()
-		}
-		os.MkdirAll(dir, 0o755)
-		path := filepath.Join(dir, fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
+		path := filepath.Join(t.ArtifactDir(), fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			t.Logf("writing the visualisation: %v", err)
 		} else {

@@ -108,9 +108,8 @@ func RecordTxHistory(t *testing.T, newClient func(i int) partmap.Store, opts TxL
 }
 
 // CheckTxHistory runs porcupine on a history of RecordTxHistory. When it is
-// not linearizable, the HTML visualisation is written under
-// $PARTMAP_ARTIFACTS (or the system's temporary directory) and its path is
-// logged. A check that runs out of time is porcupine.Unknown.
+// not linearizable, the HTML visualisation is written as CheckHistory
+// says. A check that runs out of time is porcupine.Unknown.
 func CheckTxHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
 	// One partition is searched as a whole: give a long run's time.
