@@ -1,3 +1,10 @@
+//go:build !fuzzsmoke
+
+// make fuzz builds with the tag fuzzsmoke, which leaves this file out: it
+// imports the Pebble store and storetest, and the package's fuzzing
+// binary would compile them again, coverage-instrumented, as test
+// variants.
+
 package partmap_test
 
 import (

@@ -1,3 +1,9 @@
+//go:build !fuzzsmoke
+
+// make fuzz builds with the tag fuzzsmoke, which leaves this file out: it
+// imports the Pebble and Redis stores, and the package's fuzzing binary would
+// compile them again, coverage-instrumented, as test variants.
+
 package directory_test
 
 import (
