@@ -6,8 +6,8 @@ GO ?= go
 # package:target:executions for every fuzz target; `make test` runs each
 # for 1 to 3 s on a 2-core machine, beside the tests: a smoke test of each
 # target, whose corpus is committed (and runs in go test itself). The
-# counts were halved on 2026-12-06 (40 of the run's 1,280 CPU-s) to bring
-# the suite under ten minutes. `make fuzz FUZZTIME=60s` runs every target
+# counts were halved on 2026-12-06 (about 40 of the run's 1,280 CPU-s) to
+# shorten the suite, which is CPU-bound. `make fuzz FUZZTIME=60s` runs every target
 # for a duration, on the corpus it has gathered in the build cache; `make
 # test`'s smoke starts from the committed corpus alone (FUZZCACHE), so
 # that its cost does not grow with every run on the same machine.
@@ -47,7 +47,7 @@ TEST_PACKAGES = $(SLOW_PACKAGES) $(filter-out $(SLOW_PACKAGES) ./redis/,$(shell 
 # store test process starts its own cluster, which costs 0.5 CPU-s), taken
 # by two lanes: one once the Redis store's -race tests end, the other once
 # the other packages' tests end, whichever comes first. Fixed splits of
-# them left one core of the two idle for 60 to 90 s at the end of a run:
+# them left one core of the two idle for up to 90 s at the end of a run:
 # which of the two stages ends first changes from run to run. At most
 # three test processes run at once, as in the stages before them: with a
 # fourth, tests that wait a bounded time for locks failed. Each shard is
