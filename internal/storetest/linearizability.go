@@ -2,9 +2,11 @@ package storetest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,10 +113,12 @@ func (r *recorder) record(c int, in any, do func() (any, error)) bool {
 }
 
 // CheckHistory runs porcupine on a history. When it is not linearizable,
-// the HTML visualisation is written to the test's artifact directory
-// (t.ArtifactDir: kept under -outputdir with go test -artifacts, as
-// `make test` runs, and removed after the test otherwise) and its path is
-// logged.
+// the HTML visualisation is written and its path logged: under go test
+// -artifacts, as `make test` runs, to the test's artifact directory
+// (t.ArtifactDir, under -outputdir), so that the checker tests, whose
+// histories are illegal on purpose, leave nothing behind elsewhere; without
+// it, to the system's temporary directory, since t.ArtifactDir's would be
+// removed when the test ends.
 func CheckHistory(t *testing.T, history []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
 	return checkAndVisualize(t, LinearizabilityModel, history, time.Minute)
@@ -126,7 +130,11 @@ func checkAndVisualize(t *testing.T, model porcupine.Model, history []porcupine.
 	t.Helper()
 	res, info := porcupine.CheckOperationsVerbose(model, history, limit)
 	if res == porcupine.Illegal {
-		path := filepath.Join(t.ArtifactDir(), fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
+		dir := os.TempDir()
+		if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+			dir = t.ArtifactDir()
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			t.Logf("writing the visualisation: %v", err)
 		} else {
