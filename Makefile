@@ -87,10 +87,11 @@ LDFLAGS = -ldflags=-w
 # directory at random instead of PACKAGE/TEST (go.dev/issue/77763); the
 # console test logs where its screenshot went.
 #
-# The fuzz stage runs beside the tests, at the lowest priority: they leave
-# about a sixth of the two cores idle (waiting on fsyncs, Redis and
-# sleeps), more than its 70 s of CPU, where after them it took 40 s of
-# the run. Its output (artifacts/fuzz.log) is printed once both are done.
+# The fuzz stage runs beside the tests, at the lowest priority, in the
+# time they leave the cores idle (waiting on fsyncs, Redis and sleeps):
+# after them it took 40 s of the run. Its 90 to 120 CPU-s, builds
+# included, end before the tests do (2026-12-06). Its output
+# (artifacts/fuzz.log) is printed once both are done.
 test: deps lint
 	@mkdir -p artifacts; q=artifacts/jobs; rm -rf $$q; mkdir -p $$q/queue $$q/taken; \
 	echo "$(GO) test $(TEST_FLAGS) -run '$(HTTP_NORACE_TESTS)' ./http/" >$$q/queue/1-http-on-redis; \
