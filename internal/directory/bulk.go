@@ -42,7 +42,11 @@ func (d *Directory) upsertBulk(ctx context.Context, profiles []partmap.Profile, 
 	}
 	results := make([]partmap.BulkResult, len(profiles))
 	canonical := make([]partmap.Profile, len(profiles))
-	var todo []int
+	// Each canonical email is read from its profile once, while the
+	// profile is in the processor's cache: the groups below would look it
+	// up four times, each a miss in memory in an import of many profiles.
+	emails := make([]string, len(profiles))
+	todo := make([]int, 0, len(profiles))
 	for i, p := range profiles {
 		c, err := d.prepare(p)
 		if err == nil && deadlines != nil {
@@ -52,7 +56,7 @@ func (d *Directory) upsertBulk(ctx context.Context, profiles []partmap.Profile, 
 			results[i].Err = err
 			continue
 		}
-		canonical[i] = c
+		canonical[i], emails[i] = c, c.Email()
 		todo = append(todo, i)
 	}
 	// Every path below records each profile's outcome; should one ever
@@ -64,7 +68,7 @@ func (d *Directory) upsertBulk(ctx context.Context, profiles []partmap.Profile, 
 	// the new one.
 	for len(todo) > 0 {
 		var sv *serving
-		todo, sv = d.upsertGroups(ctx, canonical, deadlines, todo, results)
+		todo, sv = d.upsertGroups(ctx, canonical, emails, deadlines, todo, results)
 		if len(todo) > 0 {
 			if err := d.reload(sv); err != nil {
 				for _, i := range todo {
@@ -79,12 +83,12 @@ func (d *Directory) upsertBulk(ctx context.Context, profiles []partmap.Profile, 
 
 // upsertGroups commits todo's profiles, d.bulkSize partitions per
 // invocation, and returns those to run again.
-func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, deadlines []partmap.Deadlines, todo []int, results []partmap.BulkResult) ([]int, *serving) {
+func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profile, emails []string, deadlines []partmap.Deadlines, todo []int, results []partmap.BulkResult) ([]int, *serving) {
 	sv := d.acquire()
 	defer sv.release()
 	groups := map[partmap.Partition][]int{} // partition → indexes, in order
 	for _, i := range todo {
-		p := sv.part(canonical[i].Email()).Partition
+		p := sv.part(emails[i]).Partition
 		groups[p] = append(groups[p], i)
 	}
 	parts := slices.Sorted(maps.Keys(groups))
@@ -104,26 +108,26 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 	commit := func(chunk []partmap.Partition) error {
 		var parts []engine.Part
 		var idx []int
-		var emails []string
+		var records []string
 		for _, p := range chunk {
 			parts = append(parts, engine.Part{Generation: sv.cur.Generation, Partition: p})
 			for _, i := range groups[p] {
 				idx = append(idx, i)
-				emails = append(emails, canonical[i].Email())
-				if q, ok := sv.mirror(canonical[i].Email()); ok {
+				records = append(records, emails[i])
+				if q, ok := sv.mirror(emails[i]); ok {
 					parts = append(parts, q)
 				}
 			}
 		}
 		inv := sv.invocation(parts...)
-		inv.Records = emails
+		inv.Records = records
 		durable, err := d.engine.InvokeVisible(engine.Bulk(ctx), inv, func(tx *engine.Tx) error {
 			if d.serving.Load() != sv {
 				return engine.ErrStale
 			}
 			now := d.now()
 			for _, p := range chunk {
-				if err := upsertGroup(tx, sv, p, groups[p], canonical, deadlines, results, now); err != nil {
+				if err := upsertGroup(tx, sv, p, groups[p], canonical, emails, deadlines, results, now); err != nil {
 					return err
 				}
 			}
@@ -172,17 +176,17 @@ func (d *Directory) upsertGroups(ctx context.Context, canonical []partmap.Profil
 
 // upsertGroup upserts the profiles idx of partition p, in order, each with
 // its deadlines if there are any.
-func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, deadlines []partmap.Deadlines, results []partmap.BulkResult, now int64) error {
+func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, canonical []partmap.Profile, emails []string, deadlines []partmap.Deadlines, results []partmap.BulkResult, now int64) error {
 	part := engine.Part{Generation: sv.cur.Generation, Partition: p}
-	emails := make([]string, len(idx))
+	group := make([]string, len(idx))
 	for k, i := range idx {
-		emails[k] = canonical[i].Email()
+		group[k] = emails[i]
 	}
-	if err := tx.Prefetch(part, emails); err != nil {
+	if err := tx.Prefetch(part, group); err != nil {
 		return err
 	}
 	for k, i := range idx {
-		cur, exists, err := tx.Get(part, emails[k])
+		cur, exists, err := tx.Get(part, group[k])
 		if err != nil {
 			return err
 		}
@@ -192,7 +196,7 @@ func upsertGroup(tx *engine.Tx, sv *serving, p partmap.Partition, idx []int, can
 		if deadlines != nil {
 			rec.Deadlines = deadlines[i]
 		}
-		st := sv.staged(emails[k])
+		st := sv.staged(group[k])
 		st.tx = tx
 		if err := st.Put(rec, partmap.OpPut); err != nil {
 			return err
