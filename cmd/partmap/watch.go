@@ -35,7 +35,7 @@ each change as the server sends it instead, one JSON object per line, with
 its cursor.
 
 Where it starts: --after now (the default) shows only the changes made from
-now on; --after start every change the feed still holds; --after CURSOR the
+the server's first answer on; --after start every change the feed still holds; --after CURSOR the
 changes after a cursor printed by --json. --once prints what is there and
 exits; it starts at the start unless --after says otherwise.
 
@@ -117,10 +117,18 @@ func (w *watcher) drain(ctx context.Context, q partmap.ChangeQuery) error {
 // follow long-polls the feed until ctx ends, riding out a server that goes
 // away: it resumes from the last page's Next, so nothing is lost or
 // printed twice.
+//
+// "now" is pinned first, by a request that does not wait: a long poll of
+// "now" that a restart cut short would ask for "now" again, and skip what
+// was written while the server came back.
 func (w *watcher) follow(ctx context.Context, q partmap.ChangeQuery) error {
-	q.Wait = watchPoll
+	pinning := q.After == partmap.FeedNow
 	backoff, failing := time.Duration(0), ""
 	for ctx.Err() == nil {
+		q.Wait = watchPoll
+		if pinning {
+			q.Wait = 0
+		}
 		// A bound of its own, should the connection die silently.
 		rctx, cancel := context.WithTimeout(ctx, q.Wait+30*time.Second)
 		page, err := w.cl.Changes(rctx, q)
@@ -150,7 +158,7 @@ func (w *watcher) follow(ctx context.Context, q partmap.ChangeQuery) error {
 		if err := w.print(page.Changes); err != nil {
 			return err
 		}
-		q.After = page.Next
+		q.After, pinning = page.Next, false
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,27 +273,7 @@ func freeAddr(t *testing.T) string {
 // server is back, then goes on from where it was, missing nothing that was
 // written meanwhile and printing nothing twice.
 func TestWatchSurvivesRestart(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "data")
-	addr := freeAddr(t)
-	serve := func() (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		logs := newLogWriter()
-		exit := make(chan int, 1)
-		go func() {
-			exit <- Main(ctx, []string{"serve", "--addr", addr, "--data", data}, strings.NewReader(""), io.Discard, logs)
-		}()
-		select {
-		case <-logs.addr:
-		case code := <-exit:
-			t.Fatalf("serve exited with %d: %s", code, logs)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("serve did not start: %s", logs)
-		}
-		return func() {
-			cancel()
-			<-exit
-		}
-	}
+	serve, addr := restartableServer(t)
 	srv := "--server=http://" + addr
 	stopServer := serve()
 	must := mustRun(t, srv)
@@ -316,6 +297,80 @@ func TestWatchSurvivesRestart(t *testing.T) {
 	if !strings.Contains(errOut.String(), "reconnected") {
 		t.Errorf("stderr: %q", errOut)
 	}
+}
+
+// A watch from now that has seen no change yet rides out a restart too:
+// "now" is the moment of its first answer, not of each request, so what
+// is written while it reconnects still shows. It asked for "now" again
+// and skipped those changes.
+func TestWatchFromNowSurvivesRestart(t *testing.T) {
+	serve, addr := restartableServer(t)
+	srv := "--server=http://" + addr
+	stopServer := serve()
+	must := mustRun(t, srv)
+	must("", "start")
+	defer func() { watchBackoff = struct{ first, max time.Duration }{100 * time.Millisecond, 5 * time.Second} }()
+	// Long enough that the server is back, and written to, before the
+	// watch asks again.
+	watchBackoff.first, watchBackoff.max = 3*time.Second, 3*time.Second
+	out, errOut, stop := startWatch(t, srv)
+	waitFor(t, "the watch's long poll", func() bool { return inFlight(t, addr) >= 2 }) // it and this scrape
+
+	stopServer()
+	waitFor(t, "the watch to notice", func() bool { return strings.Contains(errOut.String(), "retrying") })
+	stopServer = serve()
+	defer stopServer()
+	must("", "put", "meanwhile@example.com", "--name", "Meanwhile")
+	waitFor(t, "the change written while the watch was away", func() bool { return strings.Contains(out.String(), "meanwhile@example.com") })
+	if code := stop(); code != 0 {
+		t.Errorf("interrupted: exit %d, %q", code, errOut)
+	}
+}
+
+// inFlight is the server's count of requests being served, read from its
+// metrics.
+func inFlight(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "partmap_http_requests_in_flight "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// restartableServer is a serve command on a data directory and address of
+// its own, which serve starts again after each stop.
+func restartableServer(t *testing.T) (serve func() (stop func()), addr string) {
+	data := filepath.Join(t.TempDir(), "data")
+	addr = freeAddr(t)
+	serve = func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		logs := newLogWriter()
+		exit := make(chan int, 1)
+		go func() {
+			exit <- Main(ctx, []string{"serve", "--addr", addr, "--data", data}, strings.NewReader(""), io.Discard, logs)
+		}()
+		select {
+		case <-logs.addr:
+		case code := <-exit:
+			t.Fatalf("serve exited with %d: %s", code, logs)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve did not start: %s", logs)
+		}
+		return func() {
+			cancel()
+			<-exit
+		}
+	}
+	return serve, addr
 }
 
 // A cursor the feed's retention has passed ends the watch, clearly, in
