@@ -6,6 +6,7 @@ package auth
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -61,6 +62,18 @@ type tokenEntry struct {
 // Blank lines and lines starting with # are ignored. `partmap token` makes
 // tokens and their lines.
 func ParseTokens(r io.Reader) (*Tokens, error) {
+	t, err := parseEntries(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.entries) == 0 {
+		return nil, fmt.Errorf("the auth file holds no token")
+	}
+	return t, nil
+}
+
+// parseEntries is ParseTokens without its demand for a token at least.
+func parseEntries(r io.Reader) (*Tokens, error) {
 	t := &Tokens{}
 	sc := bufio.NewScanner(r)
 	names := map[string]bool{}
@@ -93,9 +106,6 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if len(t.entries) == 0 {
-		return nil, fmt.Errorf("the auth file holds no token")
-	}
 	return t, nil
 }
 
@@ -115,14 +125,32 @@ func LoadTokens(path string) (*Tokens, error) {
 
 // AppendToken appends a line from NewToken to the auth file at path,
 // creating the file readable by its owner only. A server reads the file
-// when it starts.
+// when it starts, and refuses one whose lines are malformed or that names
+// a token twice, so neither is appended to: the file is left as it was.
 func AppendToken(path, line string) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	held, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	t, err := parseEntries(bytes.NewReader(held))
+	if err != nil {
+		return fmt.Errorf("auth file %s: %w; fix it before adding a token", path, err)
+	}
+	name, _, _ := strings.Cut(line, " ")
+	for _, e := range t.entries {
+		if e.name == name {
+			return fmt.Errorf("auth file %s already has a token named %q: choose another name, or delete its line first to replace it", path, name)
+		}
+	}
+	if len(held) > 0 && held[len(held)-1] != '\n' {
+		line = "\n" + line // the last line was not ended
+	}
 	if _, err := fmt.Fprintln(f, line); err != nil {
-		f.Close()
 		return err
 	}
 	return f.Close()

@@ -63,6 +63,38 @@ func TestAppendToken(t *testing.T) {
 	}
 }
 
+// AppendToken leaves a file that a server would refuse as it was: a second
+// token of one name (a rotation) or a file already malformed. A last line
+// without its newline gets one before the new line.
+func TestAppendTokenRefuses(t *testing.T) {
+	dir := t.TempDir()
+	_, ops, _ := auth.NewToken("ops", auth.ScopeAdmin)
+	_, again, _ := auth.NewToken("ops", auth.ScopeRead)
+	_, other, _ := auth.NewToken("other", auth.ScopeRead)
+	for name, c := range map[string]struct{ held, line, err string }{
+		"Duplicate": {ops + "\n", again, `already has a token named "ops"`},
+		"Malformed": {"ops admin\n", other, "line 1: want NAME SCOPE sha256:HEX"},
+	} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(c.held), 0o600)
+		err := auth.AppendToken(path, c.line)
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != c.held {
+			t.Errorf("%s: the file became %q", name, b)
+		}
+	}
+	path := filepath.Join(dir, "unended")
+	os.WriteFile(path, []byte("# tokens\n"+ops), 0o600)
+	if err := auth.AppendToken(path, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.LoadTokens(path); err != nil {
+		t.Fatalf("after appending to a file whose last line had no newline: %v", err)
+	}
+}
+
 // Lookup finds a token's name and scope from the token itself, and
 // nothing from another string.
 func TestLookup(t *testing.T) {

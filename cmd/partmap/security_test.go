@@ -39,6 +39,13 @@ func TestTokensThroughTheCLI(t *testing.T) {
 	if code, _, errOut := run(t, "", "token", "--name", "x", "--scope", "root"); code != 2 || !strings.Contains(errOut, "scope") {
 		t.Fatalf("bad scope: %d %q", code, errOut)
 	}
+	if code, _, errOut := run(t, "", "token", "--scope", "read"); code != 2 || !strings.Contains(errOut, "--name is required") {
+		t.Fatalf("no name: %d %q", code, errOut)
+	}
+	// A second token of one name would make serve refuse the file.
+	if code, tok, errOut := run(t, "", "token", "--name", "ops", "--scope", "read", "--auth-file", auth); code != 1 || tok != "" || !strings.Contains(errOut, `already has a token named "ops"`) {
+		t.Fatalf("a second ops: %d %q %q", code, tok, errOut)
+	}
 
 	url, _ := serveInProcess(t, "--auth-file", auth)
 	srv := "--server=" + url

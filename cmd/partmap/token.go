@@ -19,6 +19,9 @@ func runToken(_ context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("token takes no arguments")
 	}
+	if *name == "" {
+		return usagef("--name is required: who or what the token is for")
+	}
 	scope, err := auth.ParseScope(*scopeName)
 	if err != nil {
 		return usageError(err.Error())
