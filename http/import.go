@@ -284,10 +284,18 @@ func newCSVReader(r io.Reader) (*csvReader, error) {
 	if len(header) > 0 {
 		header[0] = strings.TrimPrefix(header[0], string(bom))
 	}
-	for _, h := range header {
-		if !utf8.ValidString(h) {
+	seen := make(map[string]bool, len(header))
+	for i, h := range header {
+		switch {
+		case !utf8.ValidString(h):
 			return nil, LineError{1, partmap.Errorf(partmap.EINVALIDUTF8, "a column name is not valid UTF-8")}
+		case h == "":
+			return nil, LineError{1, partmap.Errorf(partmap.EINVALID, "column %d has no name", i+1)}
+		case seen[h]:
+			// Each row would keep only the last column's value.
+			return nil, LineError{1, partmap.Errorf(partmap.EINVALID, "column %q appears more than once", h)}
 		}
+		seen[h] = true
 	}
 	c.header = header
 	return c, nil

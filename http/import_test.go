@@ -87,10 +87,15 @@ func TestImport(t *testing.T) {
 	})
 	// A CSV header that cannot be read stops the import at line 1.
 	t.Run("ErrCSVHeader", func(t *testing.T) {
-		for _, in := range []string{"", "emailAddress,\xff\n"} {
+		for in, want := range map[string]string{
+			"":                                      "header",
+			"emailAddress,\xff\n":                   "UTF-8",
+			"emailAddress,,b\n":                     "column 2 has no name",
+			"emailAddress,a,a\nc@example.com,x,y\n": `column "a" appears more than once`,
+		} {
 			var le pmhttp.LineError
-			if _, _, err := pmhttp.ValidateImport(strings.NewReader(in), pmhttp.ImportOptions{Format: "csv"}); !errors.As(err, &le) || le.Line != 1 {
-				t.Fatalf("%q: %v", in, err)
+			if _, _, err := pmhttp.ValidateImport(strings.NewReader(in), pmhttp.ImportOptions{Format: "csv"}); !errors.As(err, &le) || le.Line != 1 || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%q: %v, want line 1 saying %q", in, err, want)
 			}
 		}
 	})
