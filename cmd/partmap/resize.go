@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"time"
 
@@ -18,7 +19,9 @@ func runResize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *partitions == 0 {
+	given := false
+	cf.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "partitions" })
+	if !given {
 		st, err := cl.ResizeStatus(ctx)
 		if err != nil {
 			return err

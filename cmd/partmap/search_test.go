@@ -135,7 +135,7 @@ func TestResizeCommand(t *testing.T) {
 	if code, out, _ := run(t, "", "partition", "alice@example.com"); code != 0 || !strings.Contains(out, "partition-278") {
 		t.Fatalf("partition: %q", out)
 	}
-	for _, bad := range []string{"-1", "1048577"} {
+	for _, bad := range []string{"-1", "0", "1048577"} {
 		if code, _, _ := run(t, "", "resize", "--partitions", bad, srv); code != 2 {
 			t.Errorf("resize --partitions %s: exit %d, want 2", bad, code)
 		}
