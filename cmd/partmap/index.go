@@ -169,6 +169,9 @@ func parseFieldSpec(spec string) (partmap.IndexField, error) {
 		case key == "whole" && !hasValue:
 			f.Whole = true
 		case key == "separator" && hasValue:
+			if value == "" {
+				return partmap.IndexField{}, usagef("field %q: separator= needs its character; without the option it is ,", spec)
+			}
 			f.Separator = value
 		default:
 			return partmap.IndexField{}, usagef("field %q: unknown option %q; the options are sortable, nostem, casesensitive, whole and separator=C", spec, opt)

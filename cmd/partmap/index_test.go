@@ -35,7 +35,7 @@ func TestParseFieldSpec(t *testing.T) {
 			}
 		})
 	}
-	for _, spec := range []string{"", "fullName", "fullName:WORDS", ":TEXT", "TEXT", "visits:NUMERIC:sortable=yes", "visits:NUMERIC:fast", "tags:TAG:separator"} {
+	for _, spec := range []string{"", "fullName", "fullName:WORDS", ":TEXT", "TEXT", "visits:NUMERIC:sortable=yes", "visits:NUMERIC:fast", "tags:TAG:separator", "tags:TAG:separator="} {
 		t.Run("Err"+spec, func(t *testing.T) {
 			if f, err := parseFieldSpec(spec); err == nil {
 				t.Fatalf("%q read as %+v", spec, f)
