@@ -99,6 +99,9 @@ func (s *Server) handleChecks(w http.ResponseWriter, r *http.Request, q url.Valu
 				return err
 			}
 			if i == 1 {
+				if bounds[1] < bounds[0] {
+					return partmap.Errorf(partmap.EINVALID, "to %d is before from %d", bounds[1], bounds[0])
+				}
 				bounds[1]++ // to is the last partition checked
 			}
 		}

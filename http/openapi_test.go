@@ -1082,6 +1082,9 @@ func TestOpenAPIMatchesServer(t *testing.T) {
 		c.expect(t, xGet(checks+q), 400, partmap.EINVALID)
 	}
 	c.expect(t, xHead(checks+"?from=1000"), 400, "")
+	if r := c.expect(t, xGet(checks+"?from=278&to=277"), 400, partmap.EINVALID); !bytes.Contains(r.body, []byte("to 277 is before from 278")) {
+		t.Errorf("a reversed range: %s", r.body)
+	}
 	for _, q := range []string{"?from=x", "?to=-1", "?partition=1"} {
 		c.expect(t, xBad(xGet(checks+q)), 400, partmap.EINVALID)
 	}
