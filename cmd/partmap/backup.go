@@ -64,7 +64,10 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if len(rest) != 1 {
 		return usagef("restore takes one BACKUP: a directory, an archive file, or - for an archive on standard input")
 	}
-	if *verify == (*data != "") {
+	switch {
+	case *verify && *data != "":
+		return usagef("--verify restores nothing: give --data or --verify, not both")
+	case !*verify && *data == "":
 		return usagef("name the new data directory with --data, or check the backup without restoring it with --verify")
 	}
 	src, closeSrc, err := openBackup(e, rest[0])
@@ -93,8 +96,8 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	warnUnchecksummed(e, rest[0], info)
-	fmt.Fprintf(e.stderr, "restored the backup of %s (%d profiles) into %s; serve it with partmap serve --data %s\n",
-		time.UnixMilli(info.Taken).UTC().Format(time.RFC3339), profiles, *data, *data)
+	fmt.Fprintf(e.stderr, "restored the backup of %s (%s) into %s; serve it with partmap serve --data %s\n",
+		time.UnixMilli(info.Taken).UTC().Format(time.RFC3339), count(profiles, "profile"), *data, *data)
 	return nil
 }
 

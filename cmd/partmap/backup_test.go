@@ -50,7 +50,7 @@ func TestBackupAndRestore(t *testing.T) {
 	if code, _, errOut := run(t, "", "restore", "--verify", backup); code != 0 || !regexp.MustCompile(`is sound: \d+ files, .* \(\d+ bytes\), each of the size and CRC-32C its manifest lists`).MatchString(errOut) {
 		t.Fatalf("restore --verify: %d %q", code, errOut)
 	}
-	if code, _, errOut := run(t, "", "restore", "--verify", backup, "--data", data); code != 2 || !strings.Contains(errOut, "--verify") {
+	if code, _, errOut := run(t, "", "restore", "--verify", backup, "--data", data); code != 2 || !strings.Contains(errOut, "not both") {
 		t.Fatalf("restore --verify --data: %d %q", code, errOut)
 	}
 }
@@ -81,7 +81,7 @@ func TestRestoreArchive(t *testing.T) {
 			t.Fatalf("restore --verify %s: %d %q", src.arg, code, errOut)
 		}
 		data := filepath.Join(t.TempDir(), "restored")
-		if code, _, errOut := run(t, src.stdin, "restore", src.arg, "--data", data); code != 0 || !strings.Contains(errOut, "(1 profiles)") {
+		if code, _, errOut := run(t, src.stdin, "restore", src.arg, "--data", data); code != 0 || !strings.Contains(errOut, "(1 profile)") {
 			t.Fatalf("restore %s: %d %q", src.arg, code, errOut)
 		}
 	}
@@ -154,7 +154,7 @@ func TestRestoreOlderBackupWarns(t *testing.T) {
 		t.Fatalf("restore --verify of an older backup: %d %q", code, errOut)
 	}
 	data := filepath.Join(t.TempDir(), "restored")
-	if code, _, errOut := run(t, "", "restore", backup, "--data", data); code != 0 || !strings.Contains(errOut, warning) || !strings.Contains(errOut, "(1 profiles)") {
+	if code, _, errOut := run(t, "", "restore", backup, "--data", data); code != 0 || !strings.Contains(errOut, warning) || !strings.Contains(errOut, "(1 profile)") {
 		t.Fatalf("restore of an older backup: %d %q", code, errOut)
 	}
 }

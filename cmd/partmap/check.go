@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -14,24 +15,24 @@ import (
 
 func runCheck(ctx context.Context, e *env, args []string) error {
 	cf := newClientCommand(e, "check", "")
-	only := cf.fs.Int("partition", -1, "check only this partition `number`")
+	only := cf.fs.Int("partition", 0, "check only this partition `number`; without it, every partition")
 	_, cl, err := cf.parse(args, 0, 0)
 	if err != nil {
 		return err
 	}
+	one := false
+	cf.fs.Visit(func(f *flag.Flag) { one = one || f.Name == "partition" })
 	stats, err := cl.ListPartitions(ctx)
 	if err != nil {
 		return err
 	}
 	n := stats.MapPartitions()
 	first, last := 0, n-1
-	if *only >= 0 {
-		if *only >= n {
+	if one {
+		if *only < 0 || *only >= n {
 			return usagef("--partition must be from 0 to %d", n-1)
 		}
 		first, last = *only, *only
-	} else if *only != -1 {
-		return usagef("--partition must be from 0 to %d", n-1)
 	}
 	drifted, err := checkPartitions(ctx, cl, first, last, e)
 	if err != nil {
@@ -52,7 +53,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 			what += "; search indexes " + strings.Join(built, ", ")
 		}
 	}
-	fmt.Fprintf(e.stdout, "checked %d partitions: counts and indexes (%s) agree with the profiles\n", last-first+1, what)
+	fmt.Fprintf(e.stdout, "checked %s: counts and indexes (%s) agree with the profiles\n", count(last-first+1, "partition"), what)
 	return nil
 }
 
@@ -70,7 +71,7 @@ func checkPartitions(ctx context.Context, cl *pmhttp.Client, first, last int, e 
 		}
 		drifted++
 		if c.Profiles != c.Counted {
-			fmt.Fprintf(e.stdout, "%s: %d profiles but the stored count is %d\n", c.Partition, c.Profiles, c.Counted)
+			fmt.Fprintf(e.stdout, "%s: %s but the stored count is %d\n", c.Partition, count(c.Profiles, "profile"), c.Counted)
 		}
 		for _, d := range c.Drift {
 			what := "stale index entry (no profile holds it)"

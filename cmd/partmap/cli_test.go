@@ -138,12 +138,17 @@ func TestFieldCommands(t *testing.T) {
 	if want := "{\n  \"visits\": \"0\",\n  \"nickname\": null,\n  \"fullName\": \"Ada\"\n}\n"; out != want {
 		t.Fatalf("get --fields: %q, want %q", out, want)
 	}
+	for _, fields := range []string{"", "visits,,fullName"} {
+		if code, out, errOut := run(t, "", "get", "ada@example.com", "--fields", fields, srv); code != 2 || out != "" || !strings.Contains(errOut, "a field name in the list is empty") {
+			t.Errorf("get --fields %q: %d %q %q", fields, code, out, errOut)
+		}
+	}
 	_, errOut := must("", "patch", "ada@example.com", "--set", "nickname=A", "--set", "fullName=Ada L", "--delete", "absent")
-	if !strings.Contains(errOut, "1 fields added, 0 deleted") {
+	if !strings.Contains(errOut, "1 field added, 0 deleted") {
 		t.Fatalf("patch from flags: %q", errOut)
 	}
 	_, errOut = must(`{"nickname":null,"city":"London"}`, "patch", "ada@example.com")
-	if !strings.Contains(errOut, "1 fields added, 1 deleted") {
+	if !strings.Contains(errOut, "1 field added, 1 deleted") {
 		t.Fatalf("patch from stdin: %q", errOut)
 	}
 	if out, _ := must("", "incr", "ada@example.com", "visits", "--by", "41"); out != "41\n" {

@@ -28,9 +28,14 @@ func (f *deadlineFlags) register(fs *flag.FlagSet) {
 // --at as Unix milliseconds. A kind that requires a time must be given
 // one.
 func (f *deadlineFlags) members(m *partmap.OperationJSON) error {
+	timed := f.in != "" || f.at != ""
 	switch _, required := m.Op.Takes("time"); {
 	case f.in != "" && f.at != "":
 		return usagef("give --in or --at, not both")
+	case timed && m.Persist != nil && *m.Persist:
+		return usagef("give --in or --at, or --persist, not both")
+	case timed && m.KeepTTL != nil && *m.KeepTTL:
+		return usagef("give --in or --at, or --keep-ttl, not both")
 	case f.in != "":
 		d, err := time.ParseDuration(f.in)
 		if err != nil || d < 0 || d%time.Millisecond != 0 {

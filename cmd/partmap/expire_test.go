@@ -80,7 +80,8 @@ func TestExpiryCommands(t *testing.T) {
 		{[]string{"incr", "ada@example.com", "visits", "--by", "1.5"}, "add --float"},
 		{[]string{"setex", "ada@example.com", "novalue"}, "is not FIELD=VALUE"},
 		{[]string{"setex", "ada@example.com", "a=1", "--condition", "NX"}, "FNX or FXX"},
-		{[]string{"getex", "ada@example.com", "a", "--in", "1s", "--persist"}, "not both"},
+		{[]string{"getex", "ada@example.com", "a", "--in", "1s", "--persist"}, "give --in or --at, or --persist, not both"},
+		{[]string{"setex", "ada@example.com", "a=1", "--in", "1s", "--keep-ttl"}, "give --in or --at, or --keep-ttl, not both"},
 	} {
 		code, _, errOut := run(t, "", append(c.args, srv)...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

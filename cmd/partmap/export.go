@@ -59,6 +59,6 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	if path == "-" {
 		where = "standard output"
 	}
-	fmt.Fprintf(e.stderr, "exported %d profiles to %s\n", n, where)
+	fmt.Fprintf(e.stderr, "exported %s to %s\n", count(n, "profile"), where)
 	return nil
 }

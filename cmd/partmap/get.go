@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"math"
 	"slices"
 	"strings"
@@ -19,8 +20,11 @@ func runGet(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var names []string
-	if *fields != "" {
+	if fieldsGiven(cf.fs) {
 		names = strings.Split(*fields, ",")
+		if slices.Contains(names, "") {
+			return usagef("--fields: a field name in the list is empty")
+		}
 	}
 	if len(rest) > 1 {
 		return getMany(ctx, e, cl, rest, names)
@@ -78,4 +82,11 @@ func orNull(p *partmap.Projection) json.Marshaler {
 		return nil
 	}
 	return *p
+}
+
+// fieldsGiven says whether --fields was on the command line, even empty.
+func fieldsGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "fields" })
+	return given
 }

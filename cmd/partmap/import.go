@@ -97,7 +97,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintln(out, describeLine(b))
 		}
 	}
-	fmt.Fprintf(e.stderr, "imported %d profiles (%d new, %d replaced); %d lines rejected\n", res.Written, res.Created, res.Written-res.Created, len(res.Rejected))
+	fmt.Fprintf(e.stderr, "imported %s (%d new, %d replaced); %s rejected\n", count(res.Written, "profile"), res.Created, res.Written-res.Created, count(len(res.Rejected), "line"))
 	return nil
 }
 

@@ -32,7 +32,7 @@ func TestImportCommand(t *testing.T) {
 	}
 	rejects := filepath.Join(dir, "rejects.txt")
 	code, _, errOut = run(t, "", "import", bad, "--skip-invalid", "--rejects", rejects, srv)
-	if code != 0 || !strings.Contains(errOut, "imported 1 profiles (1 new, 0 replaced); 3 lines rejected") {
+	if code != 0 || !strings.Contains(errOut, "imported 1 profile (1 new, 0 replaced); 3 lines rejected") {
 		t.Fatalf("--skip-invalid: %d %q", code, errOut)
 	}
 	if b, _ := os.ReadFile(rejects); !strings.Contains(string(b), "line 2:") || !strings.Contains(string(b), "invalid-utf8") {
@@ -51,7 +51,7 @@ func TestImportCommand(t *testing.T) {
 		t.Fatalf("a missing column: %d %q", code, errOut)
 	}
 	code, _, errOut = run(t, "{\"emailAddress\":\"stdin@example.com\"}\n", "import", "-", srv)
-	if code != 0 || !strings.Contains(errOut, "imported 1 profiles") {
+	if code != 0 || !strings.Contains(errOut, "imported 1 profile ") {
 		t.Fatalf("stdin: %d %q", code, errOut)
 	}
 }

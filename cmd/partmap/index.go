@@ -102,7 +102,7 @@ func runIndexCreate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "index %s is built: %d profiles\n", info.Name, info.Docs)
+	fmt.Fprintf(e.stdout, "index %s is built: %s\n", info.Name, count(info.Docs, "profile"))
 	return nil
 }
 
@@ -235,7 +235,7 @@ func runIndexList(ctx context.Context, e *env, args []string) error {
 	if len(infos) == 1 {
 		fmt.Fprintln(e.stderr, "1 index")
 	} else {
-		fmt.Fprintf(e.stderr, "%d indexes\n", len(infos))
+		fmt.Fprintf(e.stderr, "%s\n", count(len(infos), "index"))
 	}
 	return nil
 }

@@ -185,7 +185,7 @@ func TestSearchCommand(t *testing.T) {
 
 	// The equality search of FIELD=VALUE conditions keeps working as it
 	// did.
-	if code, out, errOut := run(t, "", "search", "customerTier=gold", "companyName=Acme", srv); code != 0 || !strings.HasPrefix(out, "EMAIL\tFULL NAME\tCOMPANY\tTIER\tPARTITION\nalice@example.com\t") || errOut != "1 profiles\n" {
+	if code, out, errOut := run(t, "", "search", "customerTier=gold", "companyName=Acme", srv); code != 0 || !strings.HasPrefix(out, "EMAIL\tFULL NAME\tCOMPANY\tTIER\tPARTITION\nalice@example.com\t") || errOut != "1 profile\n" {
 		t.Fatalf("search FIELD=VALUE: %d %q %q", code, out, errOut)
 	}
 }

@@ -83,7 +83,7 @@ func listProfiles(ctx context.Context, e *env, cl *pmhttp.Client, conditions []s
 		}
 		cursor = page.NextCursor
 	}
-	fmt.Fprintf(e.stderr, "%d profiles\n", n)
+	fmt.Fprintf(e.stderr, "%s\n", count(n, "profile"))
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/partmap/partmap"
@@ -119,6 +120,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "partmap %s: %s\n", args[0], describe(err))
+	if partmap.ErrorCode(err) == partmap.EUNAUTHORIZED {
+		fmt.Fprintf(stderr, "partmap %s: give a token with --token or $PARTMAP_TOKEN (partmap token makes one)\n", args[0])
+	}
 	return exitError
 }
 
@@ -199,4 +203,15 @@ func newFlagSet(e *env, name, args string) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// count is n of noun, in the singular for one: "1 profile", "2 profiles".
+func count[N int | int64](n N, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "x"):
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

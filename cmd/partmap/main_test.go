@@ -179,3 +179,16 @@ func (p *process) kill9(t *testing.T) {
 	}
 	p.cmd.Wait()
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{count(0, "profile"), "0 profiles"}, {count(1, "profile"), "1 profile"}, {count(int64(2), "partition"), "2 partitions"},
+		{count(1, "index"), "1 index"}, {count(3, "index"), "3 indexes"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+}

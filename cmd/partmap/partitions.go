@@ -18,6 +18,6 @@ func runPartitions(ctx context.Context, e *env, args []string) error {
 	for _, p := range stats.Partitions {
 		fmt.Fprintf(e.stdout, "%s\t%d\n", p.Partition, p.Profiles)
 	}
-	fmt.Fprintf(e.stderr, "%d partitions in use, %d profiles\n", len(stats.Partitions), stats.TotalProfiles)
+	fmt.Fprintf(e.stderr, "%s in use, %s\n", count(len(stats.Partitions), "partition"), count(stats.TotalProfiles, "profile"))
 	return nil
 }

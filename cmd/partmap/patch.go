@@ -47,7 +47,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "patched %s: %d fields added, %d deleted (ETag %s)\n",
-		res.Record.Profile.Email(), res.FieldsAdded, res.FieldsDeleted, res.Record.Version.ETag())
+	fmt.Fprintf(e.stderr, "patched %s: %s added, %d deleted (ETag %s)\n",
+		res.Record.Profile.Email(), count(res.FieldsAdded, "field"), res.FieldsDeleted, res.Record.Version.ETag())
 	return printJSON(e.stdout, res.Record.Profile)
 }

@@ -175,7 +175,7 @@ func (s *projectProgress) update(pr postgres.Progress) {
 	if pr.CaughtUp {
 		s.bar.Finish()
 		s.bar = nil
-		fmt.Fprintf(s.e.stderr, "caught up: %d changes applied\n", pr.Changes)
+		fmt.Fprintf(s.e.stderr, "caught up: %s applied\n", count(pr.Changes, "change"))
 	}
 }
 

@@ -68,7 +68,7 @@ func printResize(e *env, st partmap.ResizeStatus) {
 	if st.Running {
 		fmt.Fprintf(e.stdout, "resizing from %d to %d partitions: %d of %d copied\n", st.Partitions, st.To, st.Copied, st.Partitions)
 	} else {
-		fmt.Fprintf(e.stdout, "%d partitions (layout generation %d)\n", st.Partitions, st.Generation)
+		fmt.Fprintf(e.stdout, "%s (layout generation %d)\n", count(st.Partitions, "partition"), st.Generation)
 	}
 	if st.LastError != "" {
 		fmt.Fprintf(e.stderr, "the mover's last error, which it retries: %s\n", st.LastError)

@@ -24,7 +24,7 @@ func TestSearchAndCheckCommands(t *testing.T) {
 		}
 	}
 	code, out, errOut := run(t, "", "search", "companyName=Acme Corp", "customerTier=gold", srv)
-	if code != 0 || !strings.Contains(out, "a@example.com\t") || strings.Contains(out, "b@example.com") || !strings.Contains(errOut, "1 profiles") {
+	if code != 0 || !strings.Contains(out, "a@example.com\t") || strings.Contains(out, "b@example.com") || !strings.Contains(errOut, "1 profile\n") {
 		t.Fatalf("search: %d %q %q", code, out, errOut)
 	}
 	if code, out, _ := run(t, "", "list", "--json", "customerTier=gold", srv); code != 0 || strings.Count(out, "\n") != 2 {
@@ -45,7 +45,7 @@ func TestSearchAndCheckCommands(t *testing.T) {
 	if code, out, _ := run(t, "", "check", srv); code != 0 || !strings.Contains(out, "checked 1000 partitions") || !strings.Contains(out, "companyName, customerTier") {
 		t.Fatalf("check: %d %q", code, out)
 	}
-	if code, out, _ := run(t, "", "check", "--partition", "5", srv); code != 0 || !strings.Contains(out, "checked 1 partitions") {
+	if code, out, _ := run(t, "", "check", "--partition", "5", srv); code != 0 || !strings.Contains(out, "checked 1 partition:") {
 		t.Fatalf("check one partition: %d %q", code, out)
 	}
 	for _, bad := range []string{"1000", "-2"} {
@@ -102,6 +102,9 @@ func TestMapLockCommands(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "", "map-unlock", lease, srv); code != 1 || !strings.Contains(errOut, "no whole-map lock") {
 		t.Fatalf("a second map-unlock: %d %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "map-unlock", "", srv); code != 2 || !strings.Contains(errOut, "needs the LEASE") {
+		t.Fatalf("map-unlock of an empty lease: %d %q", code, errOut)
 	}
 	for _, bad := range []string{"0s", "1500ms", "2h"} {
 		if code, _, _ := run(t, "", "map-lock", "--for", bad, srv); code != 2 {

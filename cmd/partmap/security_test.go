@@ -49,7 +49,7 @@ func TestTokensThroughTheCLI(t *testing.T) {
 
 	url, _ := serveInProcess(t, "--auth-file", auth)
 	srv := "--server=" + url
-	if code, _, errOut := run(t, "", "start", srv); code != 1 || !strings.Contains(errOut, "unauthorized") {
+	if code, _, errOut := run(t, "", "start", srv); code != 1 || !strings.Contains(errOut, "unauthorized") || !strings.Contains(errOut, "--token or $PARTMAP_TOKEN") {
 		t.Fatalf("start without a token: %d %q", code, errOut)
 	}
 	if code, _, errOut := run(t, "", "start", srv, "--token", readTok); code != 1 || !strings.Contains(errOut, "forbidden") {

@@ -52,7 +52,7 @@ func runTx(ctx context.Context, e *env, args []string) error {
 	for _, line := range out {
 		fmt.Fprintf(e.stdout, "%s\n", line)
 	}
-	fmt.Fprintf(e.stderr, "applied %d operations atomically\n", len(ops))
+	fmt.Fprintf(e.stderr, "applied %s atomically\n", count(len(ops), "operation"))
 	return nil
 }
 

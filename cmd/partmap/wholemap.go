@@ -34,6 +34,9 @@ func runMapUnlock(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if rest[0] == "" {
+		return usagef("map-unlock needs the LEASE that map-lock printed")
+	}
 	if err := cl.UnlockWholeMap(ctx, rest[0]); err != nil {
 		return err
 	}
