@@ -244,7 +244,7 @@ func runTTL(ctx context.Context, e *env, args []string) error {
 		}
 		at := expiryCode(partmap.OpKind(""), int(deadline))
 		if deadline >= 0 {
-			at = time.UnixMilli(deadline).UTC().Format(time.RFC3339Nano)
+			at = time.UnixMilli(deadline).UTC().Format("2006-01-02T15:04:05.000Z07:00") // to the millisecond always, as watch prints times
 		}
 		fmt.Fprintf(e.stdout, "%s\t%d\t%s\n", name, ttl, at)
 	}

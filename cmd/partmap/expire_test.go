@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ func TestExpiryCommands(t *testing.T) {
 	if len(lines) != 4 || lines[0] != "(profile)\t-1\tno deadline" || !strings.HasPrefix(lines[1], "visits\t3600\t") ||
 		lines[2] != "fullName\t-1\tno deadline" || lines[3] != "nope\t-2\tno such field" {
 		t.Fatalf("ttl: %q", out)
+	}
+	if at := strings.Split(lines[1], "\t")[2]; !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(at) {
+		t.Errorf("ttl's deadline %q: want RFC 3339 to the millisecond, always three digits", at)
 	}
 	if out, _ := must("", "persist", "ada@example.com", "visits", "fullName"); out != "visits\t1\tdeadline removed\nfullName\t-1\tno deadline\n" {
 		t.Fatalf("persist: %q", out)
@@ -78,6 +82,7 @@ func TestExpiryCommands(t *testing.T) {
 		{[]string{"expire", "ada@example.com", "--at", "9223372036854776"}, "--at 9223372036854776 is outside"},
 		{[]string{"expire", "ada@example.com", "--in", "1s", "--condition", "ZZ"}, "--condition"},
 		{[]string{"incr", "ada@example.com", "visits", "--by", "1.5"}, "add --float"},
+		{[]string{"incr", "ada@example.com", "visits", "--by", "nan", "--float"}, "--by: by is \"nan\", which is not a float"},
 		{[]string{"setex", "ada@example.com", "novalue"}, "is not FIELD=VALUE"},
 		{[]string{"setex", "ada@example.com", "a=1", "--condition", "NX"}, "FNX or FXX"},
 		{[]string{"getex", "ada@example.com", "a", "--in", "1s", "--persist"}, "give --in or --at, or --persist, not both"},

@@ -17,6 +17,9 @@ func runIncr(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *float {
+		if err := partmap.ParseFloatIncrement(*by); err != nil {
+			return usagef("--by: %s", partmap.ErrorMessage(err))
+		}
 		res, err := cl.Apply(ctx, partmap.Operation{Op: partmap.OpIncrementFloat, Email: rest[0], Field: rest[1], ByFloat: *by, Cond: cf.cond})
 		if err != nil {
 			return err
