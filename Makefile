@@ -141,14 +141,16 @@ fuzz:
 # The Redis store's tests start their own redis-server (the Redis
 # protocol's tests drive redis-cli too, and compare FT.SEARCH with the
 # RediSearch module's), the PostgreSQL
-# projection's their own postgres (internal/pgtest), and the console's test
-# drives a headless chromium: all are Debian's packages.
+# projection's their own postgres (internal/pgtest), the console's test
+# drives a headless chromium, and the README's HTTP walk runs its curl
+# commands (http/readme_walk_test.go): all are Debian's packages.
 deps:
 	@missing=; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-tools"; \
 	[ -e /usr/lib/redis/modules/redisearch.so ] || missing="$$missing redis-redisearch"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -z "$$missing" ] || { \
 		echo "installing$$missing"; \
