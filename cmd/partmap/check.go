@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -20,15 +19,13 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	one := false
-	cf.fs.Visit(func(f *flag.Flag) { one = one || f.Name == "partition" })
 	stats, err := cl.ListPartitions(ctx)
 	if err != nil {
 		return err
 	}
 	n := stats.MapPartitions()
 	first, last := 0, n-1
-	if one {
+	if flagGiven(cf.fs, "partition") {
 		if *only < 0 || *only >= n {
 			return usagef("--partition must be from 0 to %d", n-1)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"math"
 	"slices"
 	"strings"
@@ -20,7 +19,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var names []string
-	if fieldsGiven(cf.fs) {
+	if flagGiven(cf.fs, "fields") {
 		names = strings.Split(*fields, ",")
 		if slices.Contains(names, "") {
 			return usagef("--fields: a field name in the list is empty")
@@ -82,11 +81,4 @@ func orNull(p *partmap.Projection) json.Marshaler {
 		return nil
 	}
 	return *p
-}
-
-// fieldsGiven says whether --fields was on the command line, even empty.
-func fieldsGiven(fs *flag.FlagSet) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "fields" })
-	return given
 }

@@ -205,6 +205,14 @@ func newFlagSet(e *env, name, args string) *flag.FlagSet {
 	return fs
 }
 
+// flagGiven says whether the flag name was on the command line, even set
+// to its default value.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // count is n of noun, in the singular for one: "1 profile", "2 profiles".
 func count[N int | int64](n N, noun string) string {
 	switch {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
 
@@ -19,9 +18,7 @@ func runResize(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	given := false
-	cf.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "partitions" })
-	if !given {
+	if !flagGiven(cf.fs, "partitions") {
 		st, err := cl.ResizeStatus(ctx)
 		if err != nil {
 			return err

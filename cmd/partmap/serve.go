@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -175,7 +174,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("serve takes no arguments, got %q", rest)
 	}
-	fs.Visit(func(f *flag.Flag) { c.dataSet = c.dataSet || f.Name == "data" })
+	c.dataSet = flagGiven(fs, "data")
 	if err := c.Validate(); err != nil {
 		return err
 	}

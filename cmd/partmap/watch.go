@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -35,8 +34,8 @@ each change as the server sends it instead, one JSON object per line, with
 its cursor.
 
 Where it starts: --after now (the default) shows only the changes made from
-the server's first answer on; --after start every change the feed still holds; --after CURSOR the
-changes after a cursor printed by --json. --once prints what is there and
+the server's first answer on; --after start every change the feed still
+holds; --after CURSOR the changes after a cursor printed by --json. --once prints what is there and
 exits; it starts at the start unless --after says otherwise.
 
 While following, it survives a server restart: it retries, backing off, and
@@ -58,8 +57,6 @@ flags:
 	if err != nil {
 		return err
 	}
-	afterSet := false
-	fs.Visit(func(f *flag.Flag) { afterSet = afterSet || f.Name == "after" })
 	switch {
 	case *limit < 1 || *limit > partmap.MaxChangesPage:
 		return usagef("--limit must be from 1 to %d", partmap.MaxChangesPage)
@@ -70,7 +67,7 @@ flags:
 	}
 	q := partmap.ChangeQuery{After: *after, Limit: *limit, Email: *email,
 		From: partmap.Partition(*from), To: partmap.Partition(*to)}
-	if *once && !afterSet {
+	if *once && !flagGiven(fs, "after") {
 		q.After = "start"
 	}
 	if q.After == "start" {
