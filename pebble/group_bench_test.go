@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/pebble"
 )
@@ -49,7 +47,8 @@ func BenchmarkGroupedSet(b *testing.B) {
 	ops := make([]partmap.Operation, 0, group)
 	seen := make(map[int]bool, group)
 	writes := 0
-	h0, m0 := recordCacheCounts(b, s)
+	hits, misses := counter(b, s, "partmap_pebble_record_cache_hits_total"), counter(b, s, "partmap_pebble_record_cache_misses_total")
+	h0, m0 := hits(), misses()
 	b.ResetTimer()
 	cpu := processCPU()
 	for b.Loop() {
@@ -80,25 +79,6 @@ func BenchmarkGroupedSet(b *testing.B) {
 	}
 	b.ReportMetric(float64(processCPU()-cpu)/float64(writes), "cpu-ns/write")
 	b.ReportMetric(float64(b.Elapsed())/float64(writes), "ns/write")
-	h, m := recordCacheCounts(b, s)
-	b.ReportMetric((m-m0)/(h-h0+m-m0), "cache-miss-ratio")
-}
-
-// recordCacheCounts reads the store's record cache hits and misses.
-func recordCacheCounts(b *testing.B, s *pebble.Store) (hits, misses float64) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(s.Collectors()...)
-	families, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, f := range families {
-		switch f.GetName() {
-		case "partmap_pebble_record_cache_hits_total":
-			hits = f.GetMetric()[0].GetCounter().GetValue()
-		case "partmap_pebble_record_cache_misses_total":
-			misses = f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return hits, misses
+	h, m := hits()-h0, misses()-m0
+	b.ReportMetric(m/(h+m), "cache-miss-ratio")
 }

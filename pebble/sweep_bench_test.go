@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/partmap/partmap"
 	"github.com/partmap/partmap/pebble"
@@ -193,25 +192,26 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// counter reads one of the store's counters.
+// counter reads one of the store's counters. It gathers them all, as a
+// scrape does: a collector's Describe may send more descriptions than a
+// reader that looks for one expects.
 func counter(b *testing.B, s *pebble.Store, name string) func() float64 {
-	for _, c := range s.Collectors() {
-		desc := make(chan *prometheus.Desc, 8)
-		c.Describe(desc)
-		close(desc)
-		for d := range desc {
-			if !strings.Contains(d.String(), `fqName: "`+name+`"`) {
-				continue
-			}
-			return func() float64 {
-				m := &dto.Metric{}
-				if err := c.(prometheus.Metric).Write(m); err != nil {
-					b.Fatal(err)
-				}
-				return m.GetCounter().GetValue()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Collectors()...)
+	read := func() (float64, bool) {
+		families, err := reg.Gather()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == name && len(f.GetMetric()) == 1 {
+				return f.GetMetric()[0].GetCounter().GetValue(), true
 			}
 		}
+		return 0, false
 	}
-	b.Fatalf("no metric %s", name)
-	return nil
+	if _, ok := read(); !ok {
+		b.Fatalf("no counter %s", name)
+	}
+	return func() float64 { v, _ := read(); return v }
 }
