@@ -189,22 +189,14 @@ func search(ctx context.Context, e *env, cl *pmhttp.Client, index string, opts p
 func summarise(e *env, shown int, res partmap.SearchResult, opts partmap.SearchOptions, all bool) {
 	switch {
 	case opts.Limit < 0:
-		fmt.Fprintf(e.stderr, "%s match\n", plural(res.Total, "profile"))
+		fmt.Fprintf(e.stderr, "%s match\n", count(res.Total, "profile"))
 	case int64(shown) == res.Total:
-		fmt.Fprintf(e.stderr, "%s\n", plural(int64(shown), "matching profile"))
+		fmt.Fprintf(e.stderr, "%s\n", count(shown, "matching profile"))
 	case all || res.NextCursor == "":
-		fmt.Fprintf(e.stderr, "%d of %s\n", shown, plural(res.Total, "matching profile"))
+		fmt.Fprintf(e.stderr, "%d of %s\n", shown, count(res.Total, "matching profile"))
 	default:
-		fmt.Fprintf(e.stderr, "%d of %s; --all for every one, or --offset %d for the next page\n", shown, plural(res.Total, "matching profile"), opts.Offset+shown)
+		fmt.Fprintf(e.stderr, "%d of %s; --all for every one, or --offset %d for the next page\n", shown, count(res.Total, "matching profile"), opts.Offset+shown)
 	}
-}
-
-// plural counts n things, in the singular for one.
-func plural(n int64, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // tableHeader names the columns as list does: the documented fields in
